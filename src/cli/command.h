@@ -1,0 +1,39 @@
+// How subcommands plug into the CLI: each one is a file defining one `define_*` function, listed
+// once in cli.cpp. A command writes its whole output into Output; main prints it only when the
+// command succeeded, so a failure never leaves partial output behind.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+
+namespace kprof::cli {
+
+struct Output {
+  std::vector<std::string> argv;  // for JSON envelopes
+  std::string stdout_text;
+  std::string stderr_text;  // notes and warnings, printed even on success
+};
+
+using Runner = std::function<ExitCode(Output&)>;
+
+// Adds the subcommand to parent; sets runner when the subcommand is chosen.
+using DefineCommand = void (*)(CLI::App& parent, Runner& runner);
+
+// Thrown by commands for bad option values that CLI11 cannot check (e.g. an invalid regex).
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Thrown when inputs were valid but the filters selected nothing.
+struct NothingSelected : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void define_analyze(CLI::App& parent, Runner& runner);
+void define_inspect(CLI::App& parent, Runner& runner);
+
+}  // namespace kprof::cli

@@ -1,0 +1,30 @@
+// Small text helpers shared by importers and renderers.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kprof {
+
+std::string_view trim(std::string_view text);
+
+// Splits on runs of ASCII white space.
+std::vector<std::string> split_whitespace(std::string_view text);
+
+// Parses a whole string as a finite double / unsigned integer (no sign, no spaces, no suffix).
+std::optional<double> parse_double(std::string_view text);
+std::optional<std::uint64_t> parse_uint(std::string_view text);
+
+// Parses a number as ncu prints it in CSV: optional '-', digits grouped with ',' thousands
+// separators ("1,980,000"), optional fraction ("24,133.10"). Returns nullopt for anything else,
+// including strings such as "n/a" or "PolicySpread".
+std::optional<double> parse_ncu_number(std::string_view text);
+
+// A short human number: 3 significant digits past the point for small values, grouping for
+// large ones ("1,980,000", "28.74", "0.146").
+std::string format_number(double value);
+
+}  // namespace kprof

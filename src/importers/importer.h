@@ -1,0 +1,32 @@
+// One small interface per input format; import_report() picks the importer by content, never by
+// file name, so a renamed or compressed file still reads.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/report.h"
+
+namespace kprof::importers {
+
+class Importer {
+ public:
+  virtual ~Importer() = default;
+  virtual std::string_view name() const = 0;         // "ncu-rep"
+  virtual std::string_view describes() const = 0;    // one line for error messages and --help
+  // True when the first bytes (already decompressed) look like this format.
+  virtual bool recognizes(std::string_view head) const = 0;
+  // Parses the whole input; throws InputError with a position on anything malformed.
+  virtual model::Report import(const std::string& path, std::string_view bytes) const = 0;
+};
+
+const std::vector<const Importer*>& all_importers();
+
+// Reads the file (decompressing zstd), detects its format and imports it.
+model::Report import_report(const std::string& path);
+
+// Same, over bytes already in memory (fuzzers, tests).
+model::Report import_bytes(const std::string& path, std::string_view bytes);
+
+}  // namespace kprof::importers

@@ -1,0 +1,415 @@
+#include "importers/ncu_csv/ncu_csv_importer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+
+#include "common/error.h"
+#include "common/text.h"
+#include "importers/ncu_csv/csv_records.h"
+#include "importers/ncu_csv/section_labels.h"
+#include "importers/ncu_csv/units.h"
+
+namespace kprof::importers {
+namespace {
+
+// The identity columns ncu puts before the metrics; older versions omit some, so columns are
+// found by name and only ID and Kernel Name are required.
+constexpr std::string_view kIdentityColumns[] = {
+    "ID",    "Process ID", "Process Name", "Host Name", "Kernel Name", "Context",
+    "Stream", "Block Size", "Grid Size",   "Device",    "CC"};
+constexpr std::string_view kDevicePrefix = "device__attribute_";
+
+bool is_identity_column(std::string_view name) {
+  return std::find(std::begin(kIdentityColumns), std::end(kIdentityColumns), name) !=
+         std::end(kIdentityColumns);
+}
+
+std::string_view first_line(std::string_view text) {
+  // Skip console lines and blank lines the way the record parser does.
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t end = text.find('\n', i);
+    std::string_view line = text.substr(i, end == std::string_view::npos ? text.npos : end - i);
+    if (!trim(line).empty() && line.substr(0, 2) != "==") return line;
+    if (end == std::string_view::npos) break;
+    i = end + 1;
+  }
+  return {};
+}
+
+class Columns {
+ public:
+  explicit Columns(const std::vector<std::string>& header) : header_(header) {
+    for (size_t i = 0; i < header.size(); ++i) index_.emplace(header[i], i);
+  }
+  std::optional<size_t> find(std::string_view name) const {
+    auto it = index_.find(std::string(name));
+    return it == index_.end() ? std::nullopt : std::optional<size_t>(it->second);
+  }
+  size_t require(const std::string& path, std::string_view name, std::string_view page) const {
+    auto column = find(name);
+    if (!column) {
+      throw_invalid(path, InputPosition::line(1),
+                    fmt::format("missing column \"{}\" (every ncu {} page export has it)", name,
+                                page));
+    }
+    return *column;
+  }
+  size_t size() const { return header_.size(); }
+
+ private:
+  const std::vector<std::string>& header_;
+  std::map<std::string, size_t, std::less<>> index_;
+};
+
+// "(384, 1, 1)" -> Dim3
+std::optional<model::Dim3> parse_dim3(std::string_view text) {
+  text = trim(text);
+  if (text.size() < 2 || text.front() != '(' || text.back() != ')') return std::nullopt;
+  text = text.substr(1, text.size() - 2);
+  std::uint64_t parts[3];
+  for (int i = 0; i < 3; ++i) {
+    size_t comma = text.find(',');
+    if ((i < 2) != (comma != std::string_view::npos)) return std::nullopt;
+    auto value = parse_uint(trim(text.substr(0, comma)));
+    if (!value) return std::nullopt;
+    parts[i] = *value;
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+  }
+  return model::Dim3{parts[0], parts[1], parts[2]};
+}
+
+// A printed value in a printed unit -> a model value in the base unit; nullopt when the metric
+// was not collected ("", "n/a").
+std::optional<model::MetricValue> convert_printed_value(std::string_view printed,
+                                                        const UnitScale& scale) {
+  std::string_view text = trim(printed);
+  // "--print-metric-instances values|details" appends " (instance; instance ...)": keep the
+  // aggregate that precedes it.
+  if (!text.empty() && text.back() == ')') {
+    if (size_t open = text.find(" ("); open != std::string_view::npos) text = text.substr(0, open);
+  }
+  if (text.empty() || text == "n/a" || text == "(!) n/a" || text == "no data") return std::nullopt;
+  // ncu prints a NaN it computed (e.g. a ratio over zero cycles) as "nan": a value, not a gap.
+  if (text == "nan" || text == "-nan") {
+    return model::MetricValue::of_double(std::numeric_limits<double>::quiet_NaN());
+  }
+  auto number = parse_ncu_number(text);
+  if (!number) return model::MetricValue::of_string(std::string(text));
+  bool integral_text = text.find_first_of(".eE-") == std::string_view::npos;
+  if (scale.factor == 1 && integral_text) {
+    return model::MetricValue::of_uint(static_cast<std::uint64_t>(*number));
+  }
+  return model::MetricValue::of_double(*number * scale.factor);
+}
+
+struct KernelIdentity {
+  std::string id_text;
+  model::Kernel kernel;
+  std::string compute_capability;
+};
+
+KernelIdentity read_identity(const std::string& path, const CsvRecord& record,
+                             const Columns& columns) {
+  KernelIdentity identity;
+  auto text = [&](std::string_view name) -> std::string {
+    auto column = columns.find(name);
+    return column && *column < record.fields.size() ? record.fields[*column] : std::string();
+  };
+  auto number = [&](std::string_view name) -> std::uint32_t {
+    std::string value = text(name);
+    if (value.empty()) return 0;
+    auto parsed = parse_ncu_number(value);
+    if (!parsed || *parsed < 0 || *parsed != std::floor(*parsed) || *parsed > 4294967295.0) {
+      throw_invalid(path, InputPosition::line(record.line),
+                    fmt::format("column \"{}\" holds \"{}\", expected a whole number", name, value));
+    }
+    return static_cast<std::uint32_t>(*parsed);
+  };
+  auto dim3 = [&](std::string_view name) -> model::Dim3 {
+    std::string value = text(name);
+    if (value.empty()) return {};
+    auto parsed = parse_dim3(value);
+    if (!parsed) {
+      throw_invalid(path, InputPosition::line(record.line),
+                    fmt::format("column \"{}\" holds \"{}\", expected \"(x, y, z)\"", name, value));
+    }
+    return *parsed;
+  };
+  identity.id_text = text("ID");
+  model::Kernel& kernel = identity.kernel;
+  kernel.process_id = number("Process ID");
+  kernel.process_name = text("Process Name");
+  kernel.host = text("Host Name");
+  // ncu prints the name in its --print-kernel-base, demangled by default.
+  kernel.demangled_name = text("Kernel Name");
+  kernel.context_id = number("Context");
+  kernel.stream_id = number("Stream");
+  kernel.block = dim3("Block Size");
+  kernel.grid = dim3("Grid Size");
+  kernel.device_id = number("Device");
+  identity.compute_capability = text("CC");
+  return identity;
+}
+
+class CsvReportBuilder {
+ public:
+  CsvReportBuilder(const std::string& path, model::SourceFormat format) : path_(path) {
+    report_.path = path;
+    report_.format = format;
+  }
+
+  model::Kernel& add_kernel(KernelIdentity identity, size_t line) {
+    model::Kernel& kernel = identity.kernel;
+    if (identity.id_text.empty() || !parse_ncu_number(identity.id_text)) {
+      throw_invalid(path_, InputPosition::line(line),
+                    fmt::format("column \"ID\" holds \"{}\", expected a whole number",
+                                identity.id_text));
+    }
+    kernel.id = report_.kernels.size();
+    model::Device& device = device_for(kernel.device_id);
+    if (!identity.compute_capability.empty() && device.compute_capability().empty()) {
+      size_t dot = identity.compute_capability.find('.');
+      auto major = parse_uint(identity.compute_capability.substr(0, dot));
+      auto minor = dot == std::string::npos
+                       ? std::optional<std::uint64_t>{}
+                       : parse_uint(identity.compute_capability.substr(dot + 1));
+      if (major && minor) {
+        add_device_attribute(device, "device__attribute_compute_capability_major",
+                             model::MetricValue::of_uint(*major), "");
+        add_device_attribute(device, "device__attribute_compute_capability_minor",
+                             model::MetricValue::of_uint(*minor), "");
+      }
+    }
+    bool known = std::any_of(report_.processes.begin(), report_.processes.end(),
+                             [&](const model::Process& p) { return p.id == kernel.process_id; });
+    if (!known) {
+      report_.processes.push_back({kernel.process_id, kernel.process_name, kernel.host});
+    }
+    ids_.push_back(identity.id_text);
+    report_.kernels.push_back(std::move(kernel));
+    return report_.kernels.back();
+  }
+
+  model::Device& device_for(std::uint32_t id) {
+    for (model::Device& device : report_.devices) {
+      if (device.id == id) return device;
+    }
+    report_.devices.push_back(model::Device{id, {}, {}});
+    return report_.devices.back();
+  }
+
+  void add_device_attribute(model::Device& device, std::string name, model::MetricValue value,
+                            std::string unit) {
+    if (name == "device__attribute_display_name" && device.name.empty() &&
+        value.kind == model::MetricValue::Kind::kString) {
+      device.name = value.text;
+    }
+    for (model::Metric& existing : device.attributes) {
+      if (existing.name == name) return;  // every row repeats the device; the first one wins
+    }
+    model::Metric metric;
+    metric.name = std::move(name);
+    metric.value = std::move(value);
+    metric.unit = std::move(unit);
+    device.attributes.push_back(std::move(metric));
+  }
+
+  const std::vector<std::string>& ids() const { return ids_; }
+  model::Kernel& kernel(size_t index) { return report_.kernels[index]; }
+
+  model::Report finish() {
+    for (model::Kernel& kernel : report_.kernels) model::sort_metrics(kernel.metrics);
+    for (model::Device& device : report_.devices) model::sort_metrics(device.attributes);
+    std::sort(report_.devices.begin(), report_.devices.end(),
+              [](const model::Device& a, const model::Device& b) { return a.id < b.id; });
+    return std::move(report_);
+  }
+
+ private:
+  const std::string& path_;
+  model::Report report_;
+  std::vector<std::string> ids_;
+};
+
+model::Report import_raw_page(const std::string& path, const std::vector<CsvRecord>& records) {
+  const std::vector<std::string>& header = records[0].fields;
+  Columns columns(header);
+  columns.require(path, "ID", "raw");
+  columns.require(path, "Kernel Name", "raw");
+  if (records.size() < 2) {
+    throw_invalid(path, InputPosition::line(records[0].line + 1),
+                  "missing the units row that follows the header of a raw page export");
+  }
+  const CsvRecord& units_row = records[1];
+  if (units_row.fields.size() != header.size()) {
+    throw_invalid(path, InputPosition::line(units_row.line),
+                  fmt::format("the units row has {} fields, the header has {}",
+                              units_row.fields.size(), header.size()));
+  }
+  std::vector<UnitScale> scales(header.size());
+  std::vector<bool> is_metric(header.size());
+  for (size_t c = 0; c < header.size(); ++c) {
+    is_metric[c] = !is_identity_column(header[c]);
+    if (is_metric[c]) {
+      scales[c] = to_base_unit(units_row.fields[c]);
+    } else if (!units_row.fields[c].empty()) {
+      throw_invalid(path, InputPosition::line(units_row.line),
+                    fmt::format("expected the units row (empty under \"{}\"), found \"{}\"",
+                                header[c], units_row.fields[c]));
+    }
+  }
+  CsvReportBuilder builder(path, model::SourceFormat::kNcuCsvRaw);
+  for (size_t r = 2; r < records.size(); ++r) {
+    const CsvRecord& record = records[r];
+    if (record.fields.size() != header.size()) {
+      throw_invalid(path, InputPosition::line(record.line),
+                    fmt::format("{} fields, the header has {}", record.fields.size(),
+                                header.size()));
+    }
+    model::Kernel& kernel = builder.add_kernel(read_identity(path, record, columns), record.line);
+    model::Device& device = builder.device_for(kernel.device_id);
+    kernel.metrics.reserve(header.size());
+    for (size_t c = 0; c < header.size(); ++c) {
+      if (!is_metric[c]) continue;
+      auto value = convert_printed_value(record.fields[c], scales[c]);
+      if (!value) continue;
+      // Device attributes are kept per kernel too, as ncu stores them with each result.
+      if (std::string_view(header[c]).substr(0, kDevicePrefix.size()) == kDevicePrefix) {
+        builder.add_device_attribute(device, header[c], *value, scales[c].base_unit);
+      }
+      model::Metric metric;
+      metric.name = header[c];
+      metric.value = std::move(*value);
+      metric.unit = scales[c].base_unit;
+      kernel.metrics.push_back(std::move(metric));
+    }
+  }
+  return builder.finish();
+}
+
+bool looks_like_metric_name(std::string_view label) {
+  // ncu metric names: lower-case unit prefix, "__", then name and suffixes (no spaces).
+  size_t sep = label.find("__");
+  if (sep == 0 || sep == std::string_view::npos) return false;
+  return std::all_of(label.begin(), label.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
+  });
+}
+
+model::RuleType rule_type_from_code(std::string_view code) {
+  if (code == "OPT") return model::RuleType::kOptimization;
+  if (code == "INF") return model::RuleType::kOk;
+  if (code == "WRN") return model::RuleType::kWarning;
+  if (code == "ERR") return model::RuleType::kError;
+  return model::RuleType::kNone;
+}
+
+model::Report import_details_page(const std::string& path,
+                                  const std::vector<CsvRecord>& records) {
+  const std::vector<std::string>& header = records[0].fields;
+  Columns columns(header);
+  columns.require(path, "ID", "details");
+  columns.require(path, "Kernel Name", "details");
+  size_t section_col = columns.require(path, "Section Name", "details");
+  size_t name_col = columns.require(path, "Metric Name", "details");
+  size_t unit_col = columns.require(path, "Metric Unit", "details");
+  size_t value_col = columns.require(path, "Metric Value", "details");
+  auto rule_col = columns.find("Rule Name");
+  auto rule_type_col = columns.find("Rule Type");
+  auto rule_text_col = columns.find("Rule Description");
+  auto speedup_type_col = columns.find("Estimated Speedup Type");
+  auto speedup_col = columns.find("Estimated Speedup");
+  size_t metric_row_fields = value_col + 1;
+
+  CsvReportBuilder builder(path, model::SourceFormat::kNcuCsvDetails);
+  std::map<std::string, size_t> kernel_by_id;
+  for (size_t r = 1; r < records.size(); ++r) {
+    const CsvRecord& record = records[r];
+    const auto& f = record.fields;
+    // Metric rows carry the 15 metric columns (plus a trailing empty field when the export
+    // has rule columns); rule rows carry all columns.
+    if (f.size() < metric_row_fields || f.size() > header.size() + 1) {
+      throw_invalid(path, InputPosition::line(record.line),
+                    fmt::format("{} fields, expected between {} and {} for a details page row",
+                                f.size(), metric_row_fields, header.size()));
+    }
+    KernelIdentity identity = read_identity(path, record, columns);
+    auto found = kernel_by_id.find(identity.id_text);
+    size_t index;
+    if (found == kernel_by_id.end()) {
+      index = builder.ids().size();
+      builder.add_kernel(std::move(identity), record.line);
+      kernel_by_id.emplace(builder.ids().back(), index);
+    } else {
+      index = found->second;
+    }
+    auto field = [&](std::optional<size_t> column) -> std::string {
+      return column && *column < f.size() ? f[*column] : std::string();
+    };
+    model::Kernel& kernel = builder.kernel(index);
+    std::string rule = field(rule_col);
+    if (!rule.empty()) {
+      model::RuleFinding finding;
+      finding.rule = rule;
+      finding.section = f[section_col];
+      finding.type = rule_type_from_code(field(rule_type_col));
+      finding.message = field(rule_text_col);
+      finding.speedup_type = field(speedup_type_col);
+      std::string speedup = field(speedup_col);
+      if (!speedup.empty()) {
+        finding.estimated_speedup = parse_ncu_number(speedup);
+        if (!finding.estimated_speedup) {
+          throw_invalid(path, InputPosition::line(record.line),
+                        fmt::format("\"Estimated Speedup\" holds \"{}\", expected a number",
+                                    speedup));
+        }
+      }
+      kernel.rules.push_back(std::move(finding));
+      continue;
+    }
+    UnitScale scale = to_base_unit(f[unit_col]);
+    auto value = convert_printed_value(f[value_col], scale);
+    if (!value) continue;
+    model::Metric metric;
+    metric.section = f[section_col];
+    metric.label = f[name_col];
+    std::string_view known = metric_for_label(metric.section, metric.label);
+    if (!known.empty()) {
+      metric.name = std::string(known);
+    } else if (looks_like_metric_name(metric.label)) {
+      metric.name = metric.label;
+    } else {
+      metric.name = fmt::format("{}: {}", metric.section, metric.label);
+    }
+    metric.value = std::move(*value);
+    metric.unit = scale.base_unit;
+    kernel.metrics.push_back(std::move(metric));
+  }
+  return builder.finish();
+}
+
+}  // namespace
+
+bool NcuCsvImporter::recognizes(std::string_view head) const {
+  std::string_view line = first_line(head);
+  return line.substr(0, 5) == "\"ID\"," || line.substr(0, 3) == "ID,";
+}
+
+model::Report NcuCsvImporter::import(const std::string& path, std::string_view bytes) const {
+  if (!recognizes(bytes)) {
+    throw_invalid(path, InputPosition::line(1),
+                  "not an ncu CSV export: the header must start with the \"ID\" column");
+  }
+  std::vector<CsvRecord> records = parse_csv_records(path, bytes);
+  const std::vector<std::string>& header = records.at(0).fields;
+  bool details = std::find(header.begin(), header.end(), "Metric Value") != header.end();
+  return details ? import_details_page(path, records) : import_raw_page(path, records);
+}
+
+}  // namespace kprof::importers

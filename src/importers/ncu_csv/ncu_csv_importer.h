@@ -1,0 +1,20 @@
+// Reader of ncu's CSV exports: `ncu --import R --csv --page raw` (wide: one row per kernel, a
+// units row, one column per metric) and `--page details` (long: one row per section metric or
+// rule message). Values are converted to base units so both feed the same model as .ncu-rep.
+#pragma once
+
+#include "importers/importer.h"
+
+namespace kprof::importers {
+
+class NcuCsvImporter final : public Importer {
+ public:
+  std::string_view name() const override { return "ncu-csv"; }
+  std::string_view describes() const override {
+    return "ncu CSV export (--csv --page raw or --page details), starting with \"ID\"";
+  }
+  bool recognizes(std::string_view head) const override;
+  model::Report import(const std::string& path, std::string_view bytes) const override;
+};
+
+}  // namespace kprof::importers

@@ -1,0 +1,174 @@
+// The report model: what Nsight Compute recorded, independent of the file format it came in.
+// Plain structs; every importer fills the same fields, values in base units (ns, byte, byte/s,
+// hz, %, counts), exactly as ncu computed them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace kprof::model {
+
+// A metric value as stored: numbers keep their integer-ness (launch__grid_size is a count,
+// gpu__time_duration.sum a double), strings stay strings (device__attribute_display_name).
+struct MetricValue {
+  enum class Kind { kDouble, kUint64, kString };
+  Kind kind = Kind::kDouble;
+  double real = 0;
+  std::uint64_t integer = 0;
+  std::string text;
+
+  static MetricValue of_double(double v) { return {Kind::kDouble, v, 0, {}}; }
+  static MetricValue of_uint(std::uint64_t v) { return {Kind::kUint64, 0, v, {}}; }
+  static MetricValue of_string(std::string v) { return {Kind::kString, 0, 0, std::move(v)}; }
+
+  bool is_number() const { return kind != Kind::kString; }
+  std::optional<double> number() const;  // nullopt for strings
+  std::string to_string() const;          // full precision, for listings
+  bool operator==(const MetricValue&) const = default;
+};
+
+struct MetricInstance {
+  MetricValue correlation_id;  // e.g. a PC, or the x value of an occupancy graph
+  MetricValue value;
+};
+
+struct Metric {
+  std::string name;  // ncu's metric name, e.g. "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+  MetricValue value;
+  // Base unit as the source stated it ("ns", "byte", "%"); empty when the source stores none
+  // (.ncu-rep files carry no units).
+  std::string unit;
+  // Where a details-page CSV row came from; its label is the name when no metric name is known.
+  std::string section;
+  std::string label;
+  std::vector<MetricInstance> instances;
+};
+
+enum class RuleType { kNone, kOk, kWarning, kError, kOptimization };
+std::string_view rule_type_code(RuleType type);  // "OPT", "INF", "WRN", "ERR", "" as ncu prints
+
+// One message of one ncu rule (a rule can emit several, e.g. CPIStall an OPT and an INF).
+struct RuleFinding {
+  std::string rule;     // identifier, e.g. "SOLBottleneck"
+  std::string section;  // section identifier, e.g. "SpeedOfLight"
+  RuleType type = RuleType::kNone;
+  std::string message;
+  std::string speedup_type;                 // "local", "global", or ""
+  std::optional<double> estimated_speedup;  // percent
+};
+
+struct Dim3 {
+  std::uint64_t x = 0, y = 0, z = 0;
+  bool operator==(const Dim3&) const = default;
+  std::string to_string() const;  // "(384, 1, 1)" as ncu prints it
+};
+
+// One profiled kernel launch.
+struct Kernel {
+  std::size_t id = 0;  // position in the report (ncu's "ID" column)
+  std::uint32_t process_id = 0;
+  std::string process_name;
+  std::string host;
+  std::uint32_t thread_id = 0;
+  std::uint32_t context_id = 0;
+  std::uint32_t stream_id = 0;
+  std::uint32_t device_id = 0;
+  std::string mangled_name;
+  std::string function_name;
+  std::string demangled_name;
+  Dim3 grid;
+  Dim3 block;
+  std::vector<Metric> metrics;  // sorted by name (see sort_metrics)
+  std::vector<RuleFinding> rules;
+
+  const Metric* find(std::string_view name) const;
+  std::optional<double> number(std::string_view name) const;
+  // The most readable name the source recorded: function name, else demangled, else mangled.
+  const std::string& display_name() const;
+};
+
+struct Device {
+  std::uint32_t id = 0;
+  std::string name;               // "NVIDIA H200"
+  std::vector<Metric> attributes;  // device__attribute_*, sorted by name
+
+  const Metric* find(std::string_view name) const;
+  std::optional<double> number(std::string_view name) const;
+  std::string compute_capability() const;  // "9.0", or "" when not recorded
+};
+
+struct Process {
+  std::uint32_t id = 0;
+  std::string name;
+  std::string host;
+};
+
+// How ncu was asked to profile. Read from the report's own settings when it stores them, else
+// parsed from the recorded command line (see settings_source).
+struct ProfilerSettings {
+  std::string settings_source;  // "report", "command line", or "" when neither was recorded
+  std::vector<std::string> sets;
+  std::vector<std::string> sections;
+  std::vector<std::string> metrics;
+  std::string kernel_name;
+  std::string kernel_name_base;
+  std::string kernel_id;
+  std::optional<std::uint64_t> launch_skip;
+  std::optional<std::uint64_t> launch_skip_before_match;
+  std::optional<std::uint64_t> launch_count;
+  std::string replay_mode;
+  std::string clock_control;
+  std::string cache_control;
+  std::string target_processes;
+  std::string nvtx;
+  std::string profile_from_start;
+  bool disable_profiler_start_stop = false;
+  std::string export_path;
+  std::vector<std::string> application;  // the profiled command and its arguments
+};
+
+struct Session {
+  std::string ncu_version;   // "2025.3.1.0 (build 36398880) (public-release)"
+  std::string cuda_version;  // "13.0"
+  std::vector<std::pair<std::string, std::string>> versions;  // all provider/version pairs
+  std::string command_line;  // the ncu command line as recorded
+  std::optional<std::uint64_t> creation_time;  // Unix seconds
+  std::optional<std::uint32_t> process_id;
+  std::string host_os;
+  std::string target_os;
+  std::string target_cpu;
+  std::string comments;
+  ProfilerSettings settings;
+};
+
+enum class SourceFormat { kNcuRep, kNcuCsvRaw, kNcuCsvDetails };
+std::string_view source_format_name(SourceFormat format);
+
+struct Report {
+  std::string path;
+  SourceFormat format = SourceFormat::kNcuRep;
+  std::uint32_t format_version = 0;  // .ncu-rep FileHeader version; 0 for CSV
+  Session session;
+  std::vector<Process> processes;
+  std::vector<Device> devices;
+  std::vector<Kernel> kernels;
+  // Results the model does not hold yet (range, command-list and CUDA-graph results), counted
+  // so that outputs can say so instead of silently dropping them.
+  std::size_t skipped_range_results = 0;
+  std::size_t skipped_cmdlist_results = 0;
+  std::size_t skipped_graph_results = 0;
+
+  const Device* device_of(const Kernel& kernel) const;
+  // A kernel metric, falling back to its device's attributes (device__attribute_*).
+  const Metric* find(const Kernel& kernel, std::string_view name) const;
+  std::optional<double> number(const Kernel& kernel, std::string_view name) const;
+};
+
+// Sorts by name and keeps the first of duplicate names; lookups rely on this order.
+void sort_metrics(std::vector<Metric>& metrics);
+
+}  // namespace kprof::model

@@ -1,0 +1,28 @@
+// JSON for automation: the report model inside a versioned envelope ("kprof.report/1").
+// Field names are stable; a breaking change bumps the schema version.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/report.h"
+
+namespace kprof::render {
+
+struct JsonOptions {
+  // Metrics to include per kernel; all when unset.
+  std::function<bool(const std::string&)> include_metric;
+  bool include_instances = false;
+  bool include_device_attributes = true;
+};
+
+nlohmann::json value_json(const model::MetricValue& value);
+nlohmann::json kernel_json(const model::Report& report, const model::Kernel& kernel,
+                           const JsonOptions& options);
+nlohmann::json report_json(const model::Report& report, const std::vector<size_t>& kernels,
+                           const JsonOptions& options);
+nlohmann::json envelope(const std::vector<std::string>& argv);  // schema + tool
+
+}  // namespace kprof::render
