@@ -40,8 +40,9 @@ std::string render_session(const model::Report& report) {
   auto line = [&](std::string_view key, const std::string& value) {
     if (!value.empty()) out += fmt::format("  {:<26} {}\n", key, value);
   };
-  line("ncu version", s.ncu_version);
-  line("CUDA version", s.cuda_version);
+  if (s.versions.empty()) {
+    line("Nsight Compute", s.ncu_version);
+  }
   for (const auto& [provider, version] : s.versions) line(provider, version);
   line("command line", s.command_line);
   if (s.creation_time) line("created (unix time)", std::to_string(*s.creation_time));

@@ -166,12 +166,13 @@ class CsvReportBuilder {
 
   model::Kernel& add_kernel(KernelIdentity identity, size_t line) {
     model::Kernel& kernel = identity.kernel;
-    if (identity.id_text.empty() || !parse_ncu_number(identity.id_text)) {
+    auto id = parse_ncu_number(identity.id_text);
+    if (!id || *id < 0 || *id != std::floor(*id)) {
       throw_invalid(path_, InputPosition::line(line),
                     fmt::format("column \"ID\" holds \"{}\", expected a whole number",
                                 identity.id_text));
     }
-    kernel.id = report_.kernels.size();
+    kernel.id = static_cast<size_t>(*id);  // ncu's own numbering
     model::Device& device = device_for(kernel.device_id);
     if (!identity.compute_capability.empty() && device.compute_capability().empty()) {
       size_t dot = identity.compute_capability.find('.');
@@ -302,6 +303,18 @@ bool looks_like_metric_name(std::string_view label) {
   });
 }
 
+// "9.0" in the CC column -> 90; 0 when absent or unreadable.
+int compute_capability_code(const std::vector<std::string>& fields, const Columns& columns) {
+  auto column = columns.find("CC");
+  if (!column || *column >= fields.size()) return 0;
+  const std::string& text = fields[*column];
+  size_t dot = text.find('.');
+  auto major = parse_uint(std::string_view(text).substr(0, dot));
+  auto minor = dot == std::string::npos ? std::optional<std::uint64_t>(0)
+                                        : parse_uint(std::string_view(text).substr(dot + 1));
+  return major && minor ? static_cast<int>(*major * 10 + *minor) : 0;
+}
+
 model::RuleType rule_type_from_code(std::string_view code) {
   if (code == "OPT") return model::RuleType::kOptimization;
   if (code == "INF") return model::RuleType::kOk;
@@ -379,7 +392,8 @@ model::Report import_details_page(const std::string& path,
     model::Metric metric;
     metric.section = f[section_col];
     metric.label = f[name_col];
-    std::string_view known = metric_for_label(metric.section, metric.label);
+    std::string_view known = metric_for_label(metric.section, metric.label,
+                                              compute_capability_code(f, columns));
     if (!known.empty()) {
       metric.name = std::string(known);
     } else if (looks_like_metric_name(metric.label)) {

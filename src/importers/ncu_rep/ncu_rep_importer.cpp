@@ -97,6 +97,37 @@ std::string speedup_type_name(int type) {
   }
 }
 
+// Rule messages carry link markup that ncu renders when printing: "@section:ID:Text@" becomes
+// "Text", "@url:Text:https://…@" becomes "Text (https://…)". Messages are kept as ncu prints them.
+std::string render_rule_markup(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t at = text.find('@', i);
+    if (at == std::string_view::npos) break;
+    size_t end = text.find('@', at + 1);
+    std::string_view inner =
+        end == std::string_view::npos ? std::string_view{} : text.substr(at + 1, end - at - 1);
+    size_t first = inner.find(':');
+    size_t second = first == std::string_view::npos ? first : inner.find(':', first + 1);
+    std::string_view kind = inner.substr(0, first);
+    if (second == std::string_view::npos || (kind != "section" && kind != "url")) {
+      out.append(text.substr(i, at + 1 - i));  // a plain '@'
+      i = at + 1;
+      continue;
+    }
+    out.append(text.substr(i, at - i));
+    std::string_view label = inner.substr(first + 1, second - first - 1);
+    std::string_view target = inner.substr(second + 1);
+    out.append(kind == "section" ? target : label);
+    if (kind == "url") out.append(" (").append(target).append(")");
+    i = end + 1;
+  }
+  out.append(text.substr(i));
+  return out;
+}
+
 class ReportBuilder {
  public:
   ReportBuilder(const std::string& path) : path_(path) {
@@ -172,7 +203,7 @@ class ReportBuilder {
         finding.rule = rule.identifier();
         finding.section = rule.section_identifier();
         finding.type = convert_rule_type(item.message().type());
-        finding.message = item.message().text();
+        finding.message = render_rule_markup(item.message().text());
         if (item.has_speedup() && item.speedup().has_value()) {
           finding.speedup_type = speedup_type_name(item.speedup().type());
           finding.estimated_speedup = item.speedup().value();
@@ -184,6 +215,14 @@ class ReportBuilder {
   }
 
   model::Report finish() {
+    // ncu numbers results grouped by process, lower process ids first (seen in a two-process
+    // report: its CSV export lists pid 516's kernel as ID 0 although pid 518's comes first in
+    // the file); follow it so that ids match `ncu --import` output.
+    std::stable_sort(report_.kernels.begin(), report_.kernels.end(),
+                     [](const model::Kernel& a, const model::Kernel& b) {
+                       return a.process_id < b.process_id;
+                     });
+    for (size_t i = 0; i < report_.kernels.size(); ++i) report_.kernels[i].id = i;
     model::ProfilerSettings from_line =
         settings_from_command_line(report_.session.command_line);
     if (stored_settings_) {
@@ -320,6 +359,10 @@ model::Report NcuRepImporter::import(const std::string& path, std::string_view b
   }
   builder.set_version(file_header.version());
 
+  if (cursor.at_end()) {
+    throw_invalid(path, InputPosition::byte(cursor.offset()),
+                  "truncated: the report ends after its file header, before any block");
+  }
   google::protobuf::Arena arena;
   while (!cursor.at_end()) {
     size_t block_offset = cursor.offset();

@@ -1,0 +1,129 @@
+// The kprof binary as a user runs it: output, exit codes, and nothing on stdout on failure.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "support/run_process.h"
+#include "support/test_data.h"
+
+namespace kprof {
+namespace {
+
+using testing::data_path;
+using testing::run_process;
+
+testing::ProcessResult kprof(std::vector<std::string> args) {
+  args.insert(args.begin(), KPROF_BINARY);
+  return run_process(args);
+}
+
+TEST(Cli, AnalyzePrintsOneRowPerKernel) {
+  auto result = kprof({"analyze", data_path("h200/big_full.ncu-rep.zst")});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("24 kernels · NVIDIA H200 (cc 9.0, 132 SMs)"), std::string::npos);
+  EXPECT_NE(result.out.find("clock control none"), std::string::npos);
+  // The prefill GEMM: 135.94 us, SM 88.91 % (ncu's details page prints the same).
+  EXPECT_NE(result.out.find("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"), std::string::npos);
+  size_t row = result.out.find("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT");
+  std::string line = result.out.substr(row, result.out.find('\n', row) - row);
+  EXPECT_NE(line.find(" 135.9 "), std::string::npos) << line;
+  EXPECT_NE(line.find(" 88.91 "), std::string::npos) << line;
+  size_t rows = 0;
+  for (size_t at = result.out.find('\n'); at != std::string::npos; at = result.out.find('\n', at + 1)) ++rows;
+  EXPECT_EQ(rows, 1u + 1u + 24u);  // description, header, kernels
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(Cli, MissingMetricsAreMarkedNotZeroed) {
+  // A raw export without the DRAM throughput column, as from a capture that did not collect it.
+  std::string text = read_file(data_path("h200/big_min_raw.csv"));
+  const std::string column = "\"gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed\",";
+  size_t at = text.find(column);
+  ASSERT_NE(at, std::string::npos);
+  size_t index = std::count(text.begin(), text.begin() + static_cast<long>(at), ',');
+  std::string filtered;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    std::string line = text.substr(start, end - start);
+    size_t from = 0;
+    for (size_t i = 0; i < index; ++i) from = line.find("\",\"", from) + 3;
+    size_t to = line.find("\",\"", from) + 2;
+    filtered += line.substr(0, from) + line.substr(to + 1) + "\n";
+    start = end == std::string::npos ? text.size() : end + 1;
+  }
+  std::string path = ::testing::TempDir() + "/no_dram.csv";
+  std::ofstream(path, std::ios::binary) << filtered;
+  auto result = kprof({"analyze", path, "-k", "coopA"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find(" — "), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("not collected by this capture: "
+                            "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"),
+            std::string::npos)
+      << result.out;
+}
+
+TEST(Cli, JsonIsTheModelInAVersionedEnvelope) {
+  auto result = kprof({"analyze", "--json", "-m", "^gpu__time_duration\\.sum$", "-k", "coopA",
+                       data_path("h200/big_full.ncu-rep.zst")});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto document = nlohmann::json::parse(result.out);
+  EXPECT_EQ(document["schema"], "kprof.report/1");
+  auto kernels = document["reports"][0]["kernels"];
+  ASSERT_EQ(kernels.size(), 1u);
+  EXPECT_EQ(kernels[0]["id"], 22);
+  EXPECT_EQ(kernels[0]["metrics"].size(), 1u);
+  EXPECT_NEAR(kernels[0]["summary"]["sm_throughput_pct"].get<double>(), 88.91, 0.005);
+}
+
+TEST(Cli, InspectListsMetricsByRegex) {
+  auto result = kprof({"inspect", data_path("h200/two_kernels_full.ncu-rep.zst"), "-m",
+                       "^launch__registers_per_thread$", "--session"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("_Z13k_stream_copyPK6float4PS_m"), std::string::npos);
+  EXPECT_NE(result.out.find("launch__registers_per_thread"), std::string::npos);
+  EXPECT_NE(result.out.find("--set full --clock-control none"), std::string::npos);
+}
+
+TEST(Cli, ExitCodesAreDocumented) {
+  EXPECT_EQ(kprof({}).exit_code, 2);
+  EXPECT_EQ(kprof({"frobnicate"}).exit_code, 2);
+  EXPECT_EQ(kprof({"analyze"}).exit_code, 2);
+  EXPECT_EQ(kprof({"analyze", "-k", "(", data_path("h200/big_min_raw.csv")}).exit_code, 2);
+
+  auto missing = kprof({"analyze", "/nonexistent.ncu-rep"});
+  EXPECT_EQ(missing.exit_code, 3);
+  EXPECT_EQ(missing.err, "kprof: /nonexistent.ncu-rep: cannot open: No such file or directory\n");
+
+  auto nothing = kprof({"analyze", "-k", "no_such_kernel", data_path("h200/big_min_raw.csv")});
+  EXPECT_EQ(nothing.exit_code, 5);
+  EXPECT_NE(nothing.err.find("nvjet_sm90_tst_128x16_64x11_4x1_v_bz_NNT"), std::string::npos);
+}
+
+TEST(Cli, InvalidInputPrintsOneLineAndNoPartialOutput) {
+  std::string path = ::testing::TempDir() + "/truncated.ncu-rep";
+  std::ofstream(path, std::ios::binary) << read_file(data_path("h200/big_min_raw.csv")).substr(0, 5000);
+  // A good report first, then the bad one: nothing may be printed for the good one.
+  auto result = kprof({"analyze", data_path("h200/big_min.ncu-rep.zst"), path});
+  EXPECT_EQ(result.exit_code, 4);
+  EXPECT_EQ(result.out, "");
+  EXPECT_EQ(result.err.find(path + ": line "), 7u) << result.err;
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1);
+}
+
+TEST(Cli, HelpTeaches) {
+  auto result = kprof({"analyze", "--help"});
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_NE(result.out.find("Examples:"), std::string::npos);
+  auto top = kprof({"--help"});
+  EXPECT_EQ(top.exit_code, 0);
+  EXPECT_NE(top.out.find("Exit codes"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kprof

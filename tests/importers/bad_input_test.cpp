@@ -1,0 +1,138 @@
+// Damaged and foreign inputs: every one gets an InputError naming the file and a position, and
+// nothing crashes (the fuzzers push much further; these are the cases a user actually meets).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "common/error.h"
+#include "common/file_bytes.h"
+#include "importers/importer.h"
+#include "support/test_data.h"
+
+namespace kprof::importers {
+namespace {
+
+using testing::data_path;
+
+std::string report_bytes() {
+  static const std::string bytes = read_input_file(data_path("h200/big_min.ncu-rep.zst")).bytes;
+  return bytes;
+}
+
+InputError expect_invalid(const std::string& bytes, const std::string& path = "bad.ncu-rep") {
+  try {
+    import_bytes(path, bytes);
+  } catch (const InputError& error) {
+    EXPECT_EQ(error.code(), ExitCode::kInputInvalid) << error.what();
+    EXPECT_EQ(std::string(error.what()).rfind(path + ": ", 0), 0u) << error.what();
+    return error;
+  }
+  ADD_FAILURE() << "no error for " << bytes.size() << " bytes";
+  return InputError(ExitCode::kOk, "", {}, "");
+}
+
+TEST(BadInput, EmptyFile) {
+  InputError error = expect_invalid("");
+  EXPECT_NE(error.message().find("empty"), std::string::npos);
+}
+
+TEST(BadInput, OtherFileTypesAreRejectedAtByteZero) {
+  for (std::string bytes : {std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16),
+                            std::string("\x7f" "ELF\x02\x01\x01\0", 8),
+                            std::string("\x1f\x8b\x08\0\0\0\0\0", 8), std::string("{\"traceEvents\": []}"),
+                            std::string("Kernel,Duration\nk,1\n")}) {
+    InputError error = expect_invalid(bytes);
+    EXPECT_EQ(error.position().kind, InputPosition::Kind::kByte);
+    EXPECT_EQ(error.position().value, 0u);
+    EXPECT_NE(error.message().find("not a format kprof reads"), std::string::npos);
+  }
+}
+
+TEST(BadInput, EveryTruncationOfAReportIsReportedWithAnOffsetInsideTheFile) {
+  const std::string full = report_bytes();
+  std::vector<size_t> cuts;
+  for (size_t cut = 1; cut < 64; ++cut) cuts.push_back(cut);
+  for (size_t cut = 64; cut < full.size(); cut += 1009) cuts.push_back(cut);
+  cuts.push_back(full.size() - 1);
+  for (size_t cut : cuts) {
+    InputError error = expect_invalid(full.substr(0, cut));
+    EXPECT_EQ(error.position().kind, InputPosition::Kind::kByte) << cut;
+    EXPECT_LE(error.position().value, cut) << cut;
+  }
+}
+
+TEST(BadInput, UnsupportedVersionIsNamed) {
+  std::string bytes = report_bytes();
+  ASSERT_EQ(bytes[9], 7);  // FileHeader { Version = 7 } is 08 07 at bytes 8..9
+  bytes[9] = 9;
+  InputError error = expect_invalid(bytes);
+  EXPECT_NE(error.message().find("version 9"), std::string::npos) << error.message();
+}
+
+TEST(BadInput, CorruptedBytesNeverCrash) {
+  const std::string full = report_bytes();
+  std::mt19937 random(20261129);
+  size_t errors = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::string bytes = full;
+    for (int flips = 0; flips < 8; ++flips) {
+      size_t at = random() % bytes.size();
+      bytes[at] = static_cast<char>(random());
+    }
+    try {
+      import_bytes("corrupt.ncu-rep", bytes);
+    } catch (const InputError& error) {
+      ++errors;
+      EXPECT_EQ(error.code(), ExitCode::kInputInvalid);
+    }
+  }
+  // Bytes inside metric values can change without breaking the structure; many flips do break it.
+  EXPECT_GT(errors, 0u);
+}
+
+std::string raw_csv() {
+  static const std::string bytes = read_input_file(data_path("h200/big_min_raw.csv")).bytes;
+  return bytes;
+}
+
+TEST(BadInput, CsvWithoutTheKernelNameColumn) {
+  std::string bytes = raw_csv();
+  size_t at = bytes.find("\"Kernel Name\"");
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, 13, "\"Kernel\"");
+  InputError error = expect_invalid(bytes, "bad.csv");
+  EXPECT_EQ(error.position().kind, InputPosition::Kind::kLine);
+  EXPECT_EQ(error.position().value, 1u);
+  EXPECT_NE(error.message().find("missing column \"Kernel Name\""), std::string::npos);
+}
+
+TEST(BadInput, CsvRowWithAMissingFieldNamesItsLine) {
+  std::string bytes = raw_csv();
+  // Drop the last field of the fourth line (the second kernel row).
+  size_t line_start = 0;
+  for (int i = 0; i < 3; ++i) line_start = bytes.find('\n', line_start) + 1;
+  size_t line_end = bytes.find('\n', line_start);
+  size_t last_comma = bytes.rfind(',', line_end);
+  bytes.erase(last_comma, line_end - last_comma);
+  InputError error = expect_invalid(bytes, "bad.csv");
+  EXPECT_EQ(error.position().value, 4u);
+  EXPECT_NE(error.message().find("fields, the header has"), std::string::npos);
+}
+
+TEST(BadInput, TruncatedCsvInsideAQuotedField) {
+  std::string bytes = raw_csv();
+  InputError error = expect_invalid(bytes.substr(0, bytes.size() / 2 + 1), "bad.csv");
+  EXPECT_EQ(error.position().kind, InputPosition::Kind::kLine);
+}
+
+TEST(BadInput, CsvWithoutUnitsRow) {
+  std::string bytes = raw_csv();
+  size_t first = bytes.find('\n') + 1;
+  size_t second = bytes.find('\n', first) + 1;
+  bytes.erase(first, second - first);
+  InputError error = expect_invalid(bytes, "bad.csv");
+  EXPECT_EQ(error.position().value, 2u);
+}
+
+}  // namespace
+}  // namespace kprof::importers

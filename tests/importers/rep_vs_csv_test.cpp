@@ -1,0 +1,243 @@
+// Cross-checks on real captures: the .ncu-rep reader against ncu's own CSV exports of the same
+// report, value by value, to the precision ncu printed; and the CSV importers against both.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "common/text.h"
+#include "importers/importer.h"
+#include "support/csv_text.h"
+#include "support/test_data.h"
+
+namespace kprof::importers {
+namespace {
+
+using testing::data_path;
+
+// What one printed unit is worth in the unit the report stores, stated independently of the
+// importer's own table: ncu's prefixes are decimal and time is stored in ns.
+const std::map<std::string, double>& printed_unit_factors() {
+  static const std::map<std::string, double> factors = {
+      {"", 1},          {"%", 1},           {"sector", 1},        {"inst", 1},
+      {"inst/cycle", 1}, {"cycle", 1},       {"warp", 1},          {"sector/cycle", 1},
+      {"thread", 1},    {"request", 1},     {"block", 1},         {"byte/s", 1},
+      {"byte/sector", 1}, {"branches", 1},  {"sectors", 1},       {"byte/cycle", 1},
+      {"byte", 1},      {"pass", 1},        {"register/thread", 1}, {"%/register", 1},
+      {"cluster", 1},   {"byte/block", 1},  {"SM", 1},            {"sample", 1},
+      {"sector/s", 1},  {"us", 1e3},        {"ms", 1e6},          {"Kbyte", 1e3},
+      {"Mbyte", 1e6},   {"Gbyte", 1e9},     {"Tbyte", 1e12},      {"Mbyte/s", 1e6},
+      {"Gbyte/s", 1e9}, {"Tbyte/s", 1e12},  {"Mhz", 1e6},         {"Ghz", 1e9},
+      {"sector/ns", 1e9}, {"sector/us", 1e6}, {"sector/ms", 1e3}, {"Kbyte/block", 1e3},
+      {"Kbyte/cycle", 1e3}, {"%/Kbyte", 1e3},
+  };
+  return factors;
+}
+
+bool not_collected(const std::string& text) {
+  return text.empty() || text == "n/a" || text == "no data";
+}
+
+// Half a unit in the last printed digit, in base units.
+double printed_tolerance(const std::string& text, double factor) {
+  size_t dot = text.find('.');
+  int decimals = dot == std::string::npos ? 0 : static_cast<int>(text.size() - dot - 1);
+  return 0.5 * std::pow(10.0, -decimals) * factor;
+}
+
+struct Comparison {
+  size_t compared = 0;
+  size_t mismatched = 0;
+  std::string first_mismatch;
+  std::vector<std::string> clamped;  // negative in the report, printed as 0 by ncu
+};
+
+void compare(Comparison& result, const std::string& where, const model::MetricValue& actual,
+             const std::string& printed, double factor) {
+  ++result.compared;
+  bool ok;
+  if (printed == "nan" || printed == "-nan") {
+    ok = actual.kind == model::MetricValue::Kind::kDouble && std::isnan(actual.real);
+  } else if (auto number = parse_ncu_number(printed)) {
+    double expected = *number * factor;
+    auto value = actual.number();
+    if (value && *value < 0 && printed == "0") {
+      result.clamped.push_back(where);
+      return;
+    }
+    ok = value && std::fabs(*value - expected) <=
+                      printed_tolerance(printed, factor) + 1e-12 * std::fabs(expected);
+  } else {
+    ok = actual.kind == model::MetricValue::Kind::kString && actual.text == printed;
+  }
+  if (!ok && result.mismatched++ == 0) {
+    result.first_mismatch = where + ": report has " + actual.to_string() + ", ncu printed " + printed;
+  }
+}
+
+// Every metric present both in big_full.ncu-rep and in its raw CSV export agrees to the CSV's
+// printed precision.
+TEST(RepVsCsv, BigFullRawExportAgreesWithTheReportEverywhere) {
+  model::Report report = import_report(data_path("h200/big_full.ncu-rep.zst"));
+  auto csv = testing::read_csv("h200/big_full_raw.csv.zst");
+  ASSERT_GE(csv.size(), 3u);
+  const auto& header = csv[0].fields;
+  const auto& units = csv[1].fields;
+  ASSERT_EQ(csv.size() - 2, report.kernels.size());
+  Comparison result;
+  size_t absent_from_report = 0;
+  for (size_t row = 2; row < csv.size(); ++row) {
+    const auto& fields = csv[row].fields;
+    const model::Kernel& kernel = report.kernels.at(std::stoul(fields.at(0)));
+    EXPECT_EQ(fields.at(4), kernel.demangled_name.empty() ? kernel.function_name
+                                                          : kernel.demangled_name);
+    EXPECT_EQ(fields.at(7), kernel.block.to_string());
+    EXPECT_EQ(fields.at(8), kernel.grid.to_string());
+    for (size_t c = 11; c < header.size(); ++c) {
+      if (not_collected(fields[c])) continue;
+      auto factor = printed_unit_factors().find(units[c]);
+      ASSERT_NE(factor, printed_unit_factors().end()) << "unit not covered: " << units[c];
+      const model::Metric* metric = report.find(kernel, header[c]);
+      if (!metric) {
+        ++absent_from_report;
+        continue;
+      }
+      compare(result, "kernel " + fields[0] + " " + header[c], metric->value, fields[c],
+              factor->second);
+    }
+  }
+  EXPECT_EQ(result.mismatched, 0u) << result.first_mismatch;
+  EXPECT_EQ(absent_from_report, 0u);
+  // ncu prints a negative counter (sampling noise on an idle unit) as 0; the report keeps -2.
+  EXPECT_EQ(result.clamped, std::vector<std::string>{
+                                "kernel 23 lts__t_sectors_srcunit_tex_aperture_device_op_red_lookup_miss.sum"});
+  // 24 kernels x ~2,200 collected metrics: the check covers the whole export, not a sample.
+  EXPECT_GT(result.compared, 49000u);
+}
+
+// The raw-page CSV importer yields the same model values as the report, to printed precision.
+TEST(RepVsCsv, RawCsvImporterAgreesWithTheReport) {
+  for (std::string stem : {"big_full", "multi_process_basic"}) {
+    std::string csv_name = stem == "big_full" ? "h200/big_full_raw.csv.zst"
+                                              : "h200/multi_process_basic_raw.csv";
+    model::Report rep = import_report(data_path("h200/" + stem + ".ncu-rep.zst"));
+    model::Report csv = import_report(data_path(csv_name));
+    EXPECT_EQ(csv.format, model::SourceFormat::kNcuCsvRaw);
+    ASSERT_EQ(csv.kernels.size(), rep.kernels.size());
+    auto text = testing::read_csv(csv_name);
+    const auto& header = text[0].fields;
+    const auto& units = text[1].fields;
+    Comparison result;
+    for (size_t k = 0; k < csv.kernels.size(); ++k) {
+      const model::Kernel& from_csv = csv.kernels[k];
+      const model::Kernel& from_rep = rep.kernels[k];
+      EXPECT_EQ(from_csv.id, from_rep.id);
+      EXPECT_EQ(from_csv.process_id, from_rep.process_id);
+      EXPECT_EQ(from_csv.grid, from_rep.grid);
+      EXPECT_EQ(from_csv.block, from_rep.block);
+      const auto& fields = text[2 + k].fields;
+      for (size_t c = 11; c < header.size(); ++c) {
+        if (not_collected(fields[c])) {
+          EXPECT_EQ(from_csv.find(header[c]), nullptr) << header[c] << " is missing, not zero";
+          continue;
+        }
+        const model::Metric* metric = from_csv.find(header[c]);
+        ASSERT_NE(metric, nullptr) << header[c];
+        const model::Metric* reference = rep.find(from_rep, header[c]);
+        ASSERT_NE(reference, nullptr) << header[c];
+        // The CSV model against the report value, within what the CSV's printing lost.
+        ++result.compared;
+        const model::MetricValue& a = metric->value;
+        const model::MetricValue& b = reference->value;
+        bool ok;
+        if (a.is_number() && b.is_number()) {
+          double x = *a.number(), y = *b.number();
+          // ncu prints a negative counter as 0 (see the test above).
+          ok = (std::isnan(x) && std::isnan(y)) || (y < 0 && x == 0) ||
+               std::fabs(x - y) <= printed_tolerance(fields[c], printed_unit_factors().at(units[c])) +
+                                       1e-12 * std::fabs(y);
+        } else {
+          ok = a == b;
+        }
+        if (!ok && result.mismatched++ == 0) {
+          result.first_mismatch = stem + " kernel " + std::to_string(k) + " " + header[c] +
+                                  ": csv " + a.to_string() + " vs report " + b.to_string();
+        }
+      }
+    }
+    EXPECT_EQ(result.mismatched, 0u) << result.first_mismatch;
+    EXPECT_GT(result.compared, 0u);
+  }
+}
+
+// The details page names header metrics by label; mapped to metric names, they agree with
+// the report, and its rule rows are the report's rule findings.
+TEST(RepVsCsv, DetailsPageAgreesWithTheReport) {
+  model::Report rep = import_report(data_path("h200/big_full.ncu-rep.zst"));
+  model::Report details = import_report(data_path("h200/big_full_details.csv.zst"));
+  EXPECT_EQ(details.format, model::SourceFormat::kNcuCsvDetails);
+  ASSERT_EQ(details.kernels.size(), rep.kernels.size());
+  size_t mapped = 0, rules = 0;
+  for (size_t k = 0; k < rep.kernels.size(); ++k) {
+    const model::Kernel& d = details.kernels[k];
+    const model::Kernel& r = rep.kernels[k];
+    for (const model::Metric& metric : d.metrics) {
+      if (metric.name.find("__") == std::string::npos) continue;  // unmapped label
+      const model::Metric* reference = r.find(metric.name);
+      ASSERT_NE(reference, nullptr) << metric.section << " / " << metric.label;
+      ++mapped;
+      if (!reference->value.is_number()) {
+        EXPECT_EQ(metric.value.text, reference->value.text) << metric.label;
+        continue;
+      }
+      // The details page prints 2 decimals of the scaled value; allow one unit in the last
+      // printed digit of a value as large as the reference.
+      double value = *metric.value.number();
+      double expected = *reference->value.number();
+      EXPECT_LE(std::fabs(value - expected), 0.006 * std::max(1.0, std::fabs(expected)) + 0.006)
+          << "kernel " << k << " " << metric.section << " / " << metric.label;
+    }
+    // ncu prints rules in section order, the report stores them in rule order: compare as sets.
+    auto key = [](const model::RuleFinding& f) {
+      return std::make_tuple(f.section, f.rule, f.message, f.type, f.speedup_type);
+    };
+    std::vector<model::RuleFinding> printed = d.rules, stored = r.rules;
+    auto by_key = [&](const model::RuleFinding& a, const model::RuleFinding& b) {
+      return key(a) < key(b);
+    };
+    std::sort(printed.begin(), printed.end(), by_key);
+    std::sort(stored.begin(), stored.end(), by_key);
+    ASSERT_EQ(printed.size(), stored.size()) << "kernel " << k;
+    for (size_t i = 0; i < printed.size(); ++i) {
+      ++rules;
+      EXPECT_EQ(key(printed[i]), key(stored[i])) << "kernel " << k << ": " << printed[i].message;
+      ASSERT_EQ(printed[i].estimated_speedup.has_value(), stored[i].estimated_speedup.has_value());
+      if (printed[i].estimated_speedup) {
+        EXPECT_NEAR(*printed[i].estimated_speedup, *stored[i].estimated_speedup, 0.005);
+      }
+    }
+  }
+  EXPECT_GT(mapped, 24u * 60);  // the header metrics of every section of --set full
+  EXPECT_GT(rules, 24u * 5);
+}
+
+TEST(RepVsCsv, MetricListCaptureReadsTheSameInAllThreeForms) {
+  model::Report rep = import_report(data_path("h200/big_min.ncu-rep.zst"));
+  model::Report raw = import_report(data_path("h200/big_min_raw.csv"));
+  model::Report details = import_report(data_path("h200/big_min_details.csv.zst"));
+  ASSERT_EQ(rep.kernels.size(), 24u);
+  ASSERT_EQ(raw.kernels.size(), 24u);
+  ASSERT_EQ(details.kernels.size(), 24u);
+  for (size_t k = 0; k < 24; ++k) {
+    // --metrics puts real metric names in the details page ("Command line profiler metrics").
+    auto duration = rep.kernels[k].number("gpu__time_duration.sum");
+    ASSERT_TRUE(duration.has_value());
+    EXPECT_NEAR(*raw.kernels[k].number("gpu__time_duration.sum"), *duration, 0.5e-3 * 1e3);
+    EXPECT_NEAR(*details.kernels[k].number("gpu__time_duration.sum"), *duration, 0.005 * 1e3);
+  }
+}
+
+}  // namespace
+}  // namespace kprof::importers

@@ -1,0 +1,17 @@
+// Runs a program with an argv (no shell) and captures its exit code and output, for CLI tests.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace kprof::testing {
+
+struct ProcessResult {
+  int exit_code = -1;  // -1 when it did not exit normally
+  std::string out;
+  std::string err;
+};
+
+ProcessResult run_process(const std::vector<std::string>& argv);
+
+}  // namespace kprof::testing
