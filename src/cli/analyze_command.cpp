@@ -76,6 +76,11 @@ std::string render_table(const std::vector<model::Report>& reports,
                      occupancy_cell(s), cell(s.registers_per_thread), kernel.grid.to_string(),
                      kernel.block.to_string()});
     }
+    if (report.kernels.empty()) {
+      out += "  no kernel results: ncu profiled nothing into this report (a --kernel-name or\n"
+             "  --launch-skip that matched no launch, or an application that made no CUDA call)\n";
+      continue;
+    }
     out += table.to_string();
   }
   if (!missing.empty()) {

@@ -9,6 +9,7 @@
 
 #include "common/text.h"
 #include "importers/importer.h"
+#include "support/crosscheck.h"
 #include "support/csv_text.h"
 #include "support/test_data.h"
 
@@ -17,64 +18,13 @@ namespace {
 
 using testing::data_path;
 
-// What one printed unit is worth in the unit the report stores, stated independently of the
-// importer's own table: ncu's prefixes are decimal and time is stored in ns.
-const std::map<std::string, double>& printed_unit_factors() {
-  static const std::map<std::string, double> factors = {
-      {"", 1},          {"%", 1},           {"sector", 1},        {"inst", 1},
-      {"inst/cycle", 1}, {"cycle", 1},       {"warp", 1},          {"sector/cycle", 1},
-      {"thread", 1},    {"request", 1},     {"block", 1},         {"byte/s", 1},
-      {"byte/sector", 1}, {"branches", 1},  {"sectors", 1},       {"byte/cycle", 1},
-      {"byte", 1},      {"pass", 1},        {"register/thread", 1}, {"%/register", 1},
-      {"cluster", 1},   {"byte/block", 1},  {"SM", 1},            {"sample", 1},
-      {"sector/s", 1},  {"us", 1e3},        {"ms", 1e6},          {"Kbyte", 1e3},
-      {"Mbyte", 1e6},   {"Gbyte", 1e9},     {"Tbyte", 1e12},      {"Mbyte/s", 1e6},
-      {"Gbyte/s", 1e9}, {"Tbyte/s", 1e12},  {"Mhz", 1e6},         {"Ghz", 1e9},
-      {"sector/ns", 1e9}, {"sector/us", 1e6}, {"sector/ms", 1e3}, {"Kbyte/block", 1e3},
-      {"Kbyte/cycle", 1e3}, {"%/Kbyte", 1e3},
-  };
-  return factors;
-}
+using testing::not_collected;
+using testing::printed_tolerance;
 
-bool not_collected(const std::string& text) {
-  return text.empty() || text == "n/a" || text == "no data";
-}
-
-// Half a unit in the last printed digit, in base units.
-double printed_tolerance(const std::string& text, double factor) {
-  size_t dot = text.find('.');
-  int decimals = dot == std::string::npos ? 0 : static_cast<int>(text.size() - dot - 1);
-  return 0.5 * std::pow(10.0, -decimals) * factor;
-}
-
-struct Comparison {
-  size_t compared = 0;
-  size_t mismatched = 0;
-  std::string first_mismatch;
-  std::vector<std::string> clamped;  // negative in the report, printed as 0 by ncu
-};
-
-void compare(Comparison& result, const std::string& where, const model::MetricValue& actual,
-             const std::string& printed, double factor) {
-  ++result.compared;
-  bool ok;
-  if (printed == "nan" || printed == "-nan") {
-    ok = actual.kind == model::MetricValue::Kind::kDouble && std::isnan(actual.real);
-  } else if (auto number = parse_ncu_number(printed)) {
-    double expected = *number * factor;
-    auto value = actual.number();
-    if (value && *value < 0 && printed == "0") {
-      result.clamped.push_back(where);
-      return;
-    }
-    ok = value && std::fabs(*value - expected) <=
-                      printed_tolerance(printed, factor) + 1e-12 * std::fabs(expected);
-  } else {
-    ok = actual.kind == model::MetricValue::Kind::kString && actual.text == printed;
-  }
-  if (!ok && result.mismatched++ == 0) {
-    result.first_mismatch = where + ": report has " + actual.to_string() + ", ncu printed " + printed;
-  }
+double printed_unit_factor(const std::string& unit) {
+  double factor = testing::printed_unit_factor(unit);
+  EXPECT_NE(factor, 0) << "unit not covered: " << unit;
+  return factor;
 }
 
 // Every metric present both in big_full.ncu-rep and in its raw CSV export agrees to the CSV's
@@ -82,12 +32,17 @@ void compare(Comparison& result, const std::string& where, const model::MetricVa
 TEST(RepVsCsv, BigFullRawExportAgreesWithTheReportEverywhere) {
   model::Report report = import_report(data_path("h200/big_full.ncu-rep.zst"));
   auto csv = testing::read_csv("h200/big_full_raw.csv.zst");
-  ASSERT_GE(csv.size(), 3u);
-  const auto& header = csv[0].fields;
-  const auto& units = csv[1].fields;
-  ASSERT_EQ(csv.size() - 2, report.kernels.size());
-  Comparison result;
-  size_t absent_from_report = 0;
+  testing::Crosscheck result = testing::crosscheck_raw_csv(report, csv);
+  EXPECT_EQ(result.kernels, 24u);
+  EXPECT_TRUE(result.mismatches.empty()) << result.mismatches.front();
+  EXPECT_TRUE(result.uncovered_units.empty());
+  EXPECT_EQ(result.absent_from_report, 0u);
+  // ncu prints a negative counter (sampling noise on an idle unit) as 0; the report keeps -2.
+  EXPECT_EQ(result.clamped,
+            std::vector<std::string>{
+                "kernel 23 lts__t_sectors_srcunit_tex_aperture_device_op_red_lookup_miss.sum"});
+  // 24 kernels x ~2,200 collected metrics: the check covers the whole export, not a sample.
+  EXPECT_GT(result.compared, 49000u);
   for (size_t row = 2; row < csv.size(); ++row) {
     const auto& fields = csv[row].fields;
     const model::Kernel& kernel = report.kernels.at(std::stoul(fields.at(0)));
@@ -95,27 +50,14 @@ TEST(RepVsCsv, BigFullRawExportAgreesWithTheReportEverywhere) {
                                                           : kernel.demangled_name);
     EXPECT_EQ(fields.at(7), kernel.block.to_string());
     EXPECT_EQ(fields.at(8), kernel.grid.to_string());
-    for (size_t c = 11; c < header.size(); ++c) {
-      if (not_collected(fields[c])) continue;
-      auto factor = printed_unit_factors().find(units[c]);
-      ASSERT_NE(factor, printed_unit_factors().end()) << "unit not covered: " << units[c];
-      const model::Metric* metric = report.find(kernel, header[c]);
-      if (!metric) {
-        ++absent_from_report;
-        continue;
-      }
-      compare(result, "kernel " + fields[0] + " " + header[c], metric->value, fields[c],
-              factor->second);
-    }
   }
-  EXPECT_EQ(result.mismatched, 0u) << result.first_mismatch;
-  EXPECT_EQ(absent_from_report, 0u);
-  // ncu prints a negative counter (sampling noise on an idle unit) as 0; the report keeps -2.
-  EXPECT_EQ(result.clamped, std::vector<std::string>{
-                                "kernel 23 lts__t_sectors_srcunit_tex_aperture_device_op_red_lookup_miss.sum"});
-  // 24 kernels x ~2,200 collected metrics: the check covers the whole export, not a sample.
-  EXPECT_GT(result.compared, 49000u);
 }
+
+struct Comparison {
+  size_t compared = 0;
+  size_t mismatched = 0;
+  std::string first_mismatch;
+};
 
 // The raw-page CSV importer yields the same model values as the report, to printed precision.
 TEST(RepVsCsv, RawCsvImporterAgreesWithTheReport) {
@@ -156,7 +98,7 @@ TEST(RepVsCsv, RawCsvImporterAgreesWithTheReport) {
           double x = *a.number(), y = *b.number();
           // ncu prints a negative counter as 0 (see the test above).
           ok = (std::isnan(x) && std::isnan(y)) || (y < 0 && x == 0) ||
-               std::fabs(x - y) <= printed_tolerance(fields[c], printed_unit_factors().at(units[c])) +
+               std::fabs(x - y) <= printed_tolerance(fields[c], printed_unit_factor(units[c])) +
                                        1e-12 * std::fabs(y);
         } else {
           ok = a == b;
