@@ -130,7 +130,8 @@ ExitCode run_analyze(const AnalyzeOptions& options, Output& output) {
 void define_analyze(CLI::App& parent, Runner& runner) {
   auto options = std::make_shared<AnalyzeOptions>();
   CLI::App* command = parent.add_subcommand(
-      "analyze",
+      "analyze", "One row per profiled kernel: duration, throughputs, occupancy, launch shape");
+  command->footer(
       "One row per profiled kernel: duration, SM / memory / DRAM throughput (% of peak),\n"
       "achieved/theoretical occupancy, registers per thread, grid and block.\n"
       "REPORT is an .ncu-rep file or an ncu CSV export (--page raw or details), optionally\n"

@@ -94,7 +94,7 @@ std::string render_kernel(const model::Kernel& kernel, const RE2* metric_filter,
     if (metric_filter && !RE2::PartialMatch(metric.name, *metric_filter)) continue;
     ++shown;
     std::string value = metric.value.to_string();
-    if (!metric.instances.empty()) value += fmt::format(" [{} instances]", metric.instances.size());
+    if (metric.instances.size() > 1) value += fmt::format(" [{} instances]", metric.instances.size());
     table.add_row({metric.name, value, metric.unit});
     if (options.instances) {
       for (const auto& instance : metric.instances) {
@@ -166,7 +166,8 @@ ExitCode run_inspect(const InspectOptions& options, Output& output) {
 void define_inspect(CLI::App& parent, Runner& runner) {
   auto options = std::make_shared<InspectOptions>();
   CLI::App* command = parent.add_subcommand(
-      "inspect",
+      "inspect", "Any metric of any kernel, ncu's rule findings, the session and devices");
+  command->footer(
       "List what a report recorded: any metric of any kernel (values in base units: ns, byte,\n"
       "byte/s, hz, %), ncu's rule findings, the session (ncu version, command line, settings,\n"
       "devices).\n\n"
