@@ -1,5 +1,5 @@
-// kprof analyze REPORT...: one row per profiled kernel with the numbers that say where it
-// stands (duration, SM/memory/DRAM throughput, occupancy, registers, launch shape).
+// kprof analyze REPORT...: per-kernel bottleneck verdicts (table, JSON, CSV), or with --summary
+// the raw numbers that say where each kernel stands.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,6 +8,9 @@
 #include <set>
 
 #include "analysis/kernel_summary.h"
+#include "analysis/verdict.h"
+#include "hardware/gpu_specs.h"
+#include "render/verdict_render.h"
 #include "cli/command.h"
 #include "cli/report_header.h"
 #include "cli/selection.h"
@@ -21,11 +24,13 @@ namespace {
 struct AnalyzeOptions {
   std::vector<std::string> paths;
   std::string kernel_regex;
-  std::string metrics_regex;
-  std::string sort = "id";
+  std::string sort = "duration";
   bool json = false;
-  bool instances = false;
-  size_t name_width = 60;
+  bool csv = false;
+  bool summary = false;
+  size_t name_width = 48;
+  analysis::Thresholds thresholds;
+  std::string gpus_path, stages_path, expectations_path;
 };
 
 std::string cell(const std::optional<double>& value, double scale = 1) {
@@ -37,22 +42,29 @@ std::string occupancy_cell(const analysis::KernelSummary& s) {
   return fmt::format("{}/{}", cell(s.achieved_occupancy_pct), cell(s.theoretical_occupancy_pct));
 }
 
+std::vector<size_t> ordered(const model::Report& report, std::vector<size_t> selected,
+                            const std::string& sort) {
+  if (sort == "duration") {
+    std::stable_sort(selected.begin(), selected.end(), [&](size_t a, size_t b) {
+      return report.kernels[a].number("gpu__time_duration.sum").value_or(-1) >
+             report.kernels[b].number("gpu__time_duration.sum").value_or(-1);
+    });
+  }
+  return selected;
+}
+
 std::string render_table(const std::vector<model::Report>& reports,
                          const std::vector<std::vector<size_t>>& selected,
                          const AnalyzeOptions& options) {
   using render::TextTable;
   std::string out;
   std::set<std::string> missing;
+  size_t name_width = std::max<size_t>(options.name_width, 60);
   for (size_t r = 0; r < reports.size(); ++r) {
     const model::Report& report = reports[r];
-    std::vector<size_t> order = selected[r];
+    std::vector<size_t> order = ordered(report, selected[r], options.sort);
     std::vector<analysis::KernelSummary> summaries(report.kernels.size());
     for (size_t i : order) summaries[i] = analysis::summarize(report, report.kernels[i]);
-    if (options.sort == "duration") {
-      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-        return summaries[a].duration_ns.value_or(-1) > summaries[b].duration_ns.value_or(-1);
-      });
-    }
     if (r != 0) out += "\n";
     out += describe_report(report, order.size());
     TextTable table({{"id", TextTable::Align::kRight},
@@ -70,7 +82,7 @@ std::string render_table(const std::vector<model::Report>& reports,
       const analysis::KernelSummary& s = summaries[i];
       missing.insert(s.missing.begin(), s.missing.end());
       table.add_row({std::to_string(kernel.id),
-                     render::ellipsize(kernel.display_name(), options.name_width),
+                     render::ellipsize(kernel.display_name(), name_width),
                      cell(s.duration_ns, 1e-3), cell(s.sm_throughput_pct),
                      cell(s.memory_throughput_pct), cell(s.dram_throughput_pct),
                      occupancy_cell(s), cell(s.registers_per_thread), kernel.grid.to_string(),
@@ -92,36 +104,58 @@ std::string render_table(const std::vector<model::Report>& reports,
 }
 
 ExitCode run_analyze(const AnalyzeOptions& options, Output& output) {
+  if (options.json + options.csv + options.summary > 1) {
+    throw UsageError("--json, --csv and --summary are alternatives; give one");
+  }
   std::unique_ptr<RE2> kernel_filter;
   if (!options.kernel_regex.empty()) {
     kernel_filter = compile_user_regex(options.kernel_regex, "--kernel");
   }
-  std::unique_ptr<RE2> metric_filter;
-  if (!options.metrics_regex.empty()) {
-    metric_filter = compile_user_regex(options.metrics_regex, "--metrics");
-  }
+  hardware::GpuDatabase gpus = hardware::load_gpu_database(options.gpus_path);
+  analysis::StageTable stages = analysis::load_stage_table(options.stages_path);
+  analysis::ExpectationTable expectations = analysis::load_expectations(options.expectations_path);
+  analysis::AnalysisConfig config{options.thresholds, &stages, &expectations, &gpus};
+
   std::vector<model::Report> reports = load_reports(options.paths);
   std::vector<std::vector<size_t>> selected;
   for (const auto& report : reports) selected.push_back(select_kernels(report, kernel_filter.get()));
   if (kernel_filter) require_some_selected(reports, selected, options.kernel_regex);
 
-  if (options.json) {
-    render::JsonOptions json_options;
-    if (metric_filter) {
-      json_options.include_metric = [&](const std::string& name) {
-        return RE2::PartialMatch(name, *metric_filter);
-      };
-    }
-    json_options.include_instances = options.instances;
-    nlohmann::json document = render::envelope(output.argv);
-    document["reports"] = nlohmann::json::array();
-    for (size_t r = 0; r < reports.size(); ++r) {
-      document["reports"].push_back(render::report_json(reports[r], selected[r], json_options));
-    }
-    output.stdout_text = document.dump(1) + "\n";
+  if (options.summary) {
+    output.stdout_text = render_table(reports, selected, options);
     return ExitCode::kOk;
   }
-  output.stdout_text = render_table(reports, selected, options);
+  std::vector<render::AnalyzedKernel> analyzed;
+  std::vector<const model::Report*> report_list;
+  std::string text;
+  for (size_t r = 0; r < reports.size(); ++r) {
+    const model::Report& report = reports[r];
+    report_list.push_back(&report);
+    std::vector<render::AnalyzedKernel> these;
+    for (size_t i : ordered(report, selected[r], options.sort)) {
+      these.push_back({&report, &report.kernels[i],
+                       analysis::analyze_kernel(report, report.kernels[i], config)});
+    }
+    if (!options.json && !options.csv) {
+      if (r != 0) text += "\n";
+      text += describe_report(report, these.size());
+      text += these.empty() && report.kernels.empty()
+                  ? "  no kernel results: ncu profiled nothing into this report (a --kernel-name "
+                    "or\n  --launch-skip that matched no launch, or an application that made no "
+                    "CUDA call)\n"
+                  : render::verdict_table(these, options.thresholds, options.name_width);
+    }
+    analyzed.insert(analyzed.end(), std::make_move_iterator(these.begin()),
+                    std::make_move_iterator(these.end()));
+  }
+  if (options.json) {
+    output.stdout_text =
+        render::verdict_json(analyzed, report_list, config, output.argv).dump(1) + "\n";
+  } else if (options.csv) {
+    output.stdout_text = render::verdict_csv(analyzed, options.thresholds);
+  } else {
+    output.stdout_text = std::move(text);
+  }
   return ExitCode::kOk;
 }
 
@@ -130,31 +164,50 @@ ExitCode run_analyze(const AnalyzeOptions& options, Output& output) {
 void define_analyze(CLI::App& parent, Runner& runner) {
   auto options = std::make_shared<AnalyzeOptions>();
   CLI::App* command = parent.add_subcommand(
-      "analyze", "One row per profiled kernel: duration, throughputs, occupancy, launch shape");
+      "analyze", "Per-kernel bottleneck verdicts: compute, memory or latency bound, and why");
   command->footer(
-      "One row per profiled kernel: duration, SM / memory / DRAM throughput (% of peak),\n"
-      "achieved/theoretical occupancy, registers per thread, grid and block.\n"
-      "REPORT is an .ncu-rep file or an ncu CSV export (--page raw or details), optionally\n"
-      "zstd-compressed (.zst, .ncu-repz). A '—' marks a metric the capture did not collect.\n\n"
+      "For each profiled kernel, longest first: the verdict (compute-bound, memory-bound, at the\n"
+      "ridge, latency-bound) by the thresholds printed under the table; the unit that binds or\n"
+      "leans (dram, l2, l1, tensor, fp32, fp64, …, as ncu's own breakdown ranks them); achieved\n"
+      "TFLOP/s (ncu's roofline formulas); DRAM bandwidth as a share of its peak; achieved and\n"
+      "theoretical occupancy with the limiter; the dominant warp stall; the pipeline stage.\n"
+      "What the capture cannot support is listed as not derivable — never shown as zero.\n"
+      "REPORT is an .ncu-rep or an ncu CSV export (--page raw or details), optionally .zst.\n\n"
       "Examples:\n"
       "  kprof analyze run.ncu-rep\n"
-      "  kprof analyze run.ncu-rep --sort duration -k 'gemm|nvjet'\n"
-      "  kprof analyze run.ncu-rep --json --metrics '^launch__'   # model as JSON");
+      "  kprof analyze run.ncu-rep -k 'gemm|nvjet' --json > verdicts.json\n"
+      "  kprof analyze run.ncu-rep --memory-threshold 60 --csv\n"
+      "  kprof analyze run.ncu-rep --summary      # raw counters: duration, throughputs, launch");
   command->add_option("REPORT", options->paths, "Nsight Compute reports or CSV exports")
       ->required();
   command->add_option("-k,--kernel", options->kernel_regex,
                       "Only kernels whose function, demangled or mangled name matches this "
                       "regex (RE2, partial match)");
-  command->add_option("--sort", options->sort, "Row order: id (report order) or duration")
+  command->add_option("--sort", options->sort, "Row order: duration (longest first) or id")
       ->check(CLI::IsMember({"id", "duration"}))
       ->capture_default_str();
+  command->add_option("--compute-threshold", options->thresholds.compute_pct,
+                      "SM throughput (% of peak) from which a kernel is compute-bound")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
+  command->add_option("--memory-threshold", options->thresholds.memory_pct,
+                      "Memory throughput (% of peak) from which a kernel is memory-bound")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
   command->add_flag("--json", options->json,
-                    "Print the report model as JSON (schema kprof.report/1): session, devices, "
-                    "and per kernel the summary, ncu's rule results and every metric");
-  command->add_option("-m,--metrics", options->metrics_regex,
-                      "With --json: only metrics whose name matches this regex");
-  command->add_flag("--instances", options->instances,
-                    "With --json: include per-instance values of instanced metrics");
+                    "Verdicts as JSON (schema kprof.analysis/1, docs/kprof.analysis.schema.json)");
+  command->add_flag("--csv", options->csv, "Verdicts as CSV, one row per kernel");
+  command->add_flag("--summary", options->summary,
+                    "Instead of verdicts, the raw summary: duration, SM/memory/DRAM throughput, "
+                    "occupancy, registers, grid, block");
+  command->add_option("--gpus", options->gpus_path,
+                      "A GPU database file that overrides or extends the built-in one "
+                      "(see kprof gpus)");
+  command->add_option("--stages", options->stages_path,
+                      "A pipeline-stage rule table replacing the built-in one (data/stages.json)");
+  command->add_option("--expectations", options->expectations_path,
+                      "A table of expected bottlenecks replacing the built-in one "
+                      "(data/expected_bottlenecks.json)");
   command->add_option("--name-width", options->name_width, "Kernel name column width")
       ->capture_default_str();
   command->callback([&runner, options] {

@@ -14,6 +14,7 @@ namespace {
 constexpr DefineCommand kCommands[] = {
     define_analyze,
     define_inspect,
+    define_gpus,
 };
 
 constexpr const char* kDescription =
@@ -21,7 +22,7 @@ constexpr const char* kDescription =
     "Reads .ncu-rep reports natively (no ncu needed) and ncu's CSV exports.\n\n"
     "Exit codes: 0 ok, 1 internal error, 2 usage error, 3 input unreadable,\n"
     "            4 input invalid (not a known format, truncated, corrupted),\n"
-    "            5 nothing selected (a --kernel filter matched no kernel).";
+    "            5 nothing selected (a --kernel filter matched no kernel, an unknown GPU name).";
 
 int print_and_exit(const Output& output, ExitCode code) {
   std::fwrite(output.stdout_text.data(), 1, output.stdout_text.size(), stdout);

@@ -18,8 +18,8 @@ testing::ProcessResult kprof(std::vector<std::string> args) {
   return run_process(args);
 }
 
-TEST(Cli, AnalyzePrintsOneRowPerKernel) {
-  auto result = kprof({"analyze", data_path("h200/big_full.ncu-rep.zst")});
+TEST(Cli, AnalyzeSummaryPrintsOneRowPerKernel) {
+  auto result = kprof({"analyze", "--summary", "--sort", "id", data_path("h200/big_full.ncu-rep.zst")});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("24 kernels · NVIDIA H200 (cc 9.0, 132 SMs)"), std::string::npos);
   EXPECT_NE(result.out.find("clock control none"), std::string::npos);
@@ -59,7 +59,7 @@ TEST(Cli, MissingMetricsAreMarkedNotZeroed) {
   }
   std::string path = ::testing::TempDir() + "/no_dram.csv";
   std::ofstream(path, std::ios::binary) << filtered;
-  auto result = kprof({"analyze", path, "-k", "coopA"});
+  auto result = kprof({"analyze", "--summary", path, "-k", "coopA"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find(" — "), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("not collected by this capture: "
@@ -69,7 +69,7 @@ TEST(Cli, MissingMetricsAreMarkedNotZeroed) {
 }
 
 TEST(Cli, JsonIsTheModelInAVersionedEnvelope) {
-  auto result = kprof({"analyze", "--json", "-m", "^gpu__time_duration\\.sum$", "-k", "coopA",
+  auto result = kprof({"inspect", "--json", "-m", "^gpu__time_duration\\.sum$", "-k", "coopA",
                        data_path("h200/big_full.ncu-rep.zst")});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto document = nlohmann::json::parse(result.out);
@@ -79,6 +79,53 @@ TEST(Cli, JsonIsTheModelInAVersionedEnvelope) {
   EXPECT_EQ(kernels[0]["id"], 22);
   EXPECT_EQ(kernels[0]["metrics"].size(), 1u);
   EXPECT_NEAR(kernels[0]["summary"]["sm_throughput_pct"].get<double>(), 88.91, 0.005);
+}
+
+TEST(Cli, AnalyzePrintsVerdictsLongestFirstWithThresholds) {
+  auto result = kprof({"analyze", data_path("h200/bottleneck_suite_full.ncu-rep.zst")});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  std::vector<std::string> lines;
+  for (size_t start = 0; start < result.out.size();) {
+    size_t end = result.out.find('\n', start);
+    lines.push_back(result.out.substr(start, end - start));
+    start = end + 1;
+  }
+  ASSERT_GE(lines.size(), 13u);
+  EXPECT_NE(lines[2].find("k_pointer_chase"), std::string::npos);  // 5.7 ms, the longest
+  EXPECT_NE(lines[2].find("latency-bound"), std::string::npos);
+  EXPECT_NE(result.out.find("thresholds: compute-bound: SM throughput ≥ 80% of peak; "
+                            "memory-bound: memory throughput ≥ 80%"),
+            std::string::npos);
+  auto relaxed = kprof({"analyze", "--memory-threshold", "75", "-k", "l2_resident",
+                        data_path("h200/bottleneck_suite_full.ncu-rep.zst")});
+  EXPECT_NE(relaxed.out.find("memory-bound"), std::string::npos) << relaxed.out;
+  EXPECT_NE(relaxed.out.find("memory throughput ≥ 75%"), std::string::npos);
+}
+
+TEST(Cli, AnalyzeCsvHasOneRowPerKernel) {
+  auto result = kprof({"analyze", "--csv", data_path("h200/bottleneck_suite_full.ncu-rep.zst")});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(std::count(result.out.begin(), result.out.end(), '\n'), 11);
+  EXPECT_EQ(result.out.rfind("report,launch,kernel,stage,wall_clock_us,roofline,bound_by", 0), 0u);
+  EXPECT_NE(result.out.find(",\"k_dram_stream\",\"other\","), std::string::npos);
+}
+
+TEST(Cli, GpusListsTheDatabaseWithSources) {
+  auto all = kprof({"gpus"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  for (const char* name : {"A100 SXM 80GB", "H100 SXM", "H100 PCIe", "H200 SXM", "H20", "GH200",
+                           "B200", "B300", "GB200", "GB300", "RTX PRO 6000 Blackwell", "L40S",
+                           "L4", "RTX 4090", "RTX 5090"}) {
+    EXPECT_NE(all.out.find(std::string("\n") + name + " "), std::string::npos) << name;
+  }
+  auto b300 = kprof({"gpus", "B300"});
+  ASSERT_EQ(b300.exit_code, 0) << b300.err;
+  EXPECT_NE(b300.out.find("[S5]"), std::string::npos);
+  // The common error: B300 memory is ~7.7-8 TB/s and dense FP8 ~4.5 PF, not 2.4 and 2.4.
+  auto json = nlohmann::json::parse(kprof({"gpus", "B300", "--json"}).out);
+  EXPECT_GE(json["gpus"][0]["memory_bandwidth_tbs"].get<double>(), 7.5);
+  EXPECT_GE(json["gpus"][0]["peak_tflops"]["fp8"].get<double>(), 4500);
+  EXPECT_EQ(kprof({"gpus", "Voodoo2"}).exit_code, 5);
 }
 
 TEST(Cli, InspectListsMetricsByRegex) {

@@ -1,0 +1,421 @@
+#include "analysis/verdict.h"
+
+#include <fmt/format.h>
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "common/text.h"
+
+namespace kprof::analysis {
+namespace {
+
+constexpr std::string_view kSm = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
+constexpr std::string_view kMemory =
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed";
+constexpr std::string_view kSmBreakdown = "breakdown:sm__throughput.avg.pct_of_peak_sustained_elapsed";
+constexpr std::string_view kMemoryBreakdown =
+    "breakdown:gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed";
+
+class Reader {
+ public:
+  Reader(const model::Report& report, const model::Kernel& kernel)
+      : report_(report), kernel_(kernel) {}
+  std::optional<double> number(std::string_view name) const { return report_.number(kernel_, name); }
+  const model::Metric* find(std::string_view name) const { return report_.find(kernel_, name); }
+
+ private:
+  const model::Report& report_;
+  const model::Kernel& kernel_;
+};
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+// ncu's SOLBottleneck rule names the memory unit by the prefix of the largest entry of the
+// memory-throughput breakdown (dram/fbpa -> DRAM, lts/ltc -> L2, l1tex -> L1).
+std::string memory_unit_of(const std::string& metric) {
+  if (metric.rfind("dram__", 0) == 0 || metric.rfind("fbpa__", 0) == 0 ||
+      metric.rfind("fbp__", 0) == 0) {
+    return "dram";
+  }
+  if (metric.rfind("lts__", 0) == 0 || metric.rfind("ltc__", 0) == 0) return "l2";
+  if (metric.rfind("l1tex__", 0) == 0) return "l1";
+  return "";
+}
+
+// SM-side units from the pipe metrics of the SM-throughput breakdown. Issue-slot and aggregate
+// entries are not units; "shared" is the pipe FP64 and tensor instructions share, so it is named
+// by whichever of those is active.
+std::string compute_unit_of(const std::string& metric) {
+  static const std::pair<const char*, const char*> kPipes[] = {
+      {"sm__pipe_tensor", "tensor"},          {"sm__inst_executed_pipe_tensor", "tensor"},
+      {"sm__pipe_fp64", "fp64"},              {"sm__inst_executed_pipe_fp64", "fp64"},
+      {"sm__pipe_fma", "fp32"},               {"sm__inst_executed_pipe_fma", "fp32"},
+      {"sm__pipe_fp16", "fp16"},              {"sm__pipe_alu", "alu"},
+      {"sm__inst_executed_pipe_alu", "alu"},  {"sm__inst_executed_pipe_lsu", "lsu"},
+      {"sm__inst_executed_pipe_xu", "xu"},    {"sm__inst_executed_pipe_uniform", "uniform"},
+      {"sm__inst_executed_pipe_adu", "adu"},  {"sm__inst_executed_pipe_cbu", "cbu"},
+      {"sm__inst_executed_pipe_tex", "tex"},  {"sm__pipe_tma", "tma"},
+      {"sm__inst_executed_pipe_ipa", "ipa"},
+  };
+  for (auto [prefix, unit] : kPipes) {
+    if (metric.rfind(prefix, 0) == 0) return unit;
+  }
+  return "";
+}
+
+std::optional<UnitUse> top_unit(const Reader& reader, std::string_view breakdown,
+                                 std::string (*unit_of)(const std::string&)) {
+  const model::Metric* list = reader.find(breakdown);
+  if (!list || list->value.kind != model::MetricValue::Kind::kString) return std::nullopt;
+  std::optional<UnitUse> best;
+  for (const std::string& name : split_commas(list->value.text)) {
+    std::string unit = unit_of(name);
+    if (unit.empty()) continue;
+    auto value = reader.number(name);
+    if (!value || std::isnan(*value)) continue;
+    if (!best || *value > best->pct) best = UnitUse{unit, name, *value};
+  }
+  return best;
+}
+
+struct FlopTerm {
+  const char* metric;  // per cycle elapsed, as ncu's roofline charts use
+  double flops_per_op;
+};
+
+void add_flops(const Reader& reader, KernelVerdict& v, const std::string& precision,
+               std::initializer_list<FlopTerm> terms, double cycles_per_second) {
+  double per_cycle = 0;
+  for (const FlopTerm& term : terms) {
+    auto value = reader.number(term.metric);
+    if (!value) return;  // an incomplete sum would understate: leave the precision out
+    per_cycle += *value * term.flops_per_op;
+  }
+  v.flops_per_second[precision] = per_cycle * cycles_per_second;
+}
+
+void compute_flops(const Reader& reader, const model::Kernel& kernel, KernelVerdict& v) {
+  auto smsp_hz = reader.number("smsp__cycles_elapsed.avg.per_second");
+  auto sm_hz = reader.number("sm__cycles_elapsed.avg.per_second");
+  if (smsp_hz) {
+    // SpeedOfLight_RooflineChart: FP32 = fadd + fmul + 2 x ffma per cycle, FP64 likewise.
+    add_flops(reader, v, "fp32",
+              {{"smsp__sass_thread_inst_executed_op_fadd_pred_on.sum.per_cycle_elapsed", 1},
+               {"smsp__sass_thread_inst_executed_op_fmul_pred_on.sum.per_cycle_elapsed", 1},
+               {"smsp__sass_thread_inst_executed_op_ffma_pred_on.sum.per_cycle_elapsed", 2}},
+              *smsp_hz);
+    add_flops(reader, v, "fp64",
+              {{"smsp__sass_thread_inst_executed_op_dadd_pred_on.sum.per_cycle_elapsed", 1},
+               {"smsp__sass_thread_inst_executed_op_dmul_pred_on.sum.per_cycle_elapsed", 1},
+               {"smsp__sass_thread_inst_executed_op_dfma_pred_on.sum.per_cycle_elapsed", 2}},
+              *smsp_hz);
+    // Hierarchical half roofline: HADD2/HMUL2 = 2 lanes, HFMA2 = 2 lanes x 2 FLOP.
+    add_flops(reader, v, "fp16",
+              {{"smsp__sass_thread_inst_executed_op_hadd_pred_on.sum.per_cycle_elapsed", 2},
+               {"smsp__sass_thread_inst_executed_op_hmul_pred_on.sum.per_cycle_elapsed", 2},
+               {"smsp__sass_thread_inst_executed_op_hfma_pred_on.sum.per_cycle_elapsed", 4}},
+              *smsp_hz);
+  } else {
+    // A metric list without per-cycle rates: total operations over the kernel's duration.
+    auto duration = reader.number("gpu__time_duration.sum");
+    auto fadd = reader.number("smsp__sass_thread_inst_executed_op_fadd_pred_on.sum");
+    auto fmul = reader.number("smsp__sass_thread_inst_executed_op_fmul_pred_on.sum");
+    auto ffma = reader.number("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum");
+    if (duration && *duration > 0 && fadd && fmul && ffma) {
+      v.flops_per_second["fp32"] = (*fadd + *fmul + 2 * *ffma) / (*duration * 1e-9);
+    }
+  }
+  // Hierarchical tensor roofline: sm__ops_path_tensor_src_<type> per cycle x SM clock; ops
+  // count a multiply-add as 2 (checked: a WMMA loop of known FLOPs on an H200).
+  if (sm_hz) {
+    static const RE2 kTensor("^sm__ops_path_tensor_src_([a-z0-9_]+)\\.sum\\.per_cycle_elapsed$");
+    for (const model::Metric& metric : kernel.metrics) {
+      std::string type;
+      if (!RE2::FullMatch(metric.name, kTensor, &type)) continue;
+      auto value = metric.value.number();
+      if (!value || *value <= 0) continue;
+      v.flops_per_second["tensor_" + type] = *value * *sm_hz;
+    }
+  }
+  // A total is only honest when tensor work was measured too: without the tensor op rates a
+  // GEMM would read as ~0 TFLOP/s. The per-precision rates above stay available either way.
+  bool tensor_measured = false;
+  for (const model::Metric& metric : kernel.metrics) {
+    if (metric.name.rfind("sm__ops_path_tensor_src_", 0) == 0) {
+      tensor_measured = true;
+      break;
+    }
+  }
+  if (!v.flops_per_second.empty() && tensor_measured) {
+    double total = 0;
+    for (const auto& [precision, rate] : v.flops_per_second) total += rate;
+    v.tflops = total / 1e12;
+  }
+}
+
+void compute_memory(const Reader& reader, const model::Report& report, const model::Kernel& kernel,
+                    const AnalysisConfig& config, KernelVerdict& v) {
+  v.dram_bytes_per_second = reader.number("dram__bytes.sum.per_second");
+  if (!v.dram_bytes_per_second) {
+    auto read = reader.number("dram__bytes_read.sum");
+    auto write = reader.number("dram__bytes_write.sum");
+    auto duration = reader.number("gpu__time_duration.sum");
+    auto total = reader.number("dram__bytes.sum");
+    if (!total && read && write) total = *read + *write;
+    if (total && duration && *duration > 0) v.dram_bytes_per_second = *total / (*duration * 1e-9);
+  }
+  auto peak_per_cycle = reader.number("dram__bytes.sum.peak_sustained");
+  auto dram_hz = reader.number("dram__cycles_elapsed.avg.per_second");
+  if (peak_per_cycle && dram_hz) {
+    v.dram_peak_bytes_per_second = *peak_per_cycle * *dram_hz;
+    v.dram_peak_source = "report (dram__bytes.sum.peak_sustained x dram__cycles_elapsed.avg.per_second)";
+  } else if (config.gpus) {
+    const model::Device* device = report.device_of(kernel);
+    const hardware::GpuSpec* spec = device ? config.gpus->find_for_device(device->name) : nullptr;
+    if (spec && spec->memory_bandwidth_tbs) {
+      v.dram_peak_bytes_per_second = *spec->memory_bandwidth_tbs * 1e12;
+      auto source = spec->sources.find("memory");
+      v.dram_peak_source = fmt::format("hardware database: {} {} TB/s ({})", spec->name,
+                                       *spec->memory_bandwidth_tbs,
+                                       source == spec->sources.end() ? "" : source->second);
+    }
+  }
+  if (v.dram_bytes_per_second && v.dram_peak_bytes_per_second && *v.dram_peak_bytes_per_second > 0) {
+    v.memory_bw_utilization = *v.dram_bytes_per_second / *v.dram_peak_bytes_per_second;
+  }
+  if (v.tflops && v.dram_bytes_per_second && *v.dram_bytes_per_second > 0) {
+    v.arithmetic_intensity = *v.tflops * 1e12 / *v.dram_bytes_per_second;
+  }
+}
+
+void compute_occupancy(const Reader& reader, const model::Kernel& kernel, KernelVerdict& v) {
+  if (auto achieved = reader.number("sm__warps_active.avg.pct_of_peak_sustained_active")) {
+    v.achieved_occupancy = *achieved / 100;
+  }
+  if (auto theoretical = reader.number("sm__maximum_warps_per_active_cycle_pct")) {
+    v.theoretical_occupancy = *theoretical / 100;
+  }
+  static const std::pair<const char*, const char*> kLimits[] = {
+      {"launch__occupancy_limit_registers", "registers"},
+      {"launch__occupancy_limit_shared_mem", "shared_memory"},
+      {"launch__occupancy_limit_warps", "warps"},
+      {"launch__occupancy_limit_blocks", "blocks"},
+      {"launch__occupancy_limit_barriers", "barriers"},
+  };
+  std::optional<double> lowest;
+  for (auto [metric, name] : kLimits) {
+    auto limit = reader.number(metric);
+    if (!limit) continue;
+    v.occupancy_block_limits[name] = *limit;
+    if (!lowest || *limit < *lowest) lowest = *limit;
+  }
+  // Every limit at the minimum binds (ncu's TheoreticalOccupancy names several, e.g. "registers,
+  // and the required amount of shared memory"), in the order of kLimits.
+  for (auto [metric, name] : kLimits) {
+    auto it = v.occupancy_block_limits.find(name);
+    if (it == v.occupancy_block_limits.end() || it->second != *lowest) continue;
+    v.occupancy_limiter += (v.occupancy_limiter.empty() ? "" : "+") + std::string(name);
+  }
+  if (v.theoretical_occupancy && *v.theoretical_occupancy >= 0.999) v.occupancy_limiter = "none";
+  v.shared_memory_usage_bytes = reader.number("launch__shared_mem_per_block");
+  v.registers_per_thread = reader.number("launch__registers_per_thread");
+  v.waves_per_sm = reader.number("launch__waves_per_multiprocessor");
+  v.blocks = kernel.grid.x * kernel.grid.y * kernel.grid.z;
+  v.sm_count = reader.number("launch__sm_count");
+  if (!v.sm_count) v.sm_count = reader.number("device__attribute_multiprocessor_count");
+}
+
+void compute_stalls(const model::Kernel& kernel, KernelVerdict& v) {
+  static const RE2 kStall("^smsp__average_warps_issue_stalled_(.+)_per_issue_active\\.ratio$");
+  double total = 0;
+  for (const model::Metric& metric : kernel.metrics) {
+    std::string reason;
+    if (!RE2::FullMatch(metric.name, kStall, &reason)) continue;
+    if (reason == "selected") continue;  // the issue cycle itself, not a stall
+    auto value = metric.value.number();
+    if (!value || *value <= 0 || std::isnan(*value)) continue;
+    v.stalls.push_back({reason, *value, 0});
+    total += *value;
+  }
+  for (StallShare& stall : v.stalls) stall.share = total > 0 ? stall.cycles_per_issue / total : 0;
+  std::sort(v.stalls.begin(), v.stalls.end(),
+            [](const StallShare& a, const StallShare& b) { return a.share > b.share; });
+}
+
+std::string pct(double value) { return fmt::format("{:.0f}%", value); }
+
+std::string unit_label(const std::string& unit) {
+  static const std::map<std::string, std::string> kLabels = {
+      {"dram", "DRAM"}, {"l2", "L2"},      {"l1", "L1/shared"}, {"tensor", "tensor pipe"},
+      {"fp32", "FP32 pipe"}, {"fp64", "FP64 pipe"}, {"fp16", "FP16 pipe"}, {"alu", "ALU pipe"},
+      {"lsu", "LSU pipe"},   {"xu", "XU (transcendental) pipe"}};
+  auto it = kLabels.find(unit);
+  return it == kLabels.end() ? unit : it->second;
+}
+
+void explain_latency(KernelVerdict& v) {
+  if (v.blocks && v.sm_count && static_cast<double>(*v.blocks) < *v.sm_count) {
+    v.latency_reasons.push_back(fmt::format("too few blocks: {} for {} SMs ({:.2f} waves)",
+                                            *v.blocks, *v.sm_count, v.waves_per_sm.value_or(0)));
+  } else if (v.waves_per_sm && *v.waves_per_sm < 1) {
+    v.latency_reasons.push_back(
+        fmt::format("less than one wave: {:.2f} waves per SM", *v.waves_per_sm));
+  }
+  if (v.theoretical_occupancy && *v.theoretical_occupancy < 0.5 && v.occupancy_limiter != "none") {
+    v.latency_reasons.push_back(fmt::format("occupancy limited by {} ({} theoretical)",
+                                            v.occupancy_limiter,
+                                            pct(*v.theoretical_occupancy * 100)));
+  }
+  if (v.achieved_occupancy && v.theoretical_occupancy &&
+      *v.achieved_occupancy < 0.7 * *v.theoretical_occupancy) {
+    v.latency_reasons.push_back(fmt::format("achieved occupancy {} of a theoretical {}",
+                                            pct(*v.achieved_occupancy * 100),
+                                            pct(*v.theoretical_occupancy * 100)));
+  }
+  if (!v.stalls.empty() && v.stalls.front().share >= 0.3) {
+    v.latency_reasons.push_back(fmt::format("warps mostly stalled on {} ({} of stall cycles)",
+                                            v.stalls.front().reason,
+                                            pct(v.stalls.front().share * 100)));
+  }
+  if (v.duration_ns && *v.duration_ns < 5000) {
+    v.latency_reasons.push_back(
+        fmt::format("tiny: {:.1f} us, close to launch latency", *v.duration_ns / 1000));
+  }
+}
+
+void write_headroom(KernelVerdict& v, const Thresholds& t) {
+  const UnitUse* unit = nullptr;
+  if (v.bound_by == (v.memory_unit ? v.memory_unit->unit : "")) unit = v.memory_unit ? &*v.memory_unit : nullptr;
+  if (!unit && v.compute_unit && v.bound_by == v.compute_unit->unit) unit = &*v.compute_unit;
+  std::string unit_text = unit ? fmt::format("{} at {} of peak", unit_label(unit->unit), pct(unit->pct)) : "";
+  switch (v.roofline) {
+    case Roofline::kComputeBound:
+      v.headroom = unit && unit->pct >= t.compute_pct
+                       ? "low — " + unit_text + "; only less work or a faster unit helps"
+                       : fmt::format("moderate — SM throughput {} of peak{}",
+                                     pct(*v.sm_throughput_pct), unit ? "; " + unit_text : "");
+      break;
+    case Roofline::kMemoryBound:
+      v.headroom = "low — " + (unit ? unit_text : "memory at " + pct(*v.memory_throughput_pct)) +
+                   "; only less traffic helps (fusion, reuse, lower precision)";
+      break;
+    case Roofline::kRidge:
+      v.headroom = fmt::format("low — compute {} and memory {} of peak, both near their roofs",
+                               pct(*v.sm_throughput_pct), pct(*v.memory_throughput_pct));
+      break;
+    case Roofline::kLatencyBound:
+      v.headroom = fmt::format(
+          "high — neither compute ({}) nor memory ({}) is near its roof{}",
+          pct(*v.sm_throughput_pct), pct(*v.memory_throughput_pct),
+          v.latency_reasons.empty() ? "" : "; " + v.latency_reasons.front());
+      break;
+    case Roofline::kUnknown:
+      v.headroom = "unknown — the capture lacks the SpeedOfLight throughputs";
+      break;
+  }
+}
+
+}  // namespace
+
+std::string roofline_name(Roofline roofline) {
+  switch (roofline) {
+    case Roofline::kComputeBound:
+      return "compute-bound";
+    case Roofline::kMemoryBound:
+      return "memory-bound";
+    case Roofline::kRidge:
+      return "at the ridge";
+    case Roofline::kLatencyBound:
+      return "latency-bound";
+    case Roofline::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
+KernelVerdict analyze_kernel(const model::Report& report, const model::Kernel& kernel,
+                             const AnalysisConfig& config) {
+  Reader reader(report, kernel);
+  KernelVerdict v;
+  const Thresholds& t = config.thresholds;
+  v.duration_ns = reader.number("gpu__time_duration.sum");
+  v.sm_throughput_pct = reader.number(kSm);
+  v.memory_throughput_pct = reader.number(kMemory);
+  if (v.sm_throughput_pct && v.memory_throughput_pct) {
+    bool compute = *v.sm_throughput_pct >= t.compute_pct;
+    bool memory = *v.memory_throughput_pct >= t.memory_pct;
+    v.roofline = compute && memory ? Roofline::kRidge
+                 : compute        ? Roofline::kComputeBound
+                 : memory         ? Roofline::kMemoryBound
+                                  : Roofline::kLatencyBound;
+  }
+  v.memory_unit = top_unit(reader, kMemoryBreakdown, memory_unit_of);
+  v.compute_unit = top_unit(reader, kSmBreakdown, compute_unit_of);
+  if (v.sm_throughput_pct && v.memory_throughput_pct) {
+    // As ncu's SOLBottleneck: the side with the higher throughput names the unit — for a
+    // latency-bound kernel only when that side is within a quarter of its threshold (ncu's 60%
+    // band under an 80% threshold); below that nothing leans and bound_by stays empty.
+    bool memory_side = *v.memory_throughput_pct > *v.sm_throughput_pct;
+    const std::optional<UnitUse>& side = memory_side ? v.memory_unit : v.compute_unit;
+    double level = memory_side ? *v.memory_throughput_pct : *v.sm_throughput_pct;
+    double threshold = memory_side ? t.memory_pct : t.compute_pct;
+    if (side && (v.roofline != Roofline::kLatencyBound || level >= 0.75 * threshold)) {
+      v.bound_by = side->unit;
+    }
+  }
+  compute_flops(reader, kernel, v);
+  compute_memory(reader, report, kernel, config, v);
+  compute_occupancy(reader, kernel, v);
+  compute_stalls(kernel, v);
+  if (v.roofline == Roofline::kLatencyBound) explain_latency(v);
+  if (config.stages) v.stage = config.stages->stage_of(kernel);
+
+  if (config.expectations) {
+    const model::Device* device = report.device_of(kernel);
+    std::string gpu = device ? device->name : "";
+    if (const Expectation* e = config.expectations->find(gpu, kernel)) {
+      v.expected_bottleneck = e->expected;
+      v.expectation_workload = e->workload;
+      std::string measured = v.roofline == Roofline::kLatencyBound ? "latency" : v.bound_by;
+      v.contradicts_expectation =
+          e->expected != "mixed" && !measured.empty() && measured != e->expected;
+    }
+  }
+  write_headroom(v, t);
+
+  auto need = [&](bool present, const char* field, const char* needs) {
+    if (!present) v.missing.push_back(fmt::format("{} (needs {})", field, needs));
+  };
+  need(v.duration_ns.has_value(), "wall_clock_us", "gpu__time_duration.sum");
+  need(v.roofline != Roofline::kUnknown, "roofline",
+       "SpeedOfLight: sm__throughput and gpu__compute_memory_throughput");
+  need(v.memory_unit.has_value() && v.compute_unit.has_value(), "bound_by",
+       "SpeedOfLight breakdown metrics");
+  need(v.tflops.has_value(), "tflops",
+       "the roofline sections' rates: smsp__sass_thread_inst_executed_op_* and "
+       "sm__ops_path_tensor_src_* (SpeedOfLight_RooflineChart, Hierarchical*RooflineChart)");
+  need(v.memory_bw_utilization.has_value(), "memory_bw_utilization",
+       "dram__bytes.sum.per_second and its peak");
+  need(v.arithmetic_intensity.has_value(), "arithmetic_intensity", "FLOP/s and DRAM bytes/s");
+  need(v.achieved_occupancy.has_value(), "sm_occupancy",
+       "Occupancy: sm__warps_active.avg.pct_of_peak_sustained_active");
+  need(!v.occupancy_limiter.empty(), "occupancy_limiter", "launch__occupancy_limit_*");
+  need(v.shared_memory_usage_bytes.has_value(), "shared_memory_usage_bytes",
+       "launch__shared_mem_per_block");
+  need(!v.stalls.empty(), "warp_stall_reasons",
+       "WarpStateStats: smsp__average_warps_issue_stalled_*_per_issue_active.ratio");
+  return v;
+}
+
+}  // namespace kprof::analysis

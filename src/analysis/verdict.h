@@ -1,0 +1,89 @@
+// Per-kernel bottleneck verdicts: pure functions over the report model. Every number is one
+// ncu computed or a stated formula over such numbers (ARCHITECTURE.md, "Verdict formulas");
+// anything the capture could not support is listed in `missing`, never reported as zero.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/stages.h"
+#include "hardware/gpu_specs.h"
+#include "model/report.h"
+
+namespace kprof::analysis {
+
+struct Thresholds {
+  double compute_pct = 80;  // SM throughput at or above: compute-bound
+  double memory_pct = 80;   // memory throughput at or above: memory-bound
+};
+
+struct AnalysisConfig {
+  Thresholds thresholds;
+  const StageTable* stages = nullptr;
+  const ExpectationTable* expectations = nullptr;
+  const hardware::GpuDatabase* gpus = nullptr;
+};
+
+enum class Roofline { kComputeBound, kMemoryBound, kRidge, kLatencyBound, kUnknown };
+std::string roofline_name(Roofline roofline);  // "compute-bound", "at the ridge", …
+
+struct UnitUse {
+  std::string unit;    // dram, l2, l1, tensor, fp32, fp64, alu, lsu, …
+  std::string metric;  // the ncu metric that measured it
+  double pct = 0;      // of peak
+};
+
+struct StallShare {
+  std::string reason;             // "long_scoreboard"
+  double cycles_per_issue = 0;    // ncu's smsp__average_warps_issue_stalled_*_per_issue_active
+  double share = 0;               // of all stall cycles (excluding "selected")
+};
+
+struct KernelVerdict {
+  Roofline roofline = Roofline::kUnknown;
+  std::optional<double> sm_throughput_pct;
+  std::optional<double> memory_throughput_pct;
+  std::optional<double> duration_ns;
+
+  // The most utilized unit: the binding one when compute- or memory-bound, the leaning one
+  // otherwise. bound_by is memory_unit or compute_unit, whichever side is higher.
+  std::optional<UnitUse> memory_unit;
+  std::optional<UnitUse> compute_unit;
+  std::string bound_by;
+
+  std::map<std::string, double> flops_per_second;  // fp32, fp64, fp16, tensor_<type>
+  std::optional<double> tflops;                     // sum of the above / 1e12
+  std::optional<double> dram_bytes_per_second;
+  std::optional<double> dram_peak_bytes_per_second;
+  std::string dram_peak_source;  // "report" (ncu's peak_sustained) or "hardware database: …"
+  std::optional<double> memory_bw_utilization;  // dram bytes/s over the peak, 0..1
+  std::optional<double> arithmetic_intensity;   // FLOP per DRAM byte
+
+  std::optional<double> achieved_occupancy;     // 0..1
+  std::optional<double> theoretical_occupancy;  // 0..1
+  std::string occupancy_limiter;                // registers, shared_memory, warps, blocks, barriers, none
+  std::map<std::string, double> occupancy_block_limits;
+  std::optional<double> shared_memory_usage_bytes;
+  std::optional<double> registers_per_thread;
+  std::optional<double> waves_per_sm;
+  std::optional<std::uint64_t> blocks;
+  std::optional<double> sm_count;
+
+  std::vector<StallShare> stalls;  // largest first
+  std::vector<std::string> latency_reasons;
+  std::string stage;
+
+  std::string expected_bottleneck;  // from the expectation table, if the kernel is canonical
+  std::string expectation_workload;
+  bool contradicts_expectation = false;
+
+  std::string headroom;
+  std::vector<std::string> missing;  // "field (what it needs)"
+};
+
+KernelVerdict analyze_kernel(const model::Report& report, const model::Kernel& kernel,
+                             const AnalysisConfig& config);
+
+}  // namespace kprof::analysis

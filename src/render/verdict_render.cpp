@@ -1,0 +1,246 @@
+#include "render/verdict_render.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "common/text.h"
+#include "render/table.h"
+
+namespace kprof::render {
+namespace {
+
+using nlohmann::json;
+
+json optional_json(const std::optional<double>& value) {
+  return value && !std::isnan(*value) ? json(*value) : json(nullptr);
+}
+
+std::string cell(const std::optional<double>& value, double scale = 1) {
+  return value && !std::isnan(*value) ? format_number(*value * scale) : "—";
+}
+
+std::string thresholds_text(const analysis::Thresholds& t) {
+  return fmt::format("compute-bound: SM throughput ≥ {}% of peak; memory-bound: memory throughput "
+                     "≥ {}%; both: at the ridge; neither: latency-bound",
+                     format_number(t.compute_pct), format_number(t.memory_pct));
+}
+
+std::string top_stall(const analysis::KernelVerdict& v) {
+  if (v.stalls.empty()) return "—";
+  return fmt::format("{} {:.0f}%", v.stalls.front().reason, v.stalls.front().share * 100);
+}
+
+std::string limiter_cell(const analysis::KernelVerdict& v) {
+  if (!v.achieved_occupancy && !v.theoretical_occupancy) return "—";
+  std::string text = fmt::format("{}/{}", cell(v.achieved_occupancy, 100),
+                                 cell(v.theoretical_occupancy, 100));
+  if (!v.occupancy_limiter.empty() && v.occupancy_limiter != "none") {
+    text += " " + v.occupancy_limiter;
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string csv_field(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string verdict_table(const std::vector<AnalyzedKernel>& kernels,
+                          const analysis::Thresholds& thresholds, size_t name_width) {
+  TextTable table({{"id", TextTable::Align::kRight},
+                   {"kernel"},
+                   {"us", TextTable::Align::kRight},
+                   {"verdict"},
+                   {"bound by"},
+                   {"SM %", TextTable::Align::kRight},
+                   {"mem %", TextTable::Align::kRight},
+                   {"TFLOP/s", TextTable::Align::kRight},
+                   {"DRAM BW", TextTable::Align::kRight},
+                   {"occ % ach/theo limiter"},
+                   {"top stall"},
+                   {"stage"}});
+  std::set<std::string> missing;
+  std::vector<std::pair<std::string, std::string>> notes;  // contradiction -> kernel ids
+  for (const AnalyzedKernel& k : kernels) {
+    const analysis::KernelVerdict& v = k.verdict;
+    missing.insert(v.missing.begin(), v.missing.end());
+    std::string verdict = analysis::roofline_name(v.roofline);
+    if (v.contradicts_expectation) verdict += " (!)";
+    table.add_row({std::to_string(k.kernel->id), ellipsize(k.kernel->display_name(), name_width),
+                   cell(v.duration_ns, 1e-3), verdict, v.bound_by.empty() ? "—" : v.bound_by,
+                   cell(v.sm_throughput_pct), cell(v.memory_throughput_pct), cell(v.tflops),
+                   v.memory_bw_utilization ? fmt::format("{:.0f}%", *v.memory_bw_utilization * 100)
+                                           : "—",
+                   limiter_cell(v), top_stall(v), v.stage.empty() ? "—" : v.stage});
+    if (v.contradicts_expectation) {
+      std::string key = fmt::format(
+          "expected {} ({}), measured {}", v.expected_bottleneck, v.expectation_workload,
+          v.roofline == analysis::Roofline::kLatencyBound ? "latency-bound" : v.bound_by);
+      auto it = std::find_if(notes.begin(), notes.end(),
+                             [&](const auto& note) { return note.first == key; });
+      if (it == notes.end()) {
+        notes.push_back({key, std::to_string(k.kernel->id)});
+      } else {
+        it->second += ", " + std::to_string(k.kernel->id);
+      }
+    }
+  }
+  std::string out = table.to_string();
+  out += "thresholds: " + thresholds_text(thresholds) + "\n";
+  for (const auto& [what, ids] : notes) {
+    out += fmt::format("(!) contradicts its expected bottleneck: {} — kernel{} {}\n", what,
+                       ids.find(',') == std::string::npos ? "" : "s", ids);
+  }
+  if (!missing.empty()) {
+    out += "not derivable from this capture:";
+    for (const auto& m : missing) out += "\n  " + m;
+    out += "\n";
+  }
+  return out;
+}
+
+json verdict_json(const std::vector<AnalyzedKernel>& kernels,
+                  const std::vector<const model::Report*>& reports,
+                  const analysis::AnalysisConfig& config, const std::vector<std::string>& argv) {
+  json gpu = nullptr;
+  if (!reports.empty() && !reports.front()->devices.empty()) {
+    const model::Device& device = reports.front()->devices.front();
+    const hardware::GpuSpec* spec =
+        config.gpus ? config.gpus->find_for_device(device.name) : nullptr;
+    gpu = {{"name", device.name},
+           {"cc", device.compute_capability()},
+           {"sm_count", optional_json(device.number("device__attribute_multiprocessor_count"))},
+           {"database_entry", spec ? json(spec->name) : json(nullptr)}};
+  }
+  json list = json::array();
+  for (const AnalyzedKernel& k : kernels) {
+    const analysis::KernelVerdict& v = k.verdict;
+    json stalls = json::object();
+    for (const auto& stall : v.stalls) stalls[stall.reason] = stall.share;
+    json rules = json::array();
+    for (const model::RuleFinding& rule : k.kernel->rules) {
+      rules.push_back({{"name", rule.rule},
+                       {"section", rule.section},
+                       {"type", std::string(model::rule_type_code(rule.type))},
+                       {"estimated_speedup_type", rule.speedup_type},
+                       {"estimated_speedup_pct", optional_json(rule.estimated_speedup)},
+                       {"text", rule.message}});
+    }
+    auto unit_json = [](const std::optional<analysis::UnitUse>& unit) -> json {
+      if (!unit) return nullptr;
+      return {{"unit", unit->unit}, {"metric", unit->metric}, {"pct_of_peak", unit->pct}};
+    };
+    json flops = json::object();
+    for (const auto& [precision, rate] : v.flops_per_second) flops[precision] = rate;
+    json limits = json::object();
+    for (const auto& [name, blocks] : v.occupancy_block_limits) limits[name] = blocks;
+    json expectation = nullptr;
+    if (!v.expected_bottleneck.empty()) {
+      expectation = {{"expected", v.expected_bottleneck},
+                     {"workload", v.expectation_workload},
+                     {"contradicted", v.contradicts_expectation}};
+    }
+    list.push_back({
+        {"report", k.report->path},
+        {"launch", k.kernel->id},
+        {"target", k.kernel->display_name()},
+        {"demangled", k.kernel->demangled_name},
+        {"mangled", k.kernel->mangled_name},
+        {"grid", {k.kernel->grid.x, k.kernel->grid.y, k.kernel->grid.z}},
+        {"block", {k.kernel->block.x, k.kernel->block.y, k.kernel->block.z}},
+        {"roofline", analysis::roofline_name(v.roofline)},
+        {"bound_by", v.bound_by.empty() ? json(nullptr) : json(v.bound_by)},
+        {"units", {{"memory", unit_json(v.memory_unit)}, {"compute", unit_json(v.compute_unit)}}},
+        {"sm_throughput_pct", optional_json(v.sm_throughput_pct)},
+        {"memory_throughput_pct", optional_json(v.memory_throughput_pct)},
+        {"tflops", optional_json(v.tflops)},
+        {"flops_per_second", flops},
+        {"dram_bytes_per_second", optional_json(v.dram_bytes_per_second)},
+        {"dram_peak_bytes_per_second", optional_json(v.dram_peak_bytes_per_second)},
+        {"dram_peak_source", v.dram_peak_source},
+        {"memory_bw_utilization", optional_json(v.memory_bw_utilization)},
+        {"arithmetic_intensity", optional_json(v.arithmetic_intensity)},
+        {"sm_occupancy", optional_json(v.achieved_occupancy)},
+        {"theoretical_occupancy", optional_json(v.theoretical_occupancy)},
+        {"occupancy_limiter", v.occupancy_limiter.empty() ? json(nullptr) : json(v.occupancy_limiter)},
+        {"occupancy_block_limits", limits},
+        {"shared_memory_usage_bytes", optional_json(v.shared_memory_usage_bytes)},
+        {"registers_per_thread", optional_json(v.registers_per_thread)},
+        {"waves_per_sm", optional_json(v.waves_per_sm)},
+        {"warp_stall_reasons", stalls},
+        {"latency_reasons", v.latency_reasons},
+        {"wall_clock_us", v.duration_ns ? json(*v.duration_ns / 1000) : json(nullptr)},
+        {"fraction_of_pipeline", nullptr},
+        {"max_e2e_speedup", nullptr},
+        {"pipeline_stage", v.stage},
+        {"expected_bottleneck", expectation},
+        {"optimization_headroom", v.headroom},
+        {"ncu_rules", rules},
+        {"missing", v.missing},
+    });
+  }
+  return {{"schema", "kprof.analysis/1"},
+          {"tool", {{"name", "kprof"}, {"version", KPROF_VERSION}, {"argv", argv}}},
+          {"gpu", gpu},
+          {"thresholds",
+           {{"compute_pct", config.thresholds.compute_pct},
+            {"memory_pct", config.thresholds.memory_pct}}},
+          {"tables",
+           {{"gpus", config.gpus ? config.gpus->origin : ""},
+            {"stages", config.stages ? config.stages->origin : ""},
+            {"expectations", config.expectations ? config.expectations->origin : ""}}},
+          {"kernels", list}};
+}
+
+std::string verdict_csv(const std::vector<AnalyzedKernel>& kernels,
+                        const analysis::Thresholds& thresholds) {
+  std::string out =
+      "report,launch,kernel,stage,wall_clock_us,roofline,bound_by,sm_throughput_pct,"
+      "memory_throughput_pct,tflops,memory_bw_utilization,arithmetic_intensity,sm_occupancy,"
+      "theoretical_occupancy,occupancy_limiter,registers_per_thread,top_stall,top_stall_share,"
+      "expected_bottleneck,contradicts_expectation,optimization_headroom,compute_threshold_pct,"
+      "memory_threshold_pct\n";
+  auto number = [](const std::optional<double>& value) {
+    return value && !std::isnan(*value) ? fmt::format("{}", *value) : std::string();
+  };
+  for (const AnalyzedKernel& k : kernels) {
+    const analysis::KernelVerdict& v = k.verdict;
+    std::vector<std::string> fields = {
+        csv_field(k.report->path),
+        std::to_string(k.kernel->id),
+        csv_field(k.kernel->display_name()),
+        csv_field(v.stage),
+        number(v.duration_ns ? std::optional<double>(*v.duration_ns / 1000) : std::nullopt),
+        csv_field(analysis::roofline_name(v.roofline)),
+        csv_field(v.bound_by),
+        number(v.sm_throughput_pct),
+        number(v.memory_throughput_pct),
+        number(v.tflops),
+        number(v.memory_bw_utilization),
+        number(v.arithmetic_intensity),
+        number(v.achieved_occupancy),
+        number(v.theoretical_occupancy),
+        csv_field(v.occupancy_limiter),
+        number(v.registers_per_thread),
+        csv_field(v.stalls.empty() ? "" : v.stalls.front().reason),
+        v.stalls.empty() ? "" : fmt::format("{}", v.stalls.front().share),
+        csv_field(v.expected_bottleneck),
+        v.contradicts_expectation ? "true" : "false",
+        csv_field(v.headroom),
+        fmt::format("{}", thresholds.compute_pct),
+        fmt::format("{}", thresholds.memory_pct)};
+    for (size_t i = 0; i < fields.size(); ++i) out += (i ? "," : "") + fields[i];
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace kprof::render

@@ -1,0 +1,34 @@
+// Presenting verdicts: a terminal table, JSON (schema kprof.analysis/1, docs/kprof.analysis.schema.json)
+// and CSV. Inputs are already-computed verdicts; nothing here decides anything.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "analysis/verdict.h"
+#include "model/report.h"
+
+namespace kprof::render {
+
+struct AnalyzedKernel {
+  const model::Report* report;
+  const model::Kernel* kernel;
+  analysis::KernelVerdict verdict;
+};
+
+std::string verdict_table(const std::vector<AnalyzedKernel>& kernels,
+                          const analysis::Thresholds& thresholds, size_t name_width);
+
+nlohmann::json verdict_json(const std::vector<AnalyzedKernel>& kernels,
+                            const std::vector<const model::Report*>& reports,
+                            const analysis::AnalysisConfig& config,
+                            const std::vector<std::string>& argv);
+
+std::string verdict_csv(const std::vector<AnalyzedKernel>& kernels,
+                        const analysis::Thresholds& thresholds);
+
+// RFC 4180 field quoting (always quoted, "" for a quote).
+std::string csv_field(const std::string& text);
+
+}  // namespace kprof::render
