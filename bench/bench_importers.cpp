@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/file_bytes.h"
+#include "analysis/verdict.h"
 #include "importers/importer.h"
 
 namespace {
@@ -34,8 +35,31 @@ void decompress_and_import(benchmark::State& state, const std::string& relative)
   }
 }
 
+// Verdicts for 1,008 kernels: big_full's 24 (--set full) repeated 42 times, to compare with the
+// time to read them (import_file/ncu_rep_big_full_28MB x 42).
+void analyze_1000_kernels(benchmark::State& state) {
+  std::string path = std::string(KPROF_DATA_DIR) + "/h200/big_full.ncu-rep.zst";
+  kprof::model::Report report = kprof::importers::import_report(path);
+  std::vector<kprof::model::Kernel> base = report.kernels;
+  report.kernels.clear();
+  for (int copy = 0; copy < 42; ++copy) {
+    report.kernels.insert(report.kernels.end(), base.begin(), base.end());
+  }
+  auto gpus = kprof::hardware::load_gpu_database();
+  auto stages = kprof::analysis::load_stage_table();
+  auto expectations = kprof::analysis::load_expectations();
+  kprof::analysis::AnalysisConfig config{{}, &stages, &expectations, &gpus};
+  for (auto _ : state) {
+    for (const auto& kernel : report.kernels) {
+      benchmark::DoNotOptimize(kprof::analysis::analyze_kernel(report, kernel, config));
+    }
+  }
+  state.counters["kernels"] = static_cast<double>(report.kernels.size());
+}
+
 }  // namespace
 
+BENCHMARK(analyze_1000_kernels)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(import_file, ncu_rep_big_full_28MB, std::string("h200/big_full.ncu-rep.zst"))
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(import_file, csv_raw_big_full, std::string("h200/big_full_raw.csv.zst"))

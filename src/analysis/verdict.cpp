@@ -4,6 +4,7 @@
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <ranges>
 #include <cmath>
 #include <sstream>
 
@@ -39,6 +40,17 @@ std::vector<std::string> split_commas(const std::string& text) {
     if (!item.empty()) out.push_back(item);
   }
   return out;
+}
+
+// The metrics whose names start with prefix (metrics are sorted by name).
+std::pair<std::vector<model::Metric>::const_iterator, std::vector<model::Metric>::const_iterator>
+with_prefix(const model::Kernel& kernel, std::string_view prefix) {
+  auto first = std::lower_bound(
+      kernel.metrics.begin(), kernel.metrics.end(), prefix,
+      [](const model::Metric& m, std::string_view p) { return m.name < p; });
+  auto last = first;
+  while (last != kernel.metrics.end() && last->name.compare(0, prefix.size(), prefix) == 0) ++last;
+  return {first, last};
 }
 
 // ncu's SOLBottleneck rule names the memory unit by the prefix of the largest entry of the
@@ -140,7 +152,8 @@ void compute_flops(const Reader& reader, const model::Kernel& kernel, KernelVerd
   // count a multiply-add as 2 (checked: a WMMA loop of known FLOPs on an H200).
   if (sm_hz) {
     static const RE2 kTensor("^sm__ops_path_tensor_src_([a-z0-9_]+)\\.sum\\.per_cycle_elapsed$");
-    for (const model::Metric& metric : kernel.metrics) {
+    auto [first, last] = with_prefix(kernel, "sm__ops_path_tensor_src_");
+    for (const model::Metric& metric : std::ranges::subrange(first, last)) {
       std::string type;
       if (!RE2::FullMatch(metric.name, kTensor, &type)) continue;
       auto value = metric.value.number();
@@ -150,13 +163,8 @@ void compute_flops(const Reader& reader, const model::Kernel& kernel, KernelVerd
   }
   // A total is only honest when tensor work was measured too: without the tensor op rates a
   // GEMM would read as ~0 TFLOP/s. The per-precision rates above stay available either way.
-  bool tensor_measured = false;
-  for (const model::Metric& metric : kernel.metrics) {
-    if (metric.name.rfind("sm__ops_path_tensor_src_", 0) == 0) {
-      tensor_measured = true;
-      break;
-    }
-  }
+  auto [tensor_first, tensor_last] = with_prefix(kernel, "sm__ops_path_tensor_src_");
+  bool tensor_measured = tensor_first != tensor_last;
   if (!v.flops_per_second.empty() && tensor_measured) {
     double total = 0;
     for (const auto& [precision, rate] : v.flops_per_second) total += rate;
@@ -239,7 +247,8 @@ void compute_occupancy(const Reader& reader, const model::Kernel& kernel, Kernel
 void compute_stalls(const model::Kernel& kernel, KernelVerdict& v) {
   static const RE2 kStall("^smsp__average_warps_issue_stalled_(.+)_per_issue_active\\.ratio$");
   double total = 0;
-  for (const model::Metric& metric : kernel.metrics) {
+  auto [first, last] = with_prefix(kernel, "smsp__average_warps_issue_stalled_");
+  for (const model::Metric& metric : std::ranges::subrange(first, last)) {
     std::string reason;
     if (!RE2::FullMatch(metric.name, kStall, &reason)) continue;
     if (reason == "selected") continue;  // the issue cycle itself, not a stall

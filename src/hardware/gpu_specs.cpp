@@ -40,6 +40,8 @@ GpuSpec parse_gpu(const json& entry) {
   if (auto sources = entry.find("sources"); sources != entry.end()) {
     for (auto& [key, value] : sources->items()) spec.sources[key] = value.get<std::string>();
   }
+  auto regex = std::make_shared<RE2>(spec.match, RE2::Quiet);
+  if (regex->ok()) spec.match_regex = regex;
   return spec;
 }
 
@@ -65,8 +67,7 @@ void merge(GpuDatabase& db, const json& document) {
 
 const GpuSpec* GpuDatabase::find_for_device(const std::string& device_name) const {
   for (const GpuSpec& spec : gpus) {
-    RE2 pattern(spec.match, RE2::Quiet);
-    if (pattern.ok() && RE2::PartialMatch(device_name, pattern)) return &spec;
+    if (spec.match_regex && RE2::PartialMatch(device_name, *spec.match_regex)) return &spec;
   }
   return nullptr;
 }

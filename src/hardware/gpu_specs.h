@@ -3,9 +3,14 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace re2 {
+class RE2;
+}
 
 namespace kprof::hardware {
 
@@ -18,6 +23,7 @@ struct GpuSpec {
       max_blocks_per_sm;
   std::map<std::string, double> peak_tflops;  // dense: fp64, fp64_tensor, fp32, tf32, bf16, fp8, fp4, int8
   std::map<std::string, std::string> sources;  // figure group -> source ids
+  std::shared_ptr<const re2::RE2> match_regex;  // compiled match, null if it does not compile
 };
 
 struct GpuDatabase {

@@ -128,6 +128,34 @@ TEST(Cli, GpusListsTheDatabaseWithSources) {
   EXPECT_EQ(kprof({"gpus", "Voodoo2"}).exit_code, 5);
 }
 
+TEST(Cli, UserTablesOverrideTheBuiltInOnesAndBadOnesAreRejected) {
+  std::string gpus = ::testing::TempDir() + "/gpus.json";
+  std::ofstream(gpus) << R"({"gpus": [{"name": "H200 SXM", "match": "H200", "cc": "9.0",
+      "memory_bandwidth_tbs": 9.6, "sources": {"memory": "test"}}]})";
+  auto shown = kprof({"gpus", "H200", "--gpus", gpus, "--json"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_EQ(nlohmann::json::parse(shown.out)["gpus"][0]["memory_bandwidth_tbs"], 9.6);
+
+  std::string stages = ::testing::TempDir() + "/stages.json";
+  std::ofstream(stages) << R"({"rules": [{"stage": "suite", "regex": "^k_"}]})";
+  auto staged = kprof({"analyze", "--csv", "--stages", stages,
+                       data_path("h200/bottleneck_suite_full.ncu-rep.zst")});
+  ASSERT_EQ(staged.exit_code, 0) << staged.err;
+  EXPECT_EQ(std::count(staged.out.begin(), staged.out.end(), '\n'), 11);
+  EXPECT_NE(staged.out.find(",\"k_dram_stream\",\"suite\","), std::string::npos);
+
+  std::string broken = ::testing::TempDir() + "/broken.json";
+  std::ofstream(broken) << R"({"rules": [{"stage": "x", "regex": "("}]})";
+  auto bad_regex = kprof({"analyze", "--stages", broken, data_path("h200/big_min_raw.csv")});
+  EXPECT_EQ(bad_regex.exit_code, 4);
+  EXPECT_NE(bad_regex.err.find("does not compile"), std::string::npos) << bad_regex.err;
+  std::ofstream(broken) << "{\"gpus\": [";
+  auto bad_json = kprof({"gpus", "--gpus", broken});
+  EXPECT_EQ(bad_json.exit_code, 4);
+  EXPECT_NE(bad_json.err.find(broken + ": byte "), std::string::npos) << bad_json.err;
+  EXPECT_EQ(bad_json.out, "");
+}
+
 TEST(Cli, InspectListsMetricsByRegex) {
   auto result = kprof({"inspect", data_path("h200/two_kernels_full.ncu-rep.zst"), "-m",
                        "^launch__registers_per_thread$", "--session"});
