@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "common/text.h"
@@ -18,7 +19,9 @@ json optional_json(const std::optional<double>& value) {
 }
 
 std::string cell(const std::optional<double>& value, double scale = 1) {
-  return value && !std::isnan(*value) ? format_number(*value * scale) : "—";
+  if (!value || std::isnan(*value)) return "—";
+  double scaled = *value * scale;
+  return scaled != 0 && std::fabs(scaled) < 0.0005 ? "~0" : format_number(scaled);
 }
 
 std::string thresholds_text(const analysis::Thresholds& t) {
@@ -95,6 +98,22 @@ std::string verdict_table(const std::vector<AnalyzedKernel>& kernels,
   }
   std::string out = table.to_string();
   out += "thresholds: " + thresholds_text(thresholds) + "\n";
+  // Latency-bound says why, longest kernels first (the table is usually sorted that way).
+  size_t explained = 0, unexplained = 0;
+  for (const AnalyzedKernel& k : kernels) {
+    const analysis::KernelVerdict& v = k.verdict;
+    if (v.roofline != analysis::Roofline::kLatencyBound || v.latency_reasons.empty()) continue;
+    if (explained == 8) {
+      ++unexplained;
+      continue;
+    }
+    if (explained++ == 0) out += "why latency-bound:\n";
+    std::string reasons;
+    for (const auto& reason : v.latency_reasons) reasons += (reasons.empty() ? "" : "; ") + reason;
+    out += fmt::format("  {} {}: {}\n", k.kernel->id, ellipsize(k.kernel->display_name(), 40),
+                       reasons);
+  }
+  if (unexplained) out += fmt::format("  … and {} more (--json has every kernel's reasons)\n", unexplained);
   for (const auto& [what, ids] : notes) {
     out += fmt::format("(!) contradicts its expected bottleneck: {} — kernel{} {}\n", what,
                        ids.find(',') == std::string::npos ? "" : "s", ids);
