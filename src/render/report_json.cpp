@@ -1,5 +1,7 @@
 #include "render/report_json.h"
 
+#include <cmath>
+
 #include "analysis/kernel_summary.h"
 
 namespace kprof::render {
@@ -18,8 +20,21 @@ json value_json(const model::MetricValue& value) {
   return value.text;
 }
 
-static json optional_json(const std::optional<double>& value) {
-  return value ? json(*value) : json(nullptr);
+json optional_json(const std::optional<double>& value) {
+  return value && !std::isnan(*value) ? json(*value) : json(nullptr);
+}
+
+json rules_json(const model::Kernel& kernel) {
+  json rules = json::array();
+  for (const model::RuleFinding& rule : kernel.rules) {
+    rules.push_back({{"name", rule.rule},
+                     {"section", rule.section},
+                     {"type", std::string(model::rule_type_code(rule.type))},
+                     {"estimated_speedup_type", rule.speedup_type},
+                     {"estimated_speedup_pct", optional_json(rule.estimated_speedup)},
+                     {"text", rule.message}});
+  }
+  return rules;
 }
 
 static json optional_json(const std::optional<std::uint64_t>& value) {
@@ -66,15 +81,6 @@ json kernel_json(const model::Report& report, const model::Kernel& kernel,
       instances[metric.name] = std::move(list);
     }
   }
-  json rules = json::array();
-  for (const model::RuleFinding& rule : kernel.rules) {
-    rules.push_back({{"name", rule.rule},
-                     {"section", rule.section},
-                     {"type", std::string(model::rule_type_code(rule.type))},
-                     {"estimated_speedup_type", rule.speedup_type},
-                     {"estimated_speedup_pct", optional_json(rule.estimated_speedup)},
-                     {"text", rule.message}});
-  }
   json out = {{"id", kernel.id},
               {"name", kernel.display_name()},
               {"function_name", kernel.function_name},
@@ -98,7 +104,7 @@ json kernel_json(const model::Report& report, const model::Kernel& kernel,
                 {"theoretical_occupancy_pct", optional_json(summary.theoretical_occupancy_pct)},
                 {"registers_per_thread", optional_json(summary.registers_per_thread)}}},
               {"missing", summary.missing},
-              {"rules", std::move(rules)},
+              {"rules", rules_json(kernel)},
               {"metrics", std::move(metrics)}};
   if (!units.empty()) out["units"] = std::move(units);
   if (options.include_instances) out["instances"] = std::move(instances);

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,8 @@ struct JsonOptions {
 };
 
 nlohmann::json value_json(const model::MetricValue& value);
+nlohmann::json optional_json(const std::optional<double>& value);  // null when absent or NaN
+nlohmann::json rules_json(const model::Kernel& kernel);  // ncu's rule findings
 nlohmann::json kernel_json(const model::Report& report, const model::Kernel& kernel,
                            const JsonOptions& options);
 nlohmann::json report_json(const model::Report& report, const std::vector<size_t>& kernels,

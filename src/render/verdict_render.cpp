@@ -7,16 +7,13 @@
 #include <set>
 
 #include "common/text.h"
+#include "render/report_json.h"
 #include "render/table.h"
 
 namespace kprof::render {
 namespace {
 
 using nlohmann::json;
-
-json optional_json(const std::optional<double>& value) {
-  return value && !std::isnan(*value) ? json(*value) : json(nullptr);
-}
 
 std::string cell(const std::optional<double>& value, double scale = 1) {
   if (!value || std::isnan(*value)) return "—";
@@ -144,15 +141,6 @@ json verdict_json(const std::vector<AnalyzedKernel>& kernels,
     const analysis::KernelVerdict& v = k.verdict;
     json stalls = json::object();
     for (const auto& stall : v.stalls) stalls[stall.reason] = stall.share;
-    json rules = json::array();
-    for (const model::RuleFinding& rule : k.kernel->rules) {
-      rules.push_back({{"name", rule.rule},
-                       {"section", rule.section},
-                       {"type", std::string(model::rule_type_code(rule.type))},
-                       {"estimated_speedup_type", rule.speedup_type},
-                       {"estimated_speedup_pct", optional_json(rule.estimated_speedup)},
-                       {"text", rule.message}});
-    }
     auto unit_json = [](const std::optional<analysis::UnitUse>& unit) -> json {
       if (!unit) return nullptr;
       return {{"unit", unit->unit}, {"metric", unit->metric}, {"pct_of_peak", unit->pct}};
@@ -202,7 +190,7 @@ json verdict_json(const std::vector<AnalyzedKernel>& kernels,
         {"pipeline_stage", v.stage},
         {"expected_bottleneck", expectation},
         {"optimization_headroom", v.headroom},
-        {"ncu_rules", rules},
+        {"ncu_rules", rules_json(*k.kernel)},
         {"missing", v.missing},
     });
   }
