@@ -4,7 +4,6 @@
 #include <re2/re2.h>
 
 #include <algorithm>
-#include <ranges>
 #include <cmath>
 #include <sstream>
 
@@ -153,7 +152,8 @@ void compute_flops(const Reader& reader, const model::Kernel& kernel, KernelVerd
   if (sm_hz) {
     static const RE2 kTensor("^sm__ops_path_tensor_src_([a-z0-9_]+)\\.sum\\.per_cycle_elapsed$");
     auto [first, last] = with_prefix(kernel, "sm__ops_path_tensor_src_");
-    for (const model::Metric& metric : std::ranges::subrange(first, last)) {
+    for (auto it = first; it != last; ++it) {
+      const model::Metric& metric = *it;
       std::string type;
       if (!RE2::FullMatch(metric.name, kTensor, &type)) continue;
       auto value = metric.value.number();
@@ -248,7 +248,8 @@ void compute_stalls(const model::Kernel& kernel, KernelVerdict& v) {
   static const RE2 kStall("^smsp__average_warps_issue_stalled_(.+)_per_issue_active\\.ratio$");
   double total = 0;
   auto [first, last] = with_prefix(kernel, "smsp__average_warps_issue_stalled_");
-  for (const model::Metric& metric : std::ranges::subrange(first, last)) {
+  for (auto it = first; it != last; ++it) {
+    const model::Metric& metric = *it;
     std::string reason;
     if (!RE2::FullMatch(metric.name, kStall, &reason)) continue;
     if (reason == "selected") continue;  // the issue cycle itself, not a stall
