@@ -51,6 +51,13 @@ std::string StageTable::stage_of(const model::Kernel& kernel) const {
   return "other";
 }
 
+std::string StageTable::stage_of_name(const std::string& name) const {
+  for (const StageRule& rule : rules) {
+    if (RE2::PartialMatch(name, *rule.regex)) return rule.stage;
+  }
+  return "other";
+}
+
 const Expectation* ExpectationTable::find(const std::string& gpu_name,
                                           const model::Kernel& kernel) const {
   for (const Expectation& e : expectations) {

@@ -23,6 +23,7 @@ struct StageTable {
   std::string origin;
   // "other" when no rule matches.
   std::string stage_of(const model::Kernel& kernel) const;
+  std::string stage_of_name(const std::string& name) const;
 };
 
 struct Expectation {

@@ -14,6 +14,7 @@ namespace {
 constexpr DefineCommand kCommands[] = {
     define_analyze,
     define_inspect,
+    define_rank,
     define_gpus,
 };
 

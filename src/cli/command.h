@@ -36,5 +36,6 @@ struct NothingSelected : std::runtime_error {
 void define_analyze(CLI::App& parent, Runner& runner);
 void define_inspect(CLI::App& parent, Runner& runner);
 void define_gpus(CLI::App& parent, Runner& runner);
+void define_rank(CLI::App& parent, Runner& runner);
 
 }  // namespace kprof::cli

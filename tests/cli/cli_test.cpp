@@ -156,6 +156,33 @@ TEST(Cli, UserTablesOverrideTheBuiltInOnesAndBadOnesAreRejected) {
   EXPECT_EQ(bad_json.out, "");
 }
 
+TEST(Cli, RankListsKernelsAndStages) {
+  auto result = kprof({"rank", data_path("h200/budget_eager_b1.json.gz"), "-n", "3"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("520 GPU activities (520 kernels, 0 memcpy, 0 memset)"),
+            std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("1  nvjet_sm90_tst_64x8_64x16_4x1_v_bz_NNT"), std::string::npos);
+  EXPECT_NE(result.out.find("by stage"), std::string::npos);
+  auto json = nlohmann::json::parse(
+      kprof({"rank", "--json", data_path("h200/budget_eager_b1.json.gz")}).out);
+  EXPECT_EQ(json["schema"], "kprof.rank/1");
+  EXPECT_EQ(json["gpu_events"], 520);
+}
+
+TEST(Cli, RankRejectsTracesWithoutGpuEventsAndOtherFiles) {
+  std::string path = ::testing::TempDir() + "/cpu_only.json";
+  std::ofstream(path) << R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2}]})";
+  auto cpu_only = kprof({"rank", path});
+  EXPECT_EQ(cpu_only.exit_code, 4);
+  EXPECT_NE(cpu_only.err.find("no GPU events"), std::string::npos) << cpu_only.err;
+  EXPECT_EQ(cpu_only.out, "");
+  auto report = kprof({"rank", data_path("h200/big_min_raw.csv")});
+  EXPECT_EQ(report.exit_code, 4);
+  EXPECT_NE(report.err.find("not a Chrome trace"), std::string::npos) << report.err;
+  EXPECT_EQ(kprof({"rank", "/nonexistent.json"}).exit_code, 3);
+}
+
 TEST(Cli, InspectListsMetricsByRegex) {
   auto result = kprof({"inspect", data_path("h200/two_kernels_full.ncu-rep.zst"), "-m",
                        "^launch__registers_per_thread$", "--session"});

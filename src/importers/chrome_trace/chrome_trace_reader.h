@@ -1,0 +1,53 @@
+// Streaming reader of Chrome trace-event JSON as the PyTorch profiler writes it (what vLLM's and
+// SGLang's /start_profile produce): .json or .json.gz, either {"traceEvents": [...], ...} or a
+// bare array of events. Events are handed to a sink one at a time and never all held, so memory
+// stays proportional to what the sink keeps, not to the file.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kprof::importers {
+
+// One complete ("ph": "X") event, fields as the trace spells them. Views are valid only during
+// the sink call.
+struct TraceEvent {
+  std::string_view category;  // kernel, gpu_memcpy, gpu_memset, cuda_runtime, cuda_driver,
+                              // user_annotation, gpu_user_annotation, cpu_op, …
+  std::string_view name;
+  double timestamp_us = 0;
+  double duration_us = 0;
+  std::int64_t pid = 0;
+  std::int64_t tid = 0;
+  std::optional<std::int64_t> device, stream, correlation, external_id, graph_id;
+  std::optional<double> registers_per_thread, shared_memory;
+  std::optional<std::int64_t> grid[3], block[3];
+};
+
+class TraceEventSink {
+ public:
+  virtual ~TraceEventSink() = default;
+  virtual void on_event(const TraceEvent& event) = 0;
+};
+
+struct TraceReadStats {
+  std::uint64_t bytes = 0;          // decompressed bytes read
+  std::uint64_t events = 0;         // complete events handed to the sink
+  std::uint64_t other_events = 0;   // metadata, flow and instant events, skipped
+};
+
+// Throws InputError (file and byte offset) for an unreadable file, a broken gzip stream, JSON
+// that is not a trace, or an event that is not an object.
+TraceReadStats read_chrome_trace(const std::string& path, TraceEventSink& sink);
+
+// Same over bytes in memory (tests, fuzzing).
+TraceReadStats read_chrome_trace_bytes(const std::string& path, std::string_view bytes,
+                                       TraceEventSink& sink);
+
+// True when the first bytes look like a Chrome trace (a JSON object or array); gzip is sniffed
+// by the caller.
+bool looks_like_chrome_trace(std::string_view head);
+
+}  // namespace kprof::importers

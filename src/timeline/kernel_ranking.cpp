@@ -1,0 +1,88 @@
+#include "timeline/kernel_ranking.h"
+
+#include <algorithm>
+
+namespace kprof::timeline {
+
+std::string normalize_kernel_name(std::string_view name) {
+  if (name.rfind("void ", 0) == 0) name.remove_prefix(5);
+  // Cut a trailing parameter list "(...)", matching parentheses from the end.
+  if (!name.empty() && name.back() == ')') {
+    int depth = 0;
+    for (size_t i = name.size(); i-- > 0;) {
+      if (name[i] == ')') ++depth;
+      if (name[i] == '(' && --depth == 0) {
+        // "(anonymous namespace)" inside a name is not a parameter list.
+        if (i > 0) name = name.substr(0, i);
+        break;
+      }
+    }
+  }
+  return std::string(name);
+}
+
+void RankingBuilder::on_event(const importers::TraceEvent& event) {
+  ++totals_.trace_events;
+  double end = event.timestamp_us + event.duration_us;
+  if (!any_ || event.timestamp_us < first_start_) first_start_ = event.timestamp_us;
+  if (!any_ || end > last_end_) last_end_ = end;
+  any_ = true;
+  const char* kind = nullptr;
+  if (event.category == "kernel") {
+    kind = "kernel";
+    ++totals_.kernel_events;
+  } else if (event.category == "gpu_memcpy") {
+    kind = "memcpy";
+    ++totals_.memcpy_events;
+  } else if (event.category == "gpu_memset") {
+    kind = "memset";
+    ++totals_.memset_events;
+  } else {
+    return;
+  }
+  ++totals_.gpu_events;
+  totals_.gpu_time_us += event.duration_us;
+  std::string key = normalize_ ? normalize_kernel_name(event.name) : std::string(event.name);
+  auto it = by_name_.find(key);
+  if (it == by_name_.end()) {
+    KernelStats stats;
+    stats.name = key;
+    stats.kind = kind;
+    stats.stage = kind == std::string_view("kernel") ? stages_.stage_of_name(std::string(event.name))
+                                                     : std::string("memory");
+    stats.min_us = stats.max_us = event.duration_us;
+    it = by_name_.emplace(key, std::move(stats)).first;
+  }
+  KernelStats& stats = it->second;
+  ++stats.count;
+  stats.total_us += event.duration_us;
+  stats.min_us = std::min(stats.min_us, event.duration_us);
+  stats.max_us = std::max(stats.max_us, event.duration_us);
+}
+
+Ranking RankingBuilder::finish() const {
+  Ranking ranking = totals_;
+  ranking.wall_us = any_ ? last_end_ - first_start_ : 0;
+  std::map<std::string, StageStats> stages;
+  for (const auto& [name, stats] : by_name_) {
+    KernelStats row = stats;
+    row.share_of_gpu_time = ranking.gpu_time_us > 0 ? row.total_us / ranking.gpu_time_us : 0;
+    row.share_of_wall = ranking.wall_us > 0 ? row.total_us / ranking.wall_us : 0;
+    ranking.kernels.push_back(row);
+    StageStats& stage = stages[row.stage];
+    stage.stage = row.stage;
+    stage.count += row.count;
+    stage.total_us += row.total_us;
+  }
+  for (auto& [name, stage] : stages) {
+    stage.share_of_gpu_time = ranking.gpu_time_us > 0 ? stage.total_us / ranking.gpu_time_us : 0;
+    ranking.stages.push_back(stage);
+  }
+  std::stable_sort(ranking.kernels.begin(), ranking.kernels.end(),
+                   [](const KernelStats& a, const KernelStats& b) { return a.total_us > b.total_us; });
+  std::stable_sort(ranking.stages.begin(), ranking.stages.end(),
+                   [](const StageStats& a, const StageStats& b) { return a.total_us > b.total_us; });
+  return ranking;
+}
+
+}  // namespace kprof::timeline
