@@ -21,12 +21,24 @@ std::string normalize_kernel_name(std::string_view name) {
   return std::string(name);
 }
 
-void RankingBuilder::on_event(const importers::TraceEvent& event) {
+bool RankingBuilder::wants_category(std::string_view category) const {
+  return category == "kernel" || category == "gpu_memcpy" || category == "gpu_memset";
+}
+
+void RankingBuilder::extend_span(double timestamp_us, double duration_us) {
   ++totals_.trace_events;
-  double end = event.timestamp_us + event.duration_us;
-  if (!any_ || event.timestamp_us < first_start_) first_start_ = event.timestamp_us;
+  double end = timestamp_us + duration_us;
+  if (!any_ || timestamp_us < first_start_) first_start_ = timestamp_us;
   if (!any_ || end > last_end_) last_end_ = end;
   any_ = true;
+}
+
+void RankingBuilder::on_span(double timestamp_us, double duration_us) {
+  extend_span(timestamp_us, duration_us);
+}
+
+void RankingBuilder::on_event(const importers::TraceEvent& event) {
+  extend_span(event.timestamp_us, event.duration_us);
   const char* kind = nullptr;
   if (event.category == "kernel") {
     kind = "kernel";

@@ -47,6 +47,8 @@ class RankingBuilder final : public importers::TraceEventSink {
   RankingBuilder(const analysis::StageTable& stages, bool normalize_names)
       : stages_(stages), normalize_(normalize_names) {}
   void on_event(const importers::TraceEvent& event) override;
+  bool wants_category(std::string_view category) const override;
+  void on_span(double timestamp_us, double duration_us) override;
   Ranking finish() const;
 
  private:
@@ -56,6 +58,7 @@ class RankingBuilder final : public importers::TraceEventSink {
   Ranking totals_;
   double first_start_ = 0, last_end_ = 0;
   bool any_ = false;
+  void extend_span(double timestamp_us, double duration_us);
 };
 
 }  // namespace kprof::timeline

@@ -107,6 +107,51 @@ TEST(ChromeTrace, AcceptsObjectAndArrayFormsAndSkipsOtherKeys) {
             1u);
 }
 
+class NameSink final : public importers::TraceEventSink {
+ public:
+  void on_event(const importers::TraceEvent& event) override { names.emplace_back(event.name); }
+  std::vector<std::string> names;
+};
+
+TEST(ChromeTrace, BracketsQuotesAndEscapesInsideStrings) {
+  NameSink sink;
+  importers::read_chrome_trace_bytes(
+      "t.json",
+      R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "a\\\"}{[\\", "ts": 1, "dur": 2},
+                          {"ph": "X", "cat": "kernel", "name": "b]", "ts": 3, "dur": 1}]})",
+      sink);
+  ASSERT_EQ(sink.names.size(), 2u);
+  EXPECT_EQ(sink.names[0], "a\\\"}{[\\");
+  EXPECT_EQ(sink.names[1], "b]");
+}
+
+// Events straddle the reader's 4 MB buffers: a 12 MB trace of one repeated real kernel event.
+TEST(ChromeTrace, EventsAcrossBufferBoundaries) {
+  auto document = nlohmann::json::parse(gunzip(data_path("h200/budget_eager_b1.json.gz")));
+  nlohmann::json kernel;
+  for (const auto& event : document["traceEvents"]) {
+    if (event.value("cat", "") == "kernel") {
+      kernel = event;
+      break;
+    }
+  }
+  std::string one = kernel.dump();
+  std::string trace = "{\"traceEvents\": [";
+  size_t count = 0;
+  while (trace.size() < (12u << 20)) {
+    trace += (count++ ? ",\n" : "") + one;
+  }
+  trace += "]}";
+  std::string path = ::testing::TempDir() + "/repeated.json";
+  std::FILE* out = std::fopen(path.c_str(), "wb");
+  std::fwrite(trace.data(), 1, trace.size(), out);
+  std::fclose(out);
+  Ranking ranking = rank(path, false);
+  ASSERT_EQ(ranking.kernels.size(), 1u);
+  EXPECT_EQ(ranking.kernels[0].count, count);
+  EXPECT_NEAR(ranking.kernels[0].total_us, count * kernel["dur"].get<double>(), 1e-6 * count);
+}
+
 void expect_invalid(const std::string& bytes, const std::string& what) {
   try {
     read_bytes(bytes);

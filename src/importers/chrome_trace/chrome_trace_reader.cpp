@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 #include <simdjson.h>
+#include <emmintrin.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -90,7 +92,7 @@ constexpr int kEnd = -1;
 class Scanner {
  public:
   Scanner(const std::string& path, ByteSource& source, TraceEventSink& sink)
-      : path_(path), source_(source), sink_(sink), buffer_(1 << 20, '\0') {}
+      : path_(path), source_(source), sink_(sink), buffer_(4 << 20, '\0') {}
 
   TraceReadStats run() {
     skip_space();
@@ -119,6 +121,10 @@ class Scanner {
   }
 
   bool refill() {
+    if (capturing_) {  // keep the part of the event being captured that this buffer holds
+      spill_.append(buffer_.data() + capture_start_, length_ - capture_start_);
+      capture_start_ = 0;
+    }
     consumed_ += length_;
     position_ = 0;
     length_ = source_.read(buffer_.data(), buffer_.size());
@@ -155,9 +161,13 @@ class Scanner {
       if (position_ == length_ && !refill()) fail("truncated: the trace ends inside a string");
       const char* start = buffer_.data() + position_;
       const char* end = buffer_.data() + length_;
-      const char* stop = start;
-      while (stop != end && *stop != '"' && *stop != '\\') ++stop;
-      if (out) out->append(start, stop);
+      // memchr is vectorised: find the closing quote, then any backslash before it.
+      const char* quote = static_cast<const char*>(std::memchr(start, '"', static_cast<size_t>(end - start)));
+      const char* limit = quote ? quote : end;
+      const char* backslash =
+          static_cast<const char*>(std::memchr(start, '\\', static_cast<size_t>(limit - start)));
+      const char* stop = backslash ? backslash : limit;
+      if (out) out->append(start, static_cast<size_t>(stop - start));
       position_ += static_cast<size_t>(stop - start);
       if (stop == end) continue;
       char c = static_cast<char>(next());
@@ -169,38 +179,84 @@ class Scanner {
     }
   }
 
-  // Any JSON value, copied raw into out if given (used for event objects and skipped values).
-  void read_value(std::string* out) {
+  // Skips one JSON value (an event object, or a top-level value the trace reader does not
+  // need). Most bytes of a trace are inside events, so this loop is the reader's speed: it
+  // classifies 16 bytes at a time (SSE2) and walks only the quotes, backslashes and brackets.
+  void skip_value() {
     skip_space();
-    int depth = 0;
-    for (;;) {
-      int c = next();
-      if (c == kEnd) fail("truncated: the trace ends inside a value");
-      if (out) out->push_back(static_cast<char>(c));
-      if (c == '"') {
-        read_string(out);
-      } else if (c == '{' || c == '[') {
-        ++depth;
-      } else if (c == '}' || c == ']') {
-        if (--depth < 0) fail("unbalanced brackets");
-      } else if (depth == 0 && (c == ',' )) {
-        fail("expected a value");
-      }
-      if (depth == 0) {
-        if (c == '"' || c == '}' || c == ']') return;
-        // A scalar: read until a delimiter.
-        for (;;) {
-          int d = peek();
-          if (d == kEnd || d == ',' || d == '}' || d == ']' || d == ' ' || d == '\n' ||
-              d == '\r' || d == '\t') {
-            return;
-          }
-          next();
-          if (out) out->push_back(static_cast<char>(d));
+    int first = peek();
+    if (first == kEnd) fail("truncated: the trace ends where a value should be");
+    if (first != '{' && first != '[' && first != '"') {
+      for (;;) {  // a scalar: up to the next delimiter
+        int c = peek();
+        if (c == kEnd || c == ',' || c == '}' || c == ']' || c == ' ' || c == '\n' || c == '\r' ||
+            c == '\t') {
+          return;
         }
+        next();
       }
     }
+    int depth = 0;
+    bool in_string = false;
+    std::uint64_t escaped_at = ~std::uint64_t{0};  // absolute offset of an escaped character
+    // Returns true when the value ends with the structural character at buffer index i.
+    auto step = [&](size_t i) {
+      char c = buffer_[i];
+      std::uint64_t at = consumed_ + i;
+      if (at == escaped_at) return false;
+      if (in_string) {
+        if (c == '"') in_string = false;
+        else if (c == '\\') escaped_at = at + 1;
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+      } else if (--depth < 0) {
+        fail("unbalanced brackets");
+      }
+      return depth == 0 && !in_string;
+    };
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i backslash = _mm_set1_epi8('\\');
+    const __m128i open = _mm_set1_epi8('{');   // '[' | 0x20 == '{'
+    const __m128i close = _mm_set1_epi8('}');  // ']' | 0x20 == '}'
+    const __m128i lower = _mm_set1_epi8(0x20);
+    for (;;) {
+      if (position_ == length_ && !refill()) fail("truncated: the trace ends inside a value");
+      const char* base = buffer_.data();
+      size_t i = position_;
+      const size_t n = length_;
+      for (; i + 16 <= n; i += 16) {
+        __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + i));
+        __m128i folded = _mm_or_si128(bytes, lower);
+        __m128i hits = _mm_or_si128(
+            _mm_or_si128(_mm_cmpeq_epi8(bytes, quote), _mm_cmpeq_epi8(bytes, backslash)),
+            _mm_or_si128(_mm_cmpeq_epi8(folded, open), _mm_cmpeq_epi8(folded, close)));
+        unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(hits));
+        while (mask != 0) {
+          size_t at = i + static_cast<size_t>(__builtin_ctz(mask));
+          mask &= mask - 1;
+          if (step(at)) {
+            position_ = at + 1;
+            return;
+          }
+        }
+      }
+      for (; i < n; ++i) {
+        if (kStructural[static_cast<unsigned char>(base[i])] && step(i)) {
+          position_ = i + 1;
+          return;
+        }
+      }
+      position_ = n;
+    }
   }
+
+  static constexpr auto kStructural = [] {
+    std::array<bool, 256> table{};
+    for (unsigned char c : {'"', '\\', '{', '}', '[', ']'}) table[c] = true;
+    return table;
+  }();
 
   void read_top_object() {
     skip_space();
@@ -219,7 +275,7 @@ class Scanner {
         expect('[', "the traceEvents array");
         read_events();
       } else {
-        read_value(nullptr);
+        skip_value();
       }
       skip_space();
       int c = next();
@@ -241,9 +297,20 @@ class Scanner {
       std::uint64_t start = offset();
       if (peek() != '{') fail(peek() == kEnd ? "truncated: the trace ends inside traceEvents"
                                              : "expected an event object in traceEvents");
-      event_text_.clear();
-      read_value(&event_text_);
-      parse_event(start);
+      // Capture the event without copying it when it lies within one buffer (nearly always).
+      spill_.clear();
+      capturing_ = true;
+      capture_start_ = position_;
+      skip_value();
+      capturing_ = false;
+      std::string_view text;
+      if (spill_.empty()) {
+        text = std::string_view(buffer_.data() + capture_start_, position_ - capture_start_);
+      } else {
+        spill_.append(buffer_.data() + capture_start_, position_ - capture_start_);
+        text = spill_;
+      }
+      parse_event(start, text);
       skip_space();
       int c = next();
       if (c == ']') return;
@@ -286,7 +353,72 @@ class Scanner {
     }
   }
 
-  void parse_event(std::uint64_t start) {
+  // The top-level "ph", "cat", "ts" and "dur" of an event read in one forward pass over its
+  // text, stopping at the first value that is not a plain string or number (PyTorch writes these
+  // before "args"); false sends the event to the full parser.
+  static bool quick_fields(std::string_view text, std::string_view& phase,
+                           std::string_view& category, double& ts, double& dur) {
+    bool have_phase = false, have_category = false, have_ts = false, have_dur = false;
+    size_t i = 1;  // after '{'
+    auto skip_space = [&] {
+      while (i < text.size() && (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' ||
+                                 text[i] == '\t')) {
+        ++i;
+      }
+    };
+    auto read_plain_string = [&](std::string_view& out) {
+      if (i >= text.size() || text[i] != '"') return false;
+      const void* close = std::memchr(text.data() + i + 1, '"', text.size() - i - 1);
+      if (!close) return false;
+      size_t end = static_cast<size_t>(static_cast<const char*>(close) - text.data());
+      out = text.substr(i + 1, end - i - 1);
+      if (out.find('\\') != std::string_view::npos) return false;
+      i = end + 1;
+      return true;
+    };
+    while (!(have_phase && have_category && have_ts && (have_dur || (have_phase && phase != "X")))) {
+      skip_space();
+      std::string_view key, value;
+      if (!read_plain_string(key)) return false;
+      skip_space();
+      if (i >= text.size() || text[i] != ':') return false;
+      ++i;
+      skip_space();
+      if (i >= text.size()) return false;
+      if (text[i] == '"') {
+        if (!read_plain_string(value)) return false;
+        if (key == "ph") phase = value, have_phase = true;
+        if (key == "cat") category = value, have_category = true;
+      } else if (text[i] == '-' || (text[i] >= '0' && text[i] <= '9')) {
+        double number = 0;
+        auto [end, ec] = std::from_chars(text.data() + i, text.data() + text.size(), number);
+        if (ec != std::errc()) return false;
+        i = static_cast<size_t>(end - text.data());
+        if (key == "ts") ts = number, have_ts = true;
+        if (key == "dur") dur = number, have_dur = true;
+      } else {
+        return false;  // an object, array or literal before the fields we need
+      }
+      skip_space();
+      if (i >= text.size() || text[i] != ',') return false;
+      ++i;
+    }
+    return true;
+  }
+
+  void parse_event(std::uint64_t start, std::string_view text) {
+    std::string_view phase, category;
+    double ts = 0, dur = 0;
+    if (quick_fields(text, phase, category, ts, dur) && !sink_.wants_category(category)) {
+      if (phase == "X") {
+        ++stats_.events;
+        sink_.on_span(ts, dur);
+      } else {
+        ++stats_.other_events;
+      }
+      return;
+    }
+    event_text_.assign(text);  // simdjson reads past the end: give it a padded copy
     size_t size = event_text_.size();
     event_text_.append(simdjson::SIMDJSON_PADDING, ' ');
     TraceEvent event;
@@ -349,6 +481,9 @@ class Scanner {
   size_t position_ = 0, length_ = 0;
   std::uint64_t consumed_ = 0;
   std::string event_text_;
+  std::string spill_;  // an event that straddles two buffers
+  bool capturing_ = false;
+  size_t capture_start_ = 0;
   simdjson::ondemand::parser parser_;
   TraceReadStats stats_;
   bool saw_events_ = false;

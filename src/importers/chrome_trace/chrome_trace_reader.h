@@ -30,11 +30,15 @@ class TraceEventSink {
  public:
   virtual ~TraceEventSink() = default;
   virtual void on_event(const TraceEvent& event) = 0;
+  // A sink that needs only some categories says so; the reader then hands it the others as
+  // bare time spans (on_span) without parsing them fully, which is most of a trace.
+  virtual bool wants_category(std::string_view /*category*/) const { return true; }
+  virtual void on_span(double /*timestamp_us*/, double /*duration_us*/) {}
 };
 
 struct TraceReadStats {
   std::uint64_t bytes = 0;          // decompressed bytes read
-  std::uint64_t events = 0;         // complete events handed to the sink
+  std::uint64_t events = 0;         // complete events (parsed, or spans of unwanted categories)
   std::uint64_t other_events = 0;   // metadata, flow and instant events, skipped
 };
 
