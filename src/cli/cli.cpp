@@ -15,6 +15,7 @@ constexpr DefineCommand kCommands[] = {
     define_analyze,
     define_inspect,
     define_rank,
+    define_budget,
     define_gpus,
 };
 

@@ -183,6 +183,20 @@ TEST(Cli, RankRejectsTracesWithoutGpuEventsAndOtherFiles) {
   EXPECT_EQ(kprof({"rank", "/nonexistent.json"}).exit_code, 3);
 }
 
+TEST(Cli, BudgetSaysHostBoundAndWhy) {
+  auto eager = kprof({"budget", data_path("h200/budget_eager_b1.json.gz")});
+  ASSERT_EQ(eager.exit_code, 0) << eager.err;
+  EXPECT_NE(eager.out.find("5 steps (ProfilerStep#N annotations) — host-bound"), std::string::npos)
+      << eager.out;
+  EXPECT_NE(eager.out.find("Per-kernel counter work is moot"), std::string::npos);
+  EXPECT_NE(eager.out.find("thresholds: host-bound below 60%"), std::string::npos);
+  auto graph = nlohmann::json::parse(
+      kprof({"budget", "--json", data_path("h200/budget_graph_decode.json.gz")}).out);
+  EXPECT_EQ(graph["schema"], "kprof.budget/1");
+  EXPECT_EQ(graph["verdict"], "kernel-bound");
+  EXPECT_EQ(kprof({"budget", "--step", "(", data_path("h200/budget_graph_decode.json.gz")}).exit_code, 2);
+}
+
 TEST(Cli, InspectListsMetricsByRegex) {
   auto result = kprof({"inspect", data_path("h200/two_kernels_full.ncu-rep.zst"), "-m",
                        "^launch__registers_per_thread$", "--session"});
