@@ -11,7 +11,10 @@
 #include "analysis/verdict.h"
 #include "hardware/gpu_specs.h"
 #include "render/verdict_render.h"
+#include "cli/analyze_command.h"
 #include "cli/command.h"
+#include "importers/chrome_trace/chrome_trace_reader.h"
+#include "timeline/trace_join.h"
 #include "cli/report_header.h"
 #include "cli/selection.h"
 #include "common/text.h"
@@ -21,17 +24,6 @@
 namespace kprof::cli {
 namespace {
 
-struct AnalyzeOptions {
-  std::vector<std::string> paths;
-  std::string kernel_regex;
-  std::string sort = "duration";
-  bool json = false;
-  bool csv = false;
-  bool summary = false;
-  size_t name_width = 48;
-  analysis::Thresholds thresholds;
-  std::string gpus_path, stages_path, expectations_path;
-};
 
 std::string cell(const std::optional<double>& value, double scale = 1) {
   return value ? format_number(*value * scale) : "—";
@@ -103,6 +95,8 @@ std::string render_table(const std::vector<model::Report>& reports,
   return out;
 }
 
+}  // namespace
+
 ExitCode run_analyze(const AnalyzeOptions& options, Output& output) {
   if (options.json + options.csv + options.summary > 1) {
     throw UsageError("--json, --csv and --summary are alternatives; give one");
@@ -125,6 +119,15 @@ ExitCode run_analyze(const AnalyzeOptions& options, Output& output) {
     output.stdout_text = render_table(reports, selected, options);
     return ExitCode::kOk;
   }
+  std::optional<timeline::TraceTimeIndex> trace;
+  if (!options.trace_path.empty()) {
+    trace.emplace();
+    importers::read_chrome_trace(options.trace_path, *trace);
+    if (trace->gpu_span_us() <= 0) {
+      throw InputError(ExitCode::kInputInvalid, options.trace_path, InputPosition::none(),
+                       "no GPU events in this trace: nothing to join the captures to");
+    }
+  }
   std::vector<render::AnalyzedKernel> analyzed;
   std::vector<const model::Report*> report_list;
   std::string text;
@@ -133,8 +136,20 @@ ExitCode run_analyze(const AnalyzeOptions& options, Output& output) {
     report_list.push_back(&report);
     std::vector<render::AnalyzedKernel> these;
     for (size_t i : ordered(report, selected[r], options.sort)) {
-      these.push_back({&report, &report.kernels[i],
-                       analysis::analyze_kernel(report, report.kernels[i], config)});
+      render::AnalyzedKernel k{&report, &report.kernels[i],
+                               analysis::analyze_kernel(report, report.kernels[i], config)};
+      if (trace) {
+        k.joined = true;
+        k.share = trace->share_of(report.kernels[i]);
+      }
+      these.push_back(std::move(k));
+    }
+    if (options.sort == "pipeline") {
+      std::stable_sort(these.begin(), these.end(), [](const auto& a, const auto& b) {
+        double x = a.share ? a.share->fraction_of_pipeline : -1;
+        double y = b.share ? b.share->fraction_of_pipeline : -1;
+        return x > y;
+      });
     }
     if (!options.json && !options.csv) {
       if (r != 0) text += "\n";
@@ -159,7 +174,42 @@ ExitCode run_analyze(const AnalyzeOptions& options, Output& output) {
   return ExitCode::kOk;
 }
 
-}  // namespace
+void add_verdict_options(CLI::App& command, AnalyzeOptions& options) {
+  command.add_option("REPORT", options.paths, "Nsight Compute reports or CSV exports")
+      ->required();
+  command.add_option("-k,--kernel", options.kernel_regex,
+                      "Only kernels whose function, demangled or mangled name matches this "
+                      "regex (RE2, partial match)");
+  command.add_option("--sort", options.sort,
+                     "Row order: duration (longest first), pipeline (largest share of the "
+                     "joined trace first) or id")
+      ->check(CLI::IsMember({"id", "duration", "pipeline"}))
+      ->capture_default_str();
+  command.add_option("--compute-threshold", options.thresholds.compute_pct,
+                      "SM throughput (% of peak) from which a kernel is compute-bound")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
+  command.add_option("--memory-threshold", options.thresholds.memory_pct,
+                      "Memory throughput (% of peak) from which a kernel is memory-bound")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
+  command.add_flag("--json", options.json,
+                    "Verdicts as JSON (schema kprof.analysis/1, docs/kprof.analysis.schema.json)");
+  command.add_flag("--csv", options.csv, "Verdicts as CSV, one row per kernel");
+  command.add_flag("--summary", options.summary,
+                    "Instead of verdicts, the raw summary: duration, SM/memory/DRAM throughput, "
+                    "occupancy, registers, grid, block");
+  command.add_option("--gpus", options.gpus_path,
+                      "A GPU database file that overrides or extends the built-in one "
+                      "(see kprof gpus)");
+  command.add_option("--stages", options.stages_path,
+                      "A pipeline-stage rule table replacing the built-in one (data/stages.json)");
+  command.add_option("--expectations", options.expectations_path,
+                      "A table of expected bottlenecks replacing the built-in one "
+                      "(data/expected_bottlenecks.json)");
+  command.add_option("--name-width", options.name_width, "Kernel name column width")
+      ->capture_default_str();
+}
 
 void define_analyze(CLI::App& parent, Runner& runner) {
   auto options = std::make_shared<AnalyzeOptions>();
@@ -178,38 +228,10 @@ void define_analyze(CLI::App& parent, Runner& runner) {
       "  kprof analyze run.ncu-rep -k 'gemm|nvjet' --json > verdicts.json\n"
       "  kprof analyze run.ncu-rep --memory-threshold 60 --csv\n"
       "  kprof analyze run.ncu-rep --summary      # raw counters: duration, throughputs, launch");
-  command->add_option("REPORT", options->paths, "Nsight Compute reports or CSV exports")
-      ->required();
-  command->add_option("-k,--kernel", options->kernel_regex,
-                      "Only kernels whose function, demangled or mangled name matches this "
-                      "regex (RE2, partial match)");
-  command->add_option("--sort", options->sort, "Row order: duration (longest first) or id")
-      ->check(CLI::IsMember({"id", "duration"}))
-      ->capture_default_str();
-  command->add_option("--compute-threshold", options->thresholds.compute_pct,
-                      "SM throughput (% of peak) from which a kernel is compute-bound")
-      ->check(CLI::Range(0.0, 100.0))
-      ->capture_default_str();
-  command->add_option("--memory-threshold", options->thresholds.memory_pct,
-                      "Memory throughput (% of peak) from which a kernel is memory-bound")
-      ->check(CLI::Range(0.0, 100.0))
-      ->capture_default_str();
-  command->add_flag("--json", options->json,
-                    "Verdicts as JSON (schema kprof.analysis/1, docs/kprof.analysis.schema.json)");
-  command->add_flag("--csv", options->csv, "Verdicts as CSV, one row per kernel");
-  command->add_flag("--summary", options->summary,
-                    "Instead of verdicts, the raw summary: duration, SM/memory/DRAM throughput, "
-                    "occupancy, registers, grid, block");
-  command->add_option("--gpus", options->gpus_path,
-                      "A GPU database file that overrides or extends the built-in one "
-                      "(see kprof gpus)");
-  command->add_option("--stages", options->stages_path,
-                      "A pipeline-stage rule table replacing the built-in one (data/stages.json)");
-  command->add_option("--expectations", options->expectations_path,
-                      "A table of expected bottlenecks replacing the built-in one "
-                      "(data/expected_bottlenecks.json)");
-  command->add_option("--name-width", options->name_width, "Kernel name column width")
-      ->capture_default_str();
+  add_verdict_options(*command, *options);
+  command->add_option("--trace", options->trace_path,
+                      "Join a PyTorch profiler trace: each kernel's share of the pipeline and its "
+                      "Amdahl bound (as kprof report)");
   command->callback([&runner, options] {
     runner = [options](Output& output) { return run_analyze(*options, output); };
   });

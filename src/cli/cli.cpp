@@ -16,6 +16,7 @@ constexpr DefineCommand kCommands[] = {
     define_inspect,
     define_rank,
     define_budget,
+    define_report,
     define_gpus,
 };
 

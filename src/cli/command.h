@@ -38,5 +38,6 @@ void define_inspect(CLI::App& parent, Runner& runner);
 void define_gpus(CLI::App& parent, Runner& runner);
 void define_rank(CLI::App& parent, Runner& runner);
 void define_budget(CLI::App& parent, Runner& runner);
+void define_report(CLI::App& parent, Runner& runner);
 
 }  // namespace kprof::cli

@@ -53,20 +53,42 @@ std::string csv_field(const std::string& text) {
   return out + "\"";
 }
 
+std::string share_cell(const AnalyzedKernel& k) {
+  if (!k.share) return "not in trace";
+  return fmt::format("{:.1f}", k.share->fraction_of_pipeline * 100);
+}
+
+std::string speedup_cell(const AnalyzedKernel& k) {
+  if (!k.share) return "—";
+  return std::isinf(k.share->max_e2e_speedup) ? "∞"
+                                                : fmt::format("{:.2f}×", k.share->max_e2e_speedup);
+}
+
 std::string verdict_table(const std::vector<AnalyzedKernel>& kernels,
                           const analysis::Thresholds& thresholds, size_t name_width) {
-  TextTable table({{"id", TextTable::Align::kRight},
-                   {"kernel"},
-                   {"us", TextTable::Align::kRight},
-                   {"verdict"},
-                   {"bound by"},
-                   {"SM %", TextTable::Align::kRight},
-                   {"mem %", TextTable::Align::kRight},
-                   {"TFLOP/s", TextTable::Align::kRight},
-                   {"DRAM BW", TextTable::Align::kRight},
-                   {"occ % ach/theo limiter"},
-                   {"top stall"},
-                   {"stage"}});
+  bool joined = std::any_of(kernels.begin(), kernels.end(),
+                            [](const AnalyzedKernel& k) { return k.joined; });
+  std::vector<TextTable::Column> columns = {{"id", TextTable::Align::kRight},
+                                            {"kernel"},
+                                            {"us", TextTable::Align::kRight}};
+  if (joined) {
+    columns.push_back({"% pipe", TextTable::Align::kRight});
+    columns.push_back({"max e2e", TextTable::Align::kRight});
+  }
+  TextTable table = [&] {
+    std::vector<TextTable::Column> rest = {
+        {"verdict"},
+        {"bound by"},
+        {"SM %", TextTable::Align::kRight},
+        {"mem %", TextTable::Align::kRight},
+        {"TFLOP/s", TextTable::Align::kRight},
+        {"DRAM BW", TextTable::Align::kRight},
+        {"occ % ach/theo limiter"},
+        {"top stall"},
+        {"stage"}};
+    columns.insert(columns.end(), rest.begin(), rest.end());
+    return TextTable(columns);
+  }();
   std::set<std::string> missing;
   std::vector<std::pair<std::string, std::string>> notes;  // contradiction -> kernel ids
   for (const AnalyzedKernel& k : kernels) {
@@ -74,12 +96,20 @@ std::string verdict_table(const std::vector<AnalyzedKernel>& kernels,
     missing.insert(v.missing.begin(), v.missing.end());
     std::string verdict = analysis::roofline_name(v.roofline);
     if (v.contradicts_expectation) verdict += " (!)";
-    table.add_row({std::to_string(k.kernel->id), ellipsize(k.kernel->display_name(), name_width),
-                   cell(v.duration_ns, 1e-3), verdict, v.bound_by.empty() ? "—" : v.bound_by,
+    std::vector<std::string> row = {std::to_string(k.kernel->id),
+                                    ellipsize(k.kernel->display_name(), name_width),
+                                    cell(v.duration_ns, 1e-3)};
+    if (joined) {
+      row.push_back(share_cell(k));
+      row.push_back(speedup_cell(k));
+    }
+    std::vector<std::string> rest = {verdict, v.bound_by.empty() ? "—" : v.bound_by,
                    cell(v.sm_throughput_pct), cell(v.memory_throughput_pct), cell(v.tflops),
                    v.memory_bw_utilization ? fmt::format("{:.0f}%", *v.memory_bw_utilization * 100)
                                            : "—",
-                   limiter_cell(v), top_stall(v), v.stage.empty() ? "—" : v.stage});
+                   limiter_cell(v), top_stall(v), v.stage.empty() ? "—" : v.stage};
+    row.insert(row.end(), rest.begin(), rest.end());
+    table.add_row(std::move(row));
     if (v.contradicts_expectation) {
       std::string key = fmt::format(
           "expected {} ({}), measured {}", v.expected_bottleneck, v.expectation_workload,
@@ -185,8 +215,17 @@ json verdict_json(const std::vector<AnalyzedKernel>& kernels,
         {"warp_stall_reasons", stalls},
         {"latency_reasons", v.latency_reasons},
         {"wall_clock_us", v.duration_ns ? json(*v.duration_ns / 1000) : json(nullptr)},
-        {"fraction_of_pipeline", nullptr},
-        {"max_e2e_speedup", nullptr},
+        {"fraction_of_pipeline",
+         k.share ? json(k.share->fraction_of_pipeline) : json(nullptr)},
+        {"max_e2e_speedup", k.share && !std::isinf(k.share->max_e2e_speedup)
+                                ? json(k.share->max_e2e_speedup)
+                                : json(nullptr)},
+        {"trace",
+         k.joined ? (k.share ? json{{"total_us", k.share->time.total_us},
+                                    {"launches", k.share->time.count},
+                                    {"matched_launch_config", k.share->matched_launch_config}}
+                             : json("not in trace"))
+                  : json(nullptr)},
         {"pipeline_stage", v.stage},
         {"expected_bottleneck", expectation},
         {"optimization_headroom", v.headroom},

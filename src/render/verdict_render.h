@@ -8,6 +8,7 @@
 
 #include "analysis/verdict.h"
 #include "model/report.h"
+#include "timeline/trace_join.h"
 
 namespace kprof::render {
 
@@ -15,6 +16,10 @@ struct AnalyzedKernel {
   const model::Report* report;
   const model::Kernel* kernel;
   analysis::KernelVerdict verdict;
+  // Set when a trace was joined: the kernel's share of the pipeline (nullopt inside means the
+  // trace never ran it).
+  bool joined = false;
+  std::optional<timeline::KernelShare> share;
 };
 
 std::string verdict_table(const std::vector<AnalyzedKernel>& kernels,

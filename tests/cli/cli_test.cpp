@@ -197,6 +197,27 @@ TEST(Cli, BudgetSaysHostBoundAndWhy) {
   EXPECT_EQ(kprof({"budget", "--step", "(", data_path("h200/budget_graph_decode.json.gz")}).exit_code, 2);
 }
 
+TEST(Cli, ReportJoinsCapturesToATrace) {
+  auto result = kprof({"report", "--json", "--trace", data_path("h200/trace_eager.json.gz"),
+                       data_path("h200/big_full.ncu-rep.zst")});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto document = nlohmann::json::parse(result.out);
+  auto kernels = document["kernels"];
+  ASSERT_EQ(kernels.size(), 24u);
+  double previous = 1;
+  for (const auto& kernel : kernels) {  // largest share of the pipeline first
+    double fraction = kernel["fraction_of_pipeline"].get<double>();
+    EXPECT_LE(fraction, previous);
+    previous = fraction;
+    EXPECT_NEAR(kernel["max_e2e_speedup"].get<double>(), 1 / (1 - fraction), 1e-9);
+  }
+  auto table = kprof({"report", "--trace", data_path("h200/trace_eager.json.gz"),
+                      data_path("h200/bottleneck_suite_full.ncu-rep.zst")});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("not in trace"), std::string::npos);
+  EXPECT_EQ(kprof({"report", data_path("h200/big_full.ncu-rep.zst")}).exit_code, 2);  // --trace
+}
+
 TEST(Cli, InspectListsMetricsByRegex) {
   auto result = kprof({"inspect", data_path("h200/two_kernels_full.ncu-rep.zst"), "-m",
                        "^launch__registers_per_thread$", "--session"});

@@ -18,10 +18,13 @@ validator = jsonschema.Draft202012Validator(schema)
 captures = ["big_full.ncu-rep.zst", "big_basic.ncu-rep.zst", "big_min.ncu-rep.zst",
             "bottleneck_suite_full.ncu-rep.zst", "big_full_details.csv.zst",
             "multi_process_basic_raw.csv"]
+runs = [(capture, [kprof, "analyze", "--json", f"{data}/h200/{capture}"]) for capture in captures]
+runs.append(("report big_full + trace_eager",
+             [kprof, "report", "--json", "--trace", f"{data}/h200/trace_eager.json.gz",
+              f"{data}/h200/big_full.ncu-rep.zst"]))
 failures = 0
-for capture in captures:
-    out = subprocess.run([kprof, "analyze", "--json", f"{data}/h200/{capture}"],
-                         capture_output=True, text=True, check=True).stdout
+for capture, command in runs:
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     document = json.loads(out)
     errors = sorted(validator.iter_errors(document), key=lambda e: list(e.path))
     for error in errors[:5]:

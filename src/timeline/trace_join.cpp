@@ -1,0 +1,59 @@
+#include "timeline/trace_join.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "timeline/kernel_ranking.h"
+
+namespace kprof::timeline {
+
+bool TraceTimeIndex::wants_category(std::string_view category) const {
+  return category == "kernel" || category == "gpu_memcpy" || category == "gpu_memset";
+}
+
+void TraceTimeIndex::on_event(const importers::TraceEvent& event) {
+  if (!wants_category(event.category)) return;
+  double end = event.timestamp_us + event.duration_us;
+  if (!any_ || event.timestamp_us < first_start_) first_start_ = event.timestamp_us;
+  if (!any_ || end > last_end_) last_end_ = end;
+  any_ = true;
+  if (event.category != "kernel") return;
+  std::string name = normalize_kernel_name(event.name);
+  TraceTime& time = by_name_[name];
+  time.total_us += event.duration_us;
+  ++time.count;
+  LaunchConfig config{};
+  for (int i = 0; i < 3; ++i) {
+    config[i] = event.grid[i].value_or(-1);
+    config[3 + i] = event.block[i].value_or(-1);
+  }
+  TraceTime& configured = by_config_[{std::move(name), config}];
+  configured.total_us += event.duration_us;
+  ++configured.count;
+}
+
+std::optional<KernelShare> TraceTimeIndex::share_of(const model::Kernel& kernel) const {
+  // PyTorch records demangled names; ncu stores none for extern "C" kernels, whose function name
+  // is then the traced name.
+  std::string name = normalize_kernel_name(
+      kernel.demangled_name.empty() ? kernel.function_name : kernel.demangled_name);
+  KernelShare share;
+  LaunchConfig config{static_cast<std::int64_t>(kernel.grid.x), static_cast<std::int64_t>(kernel.grid.y),
+                      static_cast<std::int64_t>(kernel.grid.z), static_cast<std::int64_t>(kernel.block.x),
+                      static_cast<std::int64_t>(kernel.block.y), static_cast<std::int64_t>(kernel.block.z)};
+  if (auto it = by_config_.find({name, config}); it != by_config_.end()) {
+    share.time = it->second;
+    share.matched_launch_config = true;
+  } else if (auto by_name = by_name_.find(name); by_name != by_name_.end()) {
+    share.time = by_name->second;
+  } else {
+    return std::nullopt;
+  }
+  double span = gpu_span_us();
+  share.fraction_of_pipeline = span > 0 ? std::min(1.0, share.time.total_us / span) : 0;
+  share.max_e2e_speedup =
+      share.fraction_of_pipeline < 1 ? 1 / (1 - share.fraction_of_pipeline) : std::numeric_limits<double>::infinity();
+  return share;
+}
+
+}  // namespace kprof::timeline

@@ -1,0 +1,48 @@
+// Joining profiler-trace time to ncu captures: how much of the pipeline each captured kernel
+// is, and so the most that fixing it can buy end to end (Amdahl: 1 / (1 - fraction)).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "importers/chrome_trace/chrome_trace_reader.h"
+#include "model/report.h"
+
+namespace kprof::timeline {
+
+struct TraceTime {
+  double total_us = 0;
+  std::uint64_t count = 0;
+};
+
+struct KernelShare {
+  TraceTime time;
+  bool matched_launch_config = false;  // grid and block matched too, not only the name
+  double fraction_of_pipeline = 0;
+  double max_e2e_speedup = 1;
+};
+
+// Collects per-kernel trace time by normalised name and by (name, grid, block), and the span of
+// GPU work (first GPU activity start to last end), which is the pipeline time shares refer to.
+class TraceTimeIndex final : public importers::TraceEventSink {
+ public:
+  void on_event(const importers::TraceEvent& event) override;
+  bool wants_category(std::string_view category) const override;
+
+  double gpu_span_us() const { return any_ ? last_end_ - first_start_ : 0; }
+  // The captured kernel's share: by name and launch configuration when the trace has that
+  // configuration, else by name; nullopt when the trace never ran it.
+  std::optional<KernelShare> share_of(const model::Kernel& kernel) const;
+
+ private:
+  using LaunchConfig = std::array<std::int64_t, 6>;
+  std::map<std::string, TraceTime, std::less<>> by_name_;
+  std::map<std::pair<std::string, LaunchConfig>, TraceTime> by_config_;
+  double first_start_ = 0, last_end_ = 0;
+  bool any_ = false;
+};
+
+}  // namespace kprof::timeline

@@ -1,0 +1,77 @@
+// Joining a capture to the trace of the same workload (big_full and trace_eager were recorded from
+// one eager PyTorch program), checked against shares computed here from the trace JSON.
+#include "timeline/trace_join.h"
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <nlohmann/json.hpp>
+
+#include "importers/importer.h"
+#include "support/test_data.h"
+
+namespace kprof::timeline {
+namespace {
+
+using testing::data_path;
+
+nlohmann::json load_trace(const std::string& file) {
+  gzFile in = gzopen(data_path(file).c_str(), "rb");
+  std::string text;
+  char buffer[1 << 16];
+  int n;
+  while ((n = gzread(in, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<size_t>(n));
+  gzclose(in);
+  return nlohmann::json::parse(text);
+}
+
+TEST(TraceJoin, SharesAndAmdahlBoundsMatchTheTrace) {
+  model::Report report = importers::import_report(data_path("h200/big_full.ncu-rep.zst"));
+  TraceTimeIndex index;
+  importers::read_chrome_trace(data_path("h200/trace_eager.json.gz"), index);
+  auto trace = load_trace("h200/trace_eager.json.gz");
+  double first = 1e300, last = -1e300;
+  for (const auto& e : trace["traceEvents"]) {
+    std::string cat = e.value("cat", "");
+    if (cat != "kernel" && cat != "gpu_memcpy" && cat != "gpu_memset") continue;
+    first = std::min(first, e["ts"].get<double>());
+    last = std::max(last, e["ts"].get<double>() + e["dur"].get<double>());
+  }
+  EXPECT_NEAR(index.gpu_span_us(), last - first, 1e-6);
+  size_t matched = 0;
+  for (const model::Kernel& kernel : report.kernels) {
+    auto share = index.share_of(kernel);
+    ASSERT_TRUE(share.has_value()) << kernel.display_name();  // the same program ran them all
+    double expected = 0;
+    std::uint64_t launches = 0;
+    for (const auto& e : trace["traceEvents"]) {
+      if (e.value("cat", "") != "kernel" || e["name"] != kernel.function_name) continue;
+      const auto& grid = e["args"]["grid"];
+      const auto& block = e["args"]["block"];
+      if (grid[0] != kernel.grid.x || grid[1] != kernel.grid.y || grid[2] != kernel.grid.z ||
+          block[0] != kernel.block.x || block[1] != kernel.block.y || block[2] != kernel.block.z) {
+        continue;
+      }
+      expected += e["dur"].get<double>();
+      ++launches;
+    }
+    if (!share->matched_launch_config) continue;
+    ++matched;
+    EXPECT_EQ(share->time.count, launches) << kernel.display_name();
+    EXPECT_NEAR(share->time.total_us, expected, 1e-6) << kernel.display_name();
+    double fraction = expected / (last - first);
+    EXPECT_NEAR(share->fraction_of_pipeline, fraction, 1e-12);
+    EXPECT_NEAR(share->max_e2e_speedup, 1 / (1 - fraction), 1e-12);
+  }
+  EXPECT_EQ(matched, report.kernels.size());  // every capture found with its launch config
+}
+
+TEST(TraceJoin, KernelsTheTraceNeverRanAreNotInIt) {
+  model::Report suite = importers::import_report(data_path("h200/bottleneck_suite_full.ncu-rep.zst"));
+  TraceTimeIndex index;
+  importers::read_chrome_trace(data_path("h200/trace_eager.json.gz"), index);
+  for (const model::Kernel& kernel : suite.kernels) EXPECT_FALSE(index.share_of(kernel).has_value());
+}
+
+}  // namespace
+}  // namespace kprof::timeline
