@@ -1,12 +1,26 @@
 // Paths of the real captures under data/ for tests; the tests never read anything outside it.
 #pragma once
 
+#include <zlib.h>
+
 #include <string>
 
 namespace kprof::testing {
 
 inline std::string data_path(const std::string& relative) {
   return std::string(KPROF_DATA_DIR) + "/" + relative;
+}
+
+// The text of a (possibly gzip-compressed) file, read whole.
+inline std::string read_gzip_text(const std::string& path) {
+  gzFile in = gzopen(path.c_str(), "rb");
+  std::string text;
+  if (!in) return text;
+  char buffer[1 << 16];
+  int n;
+  while ((n = gzread(in, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<size_t>(n));
+  gzclose(in);
+  return text;
 }
 
 }  // namespace kprof::testing

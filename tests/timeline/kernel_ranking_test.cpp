@@ -3,7 +3,6 @@
 #include "timeline/kernel_ranking.h"
 
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <map>
 #include <nlohmann/json.hpp>
@@ -16,16 +15,6 @@ namespace {
 
 using testing::data_path;
 
-std::string gunzip(const std::string& path) {
-  gzFile file = gzopen(path.c_str(), "rb");
-  std::string out;
-  char buffer[1 << 16];
-  int n;
-  while ((n = gzread(file, buffer, sizeof buffer)) > 0) out.append(buffer, static_cast<size_t>(n));
-  gzclose(file);
-  return out;
-}
-
 Ranking rank(const std::string& path, bool normalize) {
   static const analysis::StageTable stages = analysis::load_stage_table();
   RankingBuilder builder(stages, normalize);
@@ -37,7 +26,7 @@ TEST(KernelRanking, TotalsEqualTheSumOfTheTracesGpuEvents) {
   for (std::string file : {"h200/trace_eager.json.gz", "h200/trace_compile.json.gz",
                            "h200/budget_eager_b1.json.gz"}) {
     SCOPED_TRACE(file);
-    auto document = nlohmann::json::parse(gunzip(data_path(file)));
+    auto document = nlohmann::json::parse(testing::read_gzip_text(data_path(file)));
     std::map<std::string, double> expected;
     std::map<std::string, std::uint64_t> counts;
     double gpu_total = 0;
@@ -127,7 +116,7 @@ TEST(ChromeTrace, BracketsQuotesAndEscapesInsideStrings) {
 
 // Events straddle the reader's 4 MB buffers: a 12 MB trace of one repeated real kernel event.
 TEST(ChromeTrace, EventsAcrossBufferBoundaries) {
-  auto document = nlohmann::json::parse(gunzip(data_path("h200/budget_eager_b1.json.gz")));
+  auto document = nlohmann::json::parse(testing::read_gzip_text(data_path("h200/budget_eager_b1.json.gz")));
   nlohmann::json kernel;
   for (const auto& event : document["traceEvents"]) {
     if (event.value("cat", "") == "kernel") {

@@ -3,7 +3,6 @@
 #include "timeline/step_budget.h"
 
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <map>
@@ -17,13 +16,7 @@ namespace {
 using testing::data_path;
 
 nlohmann::json load(const std::string& file) {
-  gzFile in = gzopen(data_path(file).c_str(), "rb");
-  std::string text;
-  char buffer[1 << 16];
-  int n;
-  while ((n = gzread(in, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<size_t>(n));
-  gzclose(in);
-  return nlohmann::json::parse(text);
+  return nlohmann::json::parse(testing::read_gzip_text(data_path(file)));
 }
 
 // Busy fraction of each ProfilerStep, computed directly from the JSON.

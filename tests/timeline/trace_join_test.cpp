@@ -3,7 +3,6 @@
 #include "timeline/trace_join.h"
 
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <nlohmann/json.hpp>
 
@@ -16,13 +15,7 @@ namespace {
 using testing::data_path;
 
 nlohmann::json load_trace(const std::string& file) {
-  gzFile in = gzopen(data_path(file).c_str(), "rb");
-  std::string text;
-  char buffer[1 << 16];
-  int n;
-  while ((n = gzread(in, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<size_t>(n));
-  gzclose(in);
-  return nlohmann::json::parse(text);
+  return nlohmann::json::parse(testing::read_gzip_text(data_path(file)));
 }
 
 TEST(TraceJoin, SharesAndAmdahlBoundsMatchTheTrace) {
