@@ -10,6 +10,7 @@
 #include "importers/chrome_trace/chrome_trace_reader.h"
 #include "render/table.h"
 #include "timeline/kernel_ranking.h"
+#include "timeline/step_budget.h"
 
 namespace kprof::cli {
 namespace {
@@ -21,11 +22,75 @@ struct RankOptions {
   bool raw_names = false;
   size_t name_width = 70;
   std::string stages_path;
+  bool per_step = false;
+  std::string step_regex;
 };
 
 std::string pct(double share) { return fmt::format("{:.1f}", share * 100); }
 
+// Per step (as kprof budget finds steps): the kernels that carry each step's GPU time.
+ExitCode run_rank_per_step(const RankOptions& options, Output& output) {
+  timeline::BudgetBuilder builder;
+  importers::read_chrome_trace(options.path, builder);
+  timeline::Budget budget;
+  try {
+    budget = builder.finish(options.step_regex, {});
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(error.what());
+  }
+  if (budget.total_span_us <= 0) {
+    throw InputError(ExitCode::kInputInvalid, options.path, InputPosition::none(),
+                     "no GPU activity in the trace's steps: was the profiler recording CUDA?");
+  }
+  if (options.json) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const auto& step : budget.steps) {
+      double total = 0;
+      for (const auto& [name, us] : step.kernels) total += us;
+      nlohmann::json kernels = nlohmann::json::array();
+      for (const auto& [name, us] : step.kernels) {
+        kernels.push_back({{"name", name}, {"total_us", us},
+                           {"share_of_step_gpu_time", total > 0 ? us / total : 0}});
+      }
+      steps.push_back({{"name", step.name}, {"gpu_busy_us", step.gpu_busy_us},
+                       {"gpu_span_us", step.gpu_span_us}, {"kernels", kernels}});
+    }
+    output.stdout_text = nlohmann::json{{"schema", "kprof.rank-steps/1"},
+                                        {"tool", {{"name", "kprof"},
+                                                  {"version", KPROF_VERSION},
+                                                  {"argv", output.argv}}},
+                                        {"trace", options.path},
+                                        {"steps_from", budget.step_selector},
+                                        {"steps", steps}}
+                             .dump(1) +
+                         "\n";
+    return ExitCode::kOk;
+  }
+  std::string out = fmt::format("{}: {} step{} ({})\n", options.path, budget.steps.size(),
+                                budget.steps.size() == 1 ? "" : "s", budget.step_selector);
+  for (const auto& step : budget.steps) {
+    double total = 0;
+    for (const auto& [name, us] : step.kernels) total += us;
+    out += fmt::format("\n{}: GPU time {} ms, GPU busy {} ms of a {} ms span\n", step.name,
+                       format_number(total / 1000), format_number(step.gpu_busy_us / 1000),
+                       format_number(step.gpu_span_us / 1000));
+    render::TextTable table({{"#", render::TextTable::Align::kRight}, {"kernel"},
+                             {"ms", render::TextTable::Align::kRight},
+                             {"% of step", render::TextTable::Align::kRight}});
+    size_t shown = std::min(options.top, step.kernels.size());
+    for (size_t i = 0; i < shown; ++i) {
+      const auto& [name, us] = step.kernels[i];
+      table.add_row({std::to_string(i + 1), render::ellipsize(name, options.name_width),
+                     format_number(us / 1000), pct(total > 0 ? us / total : 0)});
+    }
+    out += table.to_string();
+  }
+  output.stdout_text = std::move(out);
+  return ExitCode::kOk;
+}
+
 ExitCode run_rank(const RankOptions& options, Output& output) {
+  if (options.per_step) return run_rank_per_step(options, output);
   analysis::StageTable stages = analysis::load_stage_table(options.stages_path);
   timeline::RankingBuilder builder(stages, !options.raw_names);
   importers::TraceReadStats stats = importers::read_chrome_trace(options.path, builder);
@@ -121,6 +186,11 @@ void define_rank(CLI::App& parent, Runner& runner) {
   command->add_option("-n,--top", options->top, "Kernels to list")->capture_default_str();
   command->add_flag("--json", options->json, "Print JSON (schema kprof.rank/1), every kernel");
   command->add_flag("--raw-names", options->raw_names, "Rank by the names exactly as traced");
+  command->add_flag("--per-step", options->per_step,
+                    "Rank within each step (ProfilerStep#N, or --step), by launch correlation "
+                    "as kprof budget attributes work");
+  command->add_option("--step", options->step_regex,
+                      "With --per-step: regex over annotation names that delimit steps");
   command->add_option("--stages", options->stages_path,
                       "A pipeline-stage rule table replacing the built-in one");
   command->add_option("--name-width", options->name_width, "Kernel name column width")

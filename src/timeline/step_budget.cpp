@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "timeline/kernel_ranking.h"
 
 namespace kprof::timeline {
 namespace {
@@ -59,7 +60,10 @@ void BudgetBuilder::on_event(const importers::TraceEvent& event) {
   std::string_view category = event.category;
   double end = event.timestamp_us + event.duration_us;
   if (category == "kernel" || category == "gpu_memcpy" || category == "gpu_memset") {
-    activities_.push_back({event.timestamp_us, end, event.correlation});
+    std::string name = normalize_kernel_name(event.name);
+    auto [it, added] = name_ids_.emplace(name, static_cast<std::uint32_t>(names_.size()));
+    if (added) names_.push_back(std::move(name));
+    activities_.push_back({event.timestamp_us, end, event.correlation, it->second});
   } else if (category == "cuda_runtime" || category == "cuda_driver") {
     if (event.correlation && is_launch(event.name)) {
       launches_[*event.correlation] = {event.timestamp_us,
@@ -88,7 +92,15 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
   }
   budget.step_selector = step_regex.empty() ? "ProfilerStep#N annotations" : "/" + step_regex + "/";
   std::vector<StepBudget> results;
-  auto summarize = [&](StepBudget& step, std::vector<std::pair<double, double>> intervals) {
+  auto summarize = [&](StepBudget& step, std::vector<std::pair<double, double>> intervals,
+                       const std::vector<std::uint32_t>& names) {
+    std::map<std::uint32_t, double> per_name;
+    for (size_t i = 0; i < names.size(); ++i) {
+      per_name[names[i]] += intervals[i].second - intervals[i].first;
+    }
+    for (const auto& [id, total] : per_name) step.kernels.emplace_back(names_[id], total);
+    std::stable_sort(step.kernels.begin(), step.kernels.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
     step.gpu_activities = intervals.size();
     if (intervals.empty()) return;
     double first = intervals.front().first, last = intervals.front().second;
@@ -107,12 +119,16 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
     whole.name = "trace";
     whole.source = "whole trace";
     std::vector<std::pair<double, double>> intervals;
-    for (const Activity& a : activities_) intervals.emplace_back(a.start, a.end);
+    std::vector<std::uint32_t> names;
+    for (const Activity& a : activities_) {
+      intervals.emplace_back(a.start, a.end);
+      names.push_back(a.name);
+    }
     for (const auto& [id, launch] : launches_) {
       ++whole.kernel_launches;
       whole.graph_launches += launch.graph;
     }
-    summarize(whole, std::move(intervals));
+    summarize(whole, std::move(intervals), names);
     results.push_back(whole);
   }
   for (const Annotation* a : steps) {
@@ -121,6 +137,7 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
     step.start_us = a->start;
     step.host_duration_us = a->duration;
     std::vector<std::pair<double, double>> intervals;
+    std::vector<std::uint32_t> names;
     double end = a->start + a->duration;
     if (!a->gpu_side) {
       step.source = "cpu annotation";
@@ -136,6 +153,7 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
         if (launch != launches_.end() && launch->second.time >= a->start &&
             launch->second.time <= end) {
           intervals.emplace_back(activity.start, activity.end);
+          names.push_back(activity.name);
         }
       }
     } else {
@@ -143,10 +161,11 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
       for (const Activity& activity : activities_) {
         if (activity.start < end && activity.end > a->start) {
           intervals.emplace_back(std::max(activity.start, a->start), std::min(activity.end, end));
+          names.push_back(activity.name);
         }
       }
     }
-    summarize(step, std::move(intervals));
+    summarize(step, std::move(intervals), names);
     results.push_back(step);
   }
   std::sort(results.begin(), results.end(),

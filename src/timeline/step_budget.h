@@ -34,6 +34,8 @@ struct StepBudget {
   std::uint64_t kernel_launches = 0;  // launch API calls in the step
   std::uint64_t graph_launches = 0;   // cudaGraphLaunch calls in the step
   StepVerdict verdict = StepVerdict::kNoGpuWork;
+  // The step's GPU time per normalised kernel name, largest first.
+  std::vector<std::pair<std::string, double>> kernels;
 };
 
 struct Budget {
@@ -53,6 +55,7 @@ class BudgetBuilder final : public importers::TraceEventSink {
   struct Activity {
     double start, end;
     std::optional<std::int64_t> correlation;
+    std::uint32_t name;  // index into names_
   };
   struct Annotation {
     std::string name;
@@ -66,6 +69,8 @@ class BudgetBuilder final : public importers::TraceEventSink {
   std::vector<Activity> activities_;
   std::vector<Annotation> annotations_;
   std::map<std::int64_t, Launch> launches_;  // correlation -> launch call
+  std::vector<std::string> names_;            // distinct normalised kernel names
+  std::map<std::string, std::uint32_t, std::less<>> name_ids_;
 };
 
 }  // namespace kprof::timeline

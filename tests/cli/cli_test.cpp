@@ -168,6 +168,10 @@ TEST(Cli, RankListsKernelsAndStages) {
       kprof({"rank", "--json", data_path("h200/budget_eager_b1.json.gz")}).out);
   EXPECT_EQ(json["schema"], "kprof.rank/1");
   EXPECT_EQ(json["gpu_events"], 520);
+  auto per_step = nlohmann::json::parse(
+      kprof({"rank", "--per-step", "--json", data_path("h200/budget_eager_b1.json.gz")}).out);
+  EXPECT_EQ(per_step["steps"].size(), 5u);
+  EXPECT_EQ(per_step["steps"][0]["name"], "ProfilerStep#2");
 }
 
 TEST(Cli, RankRejectsTracesWithoutGpuEventsAndOtherFiles) {

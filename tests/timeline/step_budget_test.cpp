@@ -19,8 +19,13 @@ nlohmann::json load(const std::string& file) {
   return nlohmann::json::parse(testing::read_gzip_text(data_path(file)));
 }
 
-// Busy fraction of each ProfilerStep, computed directly from the JSON.
-std::vector<double> expected_busy_fractions(const nlohmann::json& trace) {
+struct ExpectedStep {
+  double busy_fraction;
+  double gpu_time_us;  // summed durations of the step's GPU work
+};
+
+// Busy fraction and GPU time of each ProfilerStep, computed directly from the JSON.
+std::vector<ExpectedStep> expected_steps(const nlohmann::json& trace) {
   std::map<std::int64_t, double> launch_time;
   std::vector<std::pair<double, double>> steps;
   for (const auto& e : trace["traceEvents"]) {
@@ -34,7 +39,7 @@ std::vector<double> expected_busy_fractions(const nlohmann::json& trace) {
     }
   }
   std::sort(steps.begin(), steps.end());
-  std::vector<double> fractions;
+  std::vector<ExpectedStep> fractions;
   for (auto [start, end] : steps) {
     std::vector<std::pair<double, double>> work;
     for (const auto& e : trace["traceEvents"]) {
@@ -58,7 +63,9 @@ std::vector<double> expected_busy_fractions(const nlohmann::json& trace) {
       }
     }
     busy += open_end - open_start;
-    fractions.push_back(busy / (span_end - work.front().first));
+    double time = 0;
+    for (auto [s, e] : work) time += e - s;
+    fractions.push_back({busy / (span_end - work.front().first), time});
   }
   return fractions;
 }
@@ -70,10 +77,15 @@ Budget budget_of(const std::string& file) {
 }
 
 void expect_matches_independent_reading(const std::string& file, const Budget& budget) {
-  std::vector<double> expected = expected_busy_fractions(load(file));
+  std::vector<ExpectedStep> expected = expected_steps(load(file));
   ASSERT_EQ(budget.steps.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_NEAR(budget.steps[i].busy_fraction, expected[i], 1e-9) << file << " step " << i;
+    EXPECT_NEAR(budget.steps[i].busy_fraction, expected[i].busy_fraction, 1e-9)
+        << file << " step " << i;
+    // The per-step ranking (kprof rank --per-step) accounts for all of the step's GPU time.
+    double ranked = 0;
+    for (const auto& [name, us] : budget.steps[i].kernels) ranked += us;
+    EXPECT_NEAR(ranked, expected[i].gpu_time_us, 1e-6) << file << " step " << i;
   }
 }
 
