@@ -13,7 +13,7 @@
 #include "render/verdict_render.h"
 #include "cli/analyze_command.h"
 #include "cli/command.h"
-#include "importers/chrome_trace/chrome_trace_reader.h"
+#include "importers/nsys_sqlite/nsys_sqlite_reader.h"
 #include "timeline/trace_join.h"
 #include "cli/report_header.h"
 #include "cli/selection.h"
@@ -122,7 +122,7 @@ ExitCode run_analyze(const AnalyzeOptions& options, Output& output) {
   std::optional<timeline::TraceTimeIndex> trace;
   if (!options.trace_path.empty()) {
     trace.emplace();
-    importers::read_chrome_trace(options.trace_path, *trace);
+    importers::read_trace(options.trace_path, *trace);
     if (trace->gpu_span_us() <= 0) {
       throw InputError(ExitCode::kInputInvalid, options.trace_path, InputPosition::none(),
                        "no GPU events in this trace: nothing to join the captures to");

@@ -6,7 +6,7 @@
 
 #include "cli/command.h"
 #include "common/text.h"
-#include "importers/chrome_trace/chrome_trace_reader.h"
+#include "importers/nsys_sqlite/nsys_sqlite_reader.h"
 #include "render/table.h"
 #include "timeline/step_budget.h"
 
@@ -30,7 +30,7 @@ ExitCode run_budget(const BudgetOptions& options, Output& output) {
   timeline::BudgetThresholds thresholds{options.host_bound_below_pct / 100,
                                         options.kernel_bound_from_pct / 100};
   timeline::BudgetBuilder builder;
-  importers::read_chrome_trace(options.path, builder);
+  importers::read_trace(options.path, builder);
   timeline::Budget budget;
   try {
     budget = builder.finish(options.step_regex, thresholds);

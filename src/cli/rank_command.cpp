@@ -7,7 +7,7 @@
 #include "analysis/stages.h"
 #include "cli/command.h"
 #include "common/text.h"
-#include "importers/chrome_trace/chrome_trace_reader.h"
+#include "importers/nsys_sqlite/nsys_sqlite_reader.h"
 #include "render/table.h"
 #include "timeline/kernel_ranking.h"
 #include "timeline/step_budget.h"
@@ -31,7 +31,7 @@ std::string pct(double share) { return fmt::format("{:.1f}", share * 100); }
 // Per step (as kprof budget finds steps): the kernels that carry each step's GPU time.
 ExitCode run_rank_per_step(const RankOptions& options, Output& output) {
   timeline::BudgetBuilder builder;
-  importers::read_chrome_trace(options.path, builder);
+  importers::read_trace(options.path, builder);
   timeline::Budget budget;
   try {
     budget = builder.finish(options.step_regex, {});
@@ -93,7 +93,7 @@ ExitCode run_rank(const RankOptions& options, Output& output) {
   if (options.per_step) return run_rank_per_step(options, output);
   analysis::StageTable stages = analysis::load_stage_table(options.stages_path);
   timeline::RankingBuilder builder(stages, !options.raw_names);
-  importers::TraceReadStats stats = importers::read_chrome_trace(options.path, builder);
+  importers::TraceReadStats stats = importers::read_trace(options.path, builder);
   timeline::Ranking ranking = builder.finish();
   if (ranking.gpu_events == 0) {
     throw InputError(ExitCode::kInputInvalid, options.path, InputPosition::none(),
