@@ -17,6 +17,7 @@ constexpr DefineCommand kCommands[] = {
     define_rank,
     define_budget,
     define_report,
+    define_diff,
     define_gpus,
 };
 
@@ -25,7 +26,8 @@ constexpr const char* kDescription =
     "Reads .ncu-rep reports natively (no ncu needed) and ncu's CSV exports.\n\n"
     "Exit codes: 0 ok, 1 internal error, 2 usage error, 3 input unreadable,\n"
     "            4 input invalid (not a known format, truncated, corrupted),\n"
-    "            5 nothing selected (a --kernel filter matched no kernel, an unknown GPU name).";
+    "            5 nothing selected (a --kernel filter matched no kernel, an unknown GPU name),\n"
+    "            6 kprof diff found a regression.";
 
 int print_and_exit(const Output& output, ExitCode code) {
   std::fwrite(output.stdout_text.data(), 1, output.stdout_text.size(), stdout);

@@ -39,5 +39,6 @@ void define_gpus(CLI::App& parent, Runner& runner);
 void define_rank(CLI::App& parent, Runner& runner);
 void define_budget(CLI::App& parent, Runner& runner);
 void define_report(CLI::App& parent, Runner& runner);
+void define_diff(CLI::App& parent, Runner& runner);
 
 }  // namespace kprof::cli

@@ -18,6 +18,7 @@ enum class ExitCode : int {
   kInputUnreadable = 3,   // missing file, permission denied, I/O error
   kInputInvalid = 4,      // not a format kprof reads, truncated, corrupted
   kNothingSelected = 5,   // input is fine but the filter selected no kernel
+  kRegression = 6,        // kprof diff: a kernel got slower than the threshold allows
 };
 
 // Where in an input a problem is: a byte offset (binary formats) or a line (text formats).

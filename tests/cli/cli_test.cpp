@@ -222,6 +222,23 @@ TEST(Cli, ReportJoinsCapturesToATrace) {
   EXPECT_EQ(kprof({"report", data_path("h200/big_full.ncu-rep.zst")}).exit_code, 2);  // --trace
 }
 
+TEST(Cli, DiffExitsNonZeroOnlyOnARegression) {
+  auto same = kprof({"diff", data_path("h200/diff_suite_basic_base_a.ncu-rep.zst"),
+                     data_path("h200/diff_suite_basic_base_b.ncu-rep.zst")});
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_NE(same.out.find("0 regressions"), std::string::npos);
+  auto slower = kprof({"diff", data_path("h200/diff_suite_basic_base_a.ncu-rep.zst"),
+                       data_path("h200/diff_suite_basic_slow_fp32.ncu-rep.zst")});
+  EXPECT_EQ(slower.exit_code, 6);
+  EXPECT_NE(slower.out.find("k_fp32_fma"), std::string::npos);
+  EXPECT_EQ(slower.err, "kprof: 1 kernel regressed (exit 6)\n");
+  auto json = kprof({"diff", "--json", "--no-fail",
+                     data_path("h200/diff_suite_basic_base_a.ncu-rep.zst"),
+                     data_path("h200/diff_suite_basic_slow_fp32.ncu-rep.zst")});
+  EXPECT_EQ(json.exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(json.out)["regressions"], 1);
+}
+
 TEST(Cli, InspectListsMetricsByRegex) {
   auto result = kprof({"inspect", data_path("h200/two_kernels_full.ncu-rep.zst"), "-m",
                        "^launch__registers_per_thread$", "--session"});

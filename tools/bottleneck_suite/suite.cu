@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #define CHECK(call)                                                              \
   do {                                                                           \
@@ -164,16 +165,24 @@ int main() {
   CHECK(cudaFuncSetAttribute(k_smem_limited, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              200 * 1024));
 
-  k_dram_stream<<<sms * 8, 512>>>(in, out, big);
-  k_l2_resident<<<sms * 8, 512>>>(in, out, l2, 64);
-  k_fp32_fma<<<sms * 16, 256>>>(scratch, 1 << 16);
-  k_fp64_fma<<<sms * 16, 256>>>(scratch64, 1 << 13);
-  k_tensor_wmma<<<sms * 16, 256>>>(scratch16, 1 << 14);
-  k_pointer_chase<<<1, 1>>>(next, chase_out, 1 << 14);
-  k_few_blocks<<<4, 128>>>(scratch, 1 << 20);
-  k_register_limited<<<sms * 4, 256>>>(scratch, 1 << 10);
-  k_smem_limited<<<sms * 4, 256, 200 * 1024>>>(scratch, 1 << 14);
-  k_atomic_one_address<<<sms * 4, 256>>>(counter, 1 << 6);
+  // SUITE_REPEAT=N launches every kernel N times (repeated launches let kprof diff estimate
+  // run-to-run noise); SUITE_SLOW=k_name doubles that kernel's work (a regression on purpose).
+  const char* repeat_env = std::getenv("SUITE_REPEAT");
+  const char* slow_env = std::getenv("SUITE_SLOW");
+  int repeat = repeat_env ? std::atoi(repeat_env) : 1;
+  auto slow = [&](const char* name) { return slow_env && std::strcmp(slow_env, name) == 0 ? 2 : 1; };
+  for (int r = 0; r < repeat; ++r) {
+    k_dram_stream<<<sms * 8, 512>>>(in, out, big);
+    k_l2_resident<<<sms * 8, 512>>>(in, out, l2, 64);
+    k_fp32_fma<<<sms * 16, 256>>>(scratch, (1 << 16) * slow("k_fp32_fma"));
+    k_fp64_fma<<<sms * 16, 256>>>(scratch64, (1 << 13) * slow("k_fp64_fma"));
+    k_tensor_wmma<<<sms * 16, 256>>>(scratch16, (1 << 14) * slow("k_tensor_wmma"));
+    k_pointer_chase<<<1, 1>>>(next, chase_out, (1 << 14) * slow("k_pointer_chase"));
+    k_few_blocks<<<4, 128>>>(scratch, (1 << 20) * slow("k_few_blocks"));
+    k_register_limited<<<sms * 4, 256>>>(scratch, (1 << 10) * slow("k_register_limited"));
+    k_smem_limited<<<sms * 4, 256, 200 * 1024>>>(scratch, (1 << 14) * slow("k_smem_limited"));
+    k_atomic_one_address<<<sms * 4, 256>>>(counter, (1 << 6) * slow("k_atomic_one_address"));
+  }
   CHECK(cudaDeviceSynchronize());
   std::printf("suite done\n");
   return 0;

@@ -1,0 +1,125 @@
+#include "analysis/capture_diff.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+namespace kprof::analysis {
+namespace {
+
+using Key = std::tuple<std::string, std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t,
+                       std::uint64_t, std::uint64_t>;
+
+Key key_of(const model::Kernel& k) {
+  return {k.display_name(), k.grid.x, k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z};
+}
+
+std::optional<double> median(std::vector<double> values) {
+  if (values.empty()) return std::nullopt;
+  std::sort(values.begin(), values.end());
+  size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+}
+
+// Largest relative deviation from the median, in percent; nullopt without repeats.
+std::optional<double> noise(const std::vector<double>& values) {
+  if (values.size() < 2) return std::nullopt;
+  double middle = *median(values);
+  if (middle <= 0) return std::nullopt;
+  double worst = 0;
+  for (double v : values) worst = std::max(worst, std::fabs(v - middle) / middle * 100);
+  return worst;
+}
+
+struct Side {
+  std::vector<const model::Kernel*> launches;
+  std::vector<double> durations;
+};
+
+}  // namespace
+
+std::string change_name(Change change) {
+  switch (change) {
+    case Change::kRegression:
+      return "regression";
+    case Change::kImprovement:
+      return "improvement";
+    case Change::kUnchanged:
+      return "unchanged";
+    case Change::kOnlyInBaseline:
+      return "only in baseline";
+    case Change::kOnlyInCandidate:
+      return "only in candidate";
+  }
+  return "";
+}
+
+CaptureDiff diff_captures(const model::Report& baseline, const model::Report& candidate,
+                          const DiffOptions& options, const AnalysisConfig& config) {
+  std::map<Key, std::pair<Side, Side>> groups;
+  for (const model::Kernel& k : baseline.kernels) {
+    Side& side = groups[key_of(k)].first;
+    side.launches.push_back(&k);
+    if (auto d = k.number("gpu__time_duration.sum")) side.durations.push_back(*d);
+  }
+  for (const model::Kernel& k : candidate.kernels) {
+    Side& side = groups[key_of(k)].second;
+    side.launches.push_back(&k);
+    if (auto d = k.number("gpu__time_duration.sum")) side.durations.push_back(*d);
+  }
+  CaptureDiff diff;
+  for (const auto& [key, sides] : groups) {
+    const auto& [base, cand] = sides;
+    KernelDiff d;
+    const model::Kernel& any = base.launches.empty() ? *cand.launches.front() : *base.launches.front();
+    d.name = std::get<0>(key);
+    d.grid = any.grid;
+    d.block = any.block;
+    d.baseline_launches = base.launches.size();
+    d.candidate_launches = cand.launches.size();
+    d.baseline_ns = median(base.durations);
+    d.candidate_ns = median(cand.durations);
+    auto base_noise = noise(base.durations), cand_noise = noise(cand.durations);
+    if (base_noise || cand_noise) d.noise_pct = std::max(base_noise.value_or(0), cand_noise.value_or(0));
+    d.threshold_pct = std::max(options.threshold_pct, options.noise_factor * d.noise_pct.value_or(0));
+    if (!base.launches.empty()) {
+      KernelVerdict v = analyze_kernel(baseline, *base.launches.front(), config);
+      d.baseline_verdict = roofline_name(v.roofline);
+      d.baseline_sm_pct = v.sm_throughput_pct;
+      d.baseline_memory_pct = v.memory_throughput_pct;
+    }
+    if (!cand.launches.empty()) {
+      KernelVerdict v = analyze_kernel(candidate, *cand.launches.front(), config);
+      d.candidate_verdict = roofline_name(v.roofline);
+      d.candidate_sm_pct = v.sm_throughput_pct;
+      d.candidate_memory_pct = v.memory_throughput_pct;
+    }
+    if (base.launches.empty()) {
+      d.change = Change::kOnlyInCandidate;
+    } else if (cand.launches.empty()) {
+      d.change = Change::kOnlyInBaseline;
+    } else if (d.baseline_ns && d.candidate_ns && *d.baseline_ns > 0) {
+      d.change_pct = (*d.candidate_ns - *d.baseline_ns) / *d.baseline_ns * 100;
+      if (*d.change_pct > d.threshold_pct) {
+        d.change = Change::kRegression;
+        ++diff.regressions;
+      } else if (*d.change_pct < -d.threshold_pct) {
+        d.change = Change::kImprovement;
+        ++diff.improvements;
+      }
+    }
+    diff.kernels.push_back(std::move(d));
+  }
+  auto rank = [](const KernelDiff& d) {
+    return d.change == Change::kRegression ? 0 : d.change == Change::kImprovement ? 1 : 2;
+  };
+  std::stable_sort(diff.kernels.begin(), diff.kernels.end(),
+                   [&](const KernelDiff& a, const KernelDiff& b) {
+                     if (rank(a) != rank(b)) return rank(a) < rank(b);
+                     return std::fabs(a.change_pct.value_or(0)) > std::fabs(b.change_pct.value_or(0));
+                   });
+  return diff;
+}
+
+}  // namespace kprof::analysis
