@@ -125,15 +125,20 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
         if (auto shared = integer(row, 13)) event.shared_memory = static_cast<double>(*shared);
         deliver(event);
       });
-  for (auto [table, category, name] :
-       {std::tuple{"CUPTI_ACTIVITY_KIND_MEMCPY", "gpu_memcpy", "CUDA memcpy"},
-        std::tuple{"CUPTI_ACTIVITY_KIND_MEMSET", "gpu_memset", "CUDA memset"}}) {
-    if (!tables.count(table)) continue;
-    db.each(fmt::format("SELECT start, end, deviceId, streamId, correlationId FROM {}", table),
+  struct CopyTable {
+    const char* table;
+    const char* category;
+    const char* name;
+  };
+  for (const CopyTable& copies :
+       {CopyTable{"CUPTI_ACTIVITY_KIND_MEMCPY", "gpu_memcpy", "CUDA memcpy"},
+        CopyTable{"CUPTI_ACTIVITY_KIND_MEMSET", "gpu_memset", "CUDA memset"}}) {
+    if (!tables.count(copies.table)) continue;
+    db.each(fmt::format("SELECT start, end, deviceId, streamId, correlationId FROM {}", copies.table),
             [&](sqlite3_stmt* row) {
               TraceEvent event;
-              event.category = category;
-              event.name = name;
+              event.category = copies.category;
+              event.name = copies.name;
               set_times(event, row);
               event.device = integer(row, 2);
               event.stream = integer(row, 3);
