@@ -10,7 +10,9 @@
 #include "analysis/kernel_summary.h"
 #include "analysis/verdict.h"
 #include "hardware/gpu_specs.h"
+#include "render/html_report.h"
 #include "render/verdict_render.h"
+#include "common/file_bytes.h"
 #include "cli/analyze_command.h"
 #include "cli/command.h"
 #include "importers/nsys_sqlite/nsys_sqlite_reader.h"
@@ -98,8 +100,8 @@ std::string render_table(const std::vector<model::Report>& reports,
 }  // namespace
 
 ExitCode run_analyze(const AnalyzeOptions& options, Output& output) {
-  if (options.json + options.csv + options.summary > 1) {
-    throw UsageError("--json, --csv and --summary are alternatives; give one");
+  if (options.json + options.csv + options.summary + !options.html_path.empty() > 1) {
+    throw UsageError("--json, --csv, --summary and --html are alternatives; give one");
   }
   std::unique_ptr<RE2> kernel_filter;
   if (!options.kernel_regex.empty()) {
@@ -163,7 +165,15 @@ ExitCode run_analyze(const AnalyzeOptions& options, Output& output) {
     analyzed.insert(analyzed.end(), std::make_move_iterator(these.begin()),
                     std::make_move_iterator(these.end()));
   }
-  if (options.json) {
+  if (!options.html_path.empty()) {
+    std::string page = render::html_report(analyzed, report_list, config, options.trace_path);
+    write_file_atomically(options.html_path, page);
+    size_t plotted = std::count_if(analyzed.begin(), analyzed.end(), [](const auto& k) {
+      return render::on_roofline(k.verdict);
+    });
+    output.stdout_text = fmt::format("wrote {}: {} kernels, {} on the roofline\n",
+                                     options.html_path, analyzed.size(), plotted);
+  } else if (options.json) {
     output.stdout_text =
         render::verdict_json(analyzed, report_list, config, output.argv).dump(1) + "\n";
   } else if (options.csv) {
@@ -175,6 +185,9 @@ ExitCode run_analyze(const AnalyzeOptions& options, Output& output) {
 }
 
 void add_verdict_options(CLI::App& command, AnalyzeOptions& options) {
+  command.add_option("--html", options.html_path,
+                     "Write a self-contained HTML page (ranked kernels, SVG roofline, stages) to "
+                     "this file");
   command.add_option("REPORT", options.paths, "Nsight Compute reports or CSV exports")
       ->required();
   command.add_option("-k,--kernel", options.kernel_regex,

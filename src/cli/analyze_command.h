@@ -21,6 +21,7 @@ struct AnalyzeOptions {
   analysis::Thresholds thresholds;
   std::string gpus_path, stages_path, expectations_path;
   std::string trace_path;  // join: fraction_of_pipeline and max_e2e_speedup
+  std::string html_path;   // write the self-contained HTML page there
 };
 
 // Adds the options both commands share (reports, filters, thresholds, outputs, tables).

@@ -8,6 +8,9 @@
 #include <fstream>
 #include <memory>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include "common/error.h"
 
@@ -41,6 +44,26 @@ std::string zstd_decompress(const std::string& path, std::string_view compressed
                   "truncated zstd data: the compressed stream ends inside a frame");
   }
   return out;
+}
+
+void write_file_atomically(const std::string& path, std::string_view content) {
+  std::string temporary = fmt::format("{}.tmp-{}", path, ::getpid());
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    out.flush();
+    if (!out) {
+      std::remove(temporary.c_str());
+      throw InputError(ExitCode::kInputUnreadable, path, InputPosition::none(),
+                       fmt::format("cannot write: {}", std::strerror(errno)));
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    int error = errno;
+    std::remove(temporary.c_str());
+    throw InputError(ExitCode::kInputUnreadable, path, InputPosition::none(),
+                     fmt::format("cannot write: {}", std::strerror(error)));
+  }
 }
 
 FileBytes read_input_file(const std::string& path) {

@@ -21,4 +21,8 @@ std::string zstd_decompress(const std::string& path, std::string_view compressed
 
 bool has_zstd_magic(std::string_view bytes);
 
+// Writes to a temporary name beside path, then renames: readers never see a partial file.
+// Throws InputError (kInputUnreadable) when the directory is not writable.
+void write_file_atomically(const std::string& path, std::string_view content);
+
 }  // namespace kprof

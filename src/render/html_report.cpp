@@ -1,0 +1,282 @@
+#include "render/html_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "common/text.h"
+
+namespace kprof::render {
+namespace {
+
+std::string escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string number_or_dash(const std::optional<double>& value, double scale = 1) {
+  return value && !std::isnan(*value) ? format_number(*value * scale) : "—";
+}
+
+struct Roof {
+  std::string label;
+  double flops_per_second;
+  std::string source;
+};
+
+const char* kVerdictColours[][2] = {{"compute-bound", "#1b7837"},
+                                    {"memory-bound", "#2166ac"},
+                                    {"at the ridge", "#762a83"},
+                                    {"latency-bound", "#d6604d"},
+                                    {"unknown", "#777777"}};
+
+std::string colour_of(const std::string& verdict) {
+  for (auto& [name, colour] : kVerdictColours) {
+    if (verdict == name) return colour;
+  }
+  return "#777777";
+}
+
+// Log-log roofline: intensity (FLOP/byte) on x, FLOP/s on y.
+std::string roofline_svg(const std::vector<AnalyzedKernel>& kernels, double dram_peak,
+                         const std::vector<Roof>& roofs, const std::string& dram_source) {
+  const double width = 860, height = 520, left = 80, right = 20, top = 20, bottom = 60;
+  double x_min = 1e-2, x_max = 1e4, y_min = 1e9, y_max = 1e16;
+  auto x_of = [&](double intensity) {
+    return left + (std::log10(intensity) - std::log10(x_min)) /
+                      (std::log10(x_max) - std::log10(x_min)) * (width - left - right);
+  };
+  auto y_of = [&](double flops) {
+    return height - bottom - (std::log10(flops) - std::log10(y_min)) /
+                                 (std::log10(y_max) - std::log10(y_min)) * (height - top - bottom);
+  };
+  std::string svg = fmt::format(
+      "<svg id=\"roofline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
+      "viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"Roofline\">\n",
+      width, height, width, height);
+  svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#fafafa\" stroke=\"#ccc\"/>\n",
+                     left, top, width - left - right, height - top - bottom);
+  for (int e = -2; e <= 4; ++e) {
+    double x = x_of(std::pow(10.0, e));
+    svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#eee\"/>"
+                       "<text x=\"{0:.1f}\" y=\"{3}\" font-size=\"11\" text-anchor=\"middle\">1e{4}</text>\n",
+                       x, top, height - bottom, height - bottom + 15, e);
+  }
+  for (int e = 9; e <= 16; ++e) {
+    double y = y_of(std::pow(10.0, e));
+    svg += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#eee\"/>"
+                       "<text x=\"{3}\" y=\"{4:.1f}\" font-size=\"11\" text-anchor=\"end\">1e{5}</text>\n",
+                       left, y, width - right, left - 6, y + 4, e);
+  }
+  svg += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\">arithmetic "
+                     "intensity (FLOP per DRAM byte)</text>\n",
+                     (left + width - right) / 2, height - 20);
+  svg += fmt::format("<text x=\"16\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\" "
+                     "transform=\"rotate(-90 16 {})\">achieved FLOP/s</text>\n",
+                     (top + height - bottom) / 2, (top + height - bottom) / 2);
+  // Roofs: the DRAM slope up to each compute ceiling, then flat.
+  if (dram_peak > 0) {
+    for (const Roof& roof : roofs) {
+      double ridge = roof.flops_per_second / dram_peak;
+      double x0 = x_min, y0 = dram_peak * x_min;
+      svg += fmt::format(
+          "<polyline class=\"roof\" fill=\"none\" stroke=\"#444\" stroke-width=\"1.5\" "
+          "points=\"{:.1f},{:.1f} {:.1f},{:.1f} {:.1f},{:.1f}\"><title>{}: {} TFLOP/s ({}); DRAM "
+          "{} TB/s ({}); ridge at {} FLOP/byte</title></polyline>\n",
+          x_of(x0), y_of(std::max(y0, y_min)), x_of(ridge), y_of(roof.flops_per_second),
+          x_of(x_max), y_of(roof.flops_per_second), escape(roof.label),
+          format_number(roof.flops_per_second / 1e12), escape(roof.source),
+          format_number(dram_peak / 1e12), escape(dram_source), format_number(ridge));
+      svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"end\">{} "
+                         "{} TFLOP/s</text>\n",
+                         width - right - 4, y_of(roof.flops_per_second) - 4, escape(roof.label),
+                         format_number(roof.flops_per_second / 1e12));
+    }
+  }
+  for (const AnalyzedKernel& k : kernels) {
+    const analysis::KernelVerdict& v = k.verdict;
+    if (!on_roofline(v)) continue;
+    double intensity = std::clamp(*v.arithmetic_intensity, x_min, x_max);
+    double flops = std::clamp(*v.tflops * 1e12, y_min, y_max);
+    std::string verdict = analysis::roofline_name(v.roofline);
+    svg += fmt::format(
+        "<circle class=\"kernel\" data-launch=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" "
+        "fill=\"{}\" fill-opacity=\"0.75\" stroke=\"#222\"><title>{} (id {})\n{} · {}\n{} "
+        "TFLOP/s at {} FLOP/byte · DRAM {} of peak · {} us</title></circle>\n",
+        k.kernel->id, x_of(intensity), y_of(flops), colour_of(verdict),
+        escape(k.kernel->display_name()), k.kernel->id, verdict,
+        escape(v.bound_by.empty() ? "nothing binds" : "bound by " + v.bound_by),
+        format_number(*v.tflops), format_number(*v.arithmetic_intensity),
+        v.memory_bw_utilization ? fmt::format("{:.0f}%", *v.memory_bw_utilization * 100) : "—",
+        number_or_dash(v.duration_ns, 1e-3));
+  }
+  return svg + "</svg>\n";
+}
+
+}  // namespace
+
+bool on_roofline(const analysis::KernelVerdict& v) {
+  return v.tflops && *v.tflops > 0 && v.arithmetic_intensity && *v.arithmetic_intensity > 0;
+}
+
+std::string html_report(const std::vector<AnalyzedKernel>& kernels,
+                        const std::vector<const model::Report*>& reports,
+                        const analysis::AnalysisConfig& config, const std::string& trace_path) {
+  // Peaks: DRAM from the report when it carries it, compute roofs from the hardware database
+  // (dense figures), FP32 from the report's own FFMA peak when present.
+  double dram_peak = 0;
+  std::string dram_source;
+  for (const AnalyzedKernel& k : kernels) {
+    if (k.verdict.dram_peak_bytes_per_second) {
+      dram_peak = *k.verdict.dram_peak_bytes_per_second;
+      dram_source = k.verdict.dram_peak_source;
+      break;
+    }
+  }
+  std::vector<Roof> roofs;
+  std::string gpu_name = "unknown GPU";
+  const hardware::GpuSpec* spec = nullptr;
+  if (!reports.empty() && !reports.front()->devices.empty()) {
+    gpu_name = reports.front()->devices.front().name;
+    spec = config.gpus ? config.gpus->find_for_device(gpu_name) : nullptr;
+  }
+  if (spec) {
+    std::string source = "hardware database: " + spec->name + " " +
+                         (spec->sources.count("compute") ? spec->sources.at("compute") : "");
+    for (auto [key, label] : {std::pair{"bf16", "BF16 tensor"}, std::pair{"fp32", "FP32"},
+                              std::pair{"fp64", "FP64"}}) {
+      auto it = spec->peak_tflops.find(key);
+      if (it != spec->peak_tflops.end()) roofs.push_back({label, it->second * 1e12, source});
+    }
+  }
+  std::string title = reports.size() == 1 ? reports.front()->path : "kprof report";
+  std::string html = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
+  html += "<title>kprof: " + escape(title) + "</title>\n";
+  html += R"(<style>
+body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; }
+table { border-collapse: collapse; margin: 12px 0; }
+th, td { padding: 3px 8px; border-bottom: 1px solid #ddd; text-align: right; white-space: nowrap; }
+th { cursor: pointer; background: #f3f3f3; position: sticky; top: 0; }
+td.name, th.name { text-align: left; max-width: 420px; overflow: hidden; text-overflow: ellipsis; }
+td.text { text-align: left; }
+.legend span { display: inline-block; margin-right: 14px; }
+.legend i { display: inline-block; width: 10px; height: 10px; border-radius: 5px; margin-right: 4px; }
+.note { color: #555; }
+</style></head><body>
+)";
+  html += "<h1>kprof report</h1>\n<p>";
+  for (const model::Report* report : reports) {
+    html += escape(report->path) + " — " + std::to_string(report->kernels.size()) +
+            " kernels, Nsight Compute " + escape(report->session.ncu_version) + "<br>\n";
+  }
+  if (!trace_path.empty()) html += "joined to the trace " + escape(trace_path) + "<br>\n";
+  html += "GPU: " + escape(gpu_name) + "</p>\n";
+  html += fmt::format(
+      "<p class=\"note\">Thresholds: compute-bound when SM throughput ≥ {}% of peak, memory-bound "
+      "when memory throughput ≥ {}%; both: at the ridge; neither: latency-bound. DRAM peak: {}. "
+      "Compute roofs: dense datasheet peaks ({}). Points: achieved FLOP/s (ncu's roofline "
+      "formulas) over DRAM bytes/s.</p>\n",
+      format_number(config.thresholds.compute_pct), format_number(config.thresholds.memory_pct),
+      escape(dram_source.empty() ? "not in the capture" : dram_source),
+      spec ? escape(spec->name) : "no database entry for this GPU");
+  html += "<h2>Roofline</h2>\n<div class=\"legend\">";
+  for (auto& [name, colour] : kVerdictColours) {
+    html += fmt::format("<span><i style=\"background:{}\"></i>{}</span>", colour, name);
+  }
+  html += "</div>\n" + roofline_svg(kernels, dram_peak, roofs, dram_source);
+  size_t unplotted = std::count_if(kernels.begin(), kernels.end(),
+                                   [](const AnalyzedKernel& k) { return !on_roofline(k.verdict); });
+  if (unplotted) {
+    html += fmt::format("<p class=\"note\">{} kernel{} not on the roofline: the capture lacks their "
+                        "FLOP/s or DRAM traffic (see the table's missing column).</p>\n",
+                        unplotted, unplotted == 1 ? " is" : "s are");
+  }
+  bool joined = std::any_of(kernels.begin(), kernels.end(), [](const auto& k) { return k.joined; });
+  html += "<h2>Kernels</h2>\n<table id=\"kernels\"><thead><tr><th>id</th><th class=\"name\">kernel</th>";
+  if (joined) html += "<th>% pipeline</th><th>max e2e</th>";
+  html += "<th>us</th><th>verdict</th><th>bound by</th><th>SM %</th><th>mem %</th><th>TFLOP/s</th>"
+          "<th>DRAM BW %</th><th>occ % ach/theo</th><th>limiter</th><th>top stall</th><th>stage</th>"
+          "<th class=\"name\">headroom</th><th class=\"name\">missing</th></tr></thead><tbody>\n";
+  std::map<std::string, double> stage_time;
+  double total_time = 0;
+  for (const AnalyzedKernel& k : kernels) {
+    const analysis::KernelVerdict& v = k.verdict;
+    double weight = k.share ? k.share->time.total_us : v.duration_ns.value_or(0) / 1000;
+    stage_time[v.stage.empty() ? "other" : v.stage] += weight;
+    total_time += weight;
+    html += fmt::format("<tr><td>{}</td><td class=\"name\" title=\"{}\">{}</td>", k.kernel->id,
+                        escape(k.kernel->display_name()), escape(k.kernel->display_name()));
+    if (joined) {
+      html += k.share ? fmt::format("<td>{:.2f}</td><td>{:.3f}×</td>",
+                                    k.share->fraction_of_pipeline * 100, k.share->max_e2e_speedup)
+                      : "<td>not in trace</td><td>—</td>";
+    }
+    std::string missing;
+    for (const auto& m : v.missing) missing += (missing.empty() ? "" : "; ") + m.substr(0, m.find(' '));
+    html += fmt::format(
+        "<td>{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td><td>{}</td><td>{}</td>"
+        "<td>{}</td><td>{}</td><td>{}/{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td>"
+        "<td class=\"text\">{}</td><td class=\"name\">{}</td><td class=\"name\">{}</td></tr>\n",
+        number_or_dash(v.duration_ns, 1e-3), analysis::roofline_name(v.roofline),
+        escape(v.bound_by.empty() ? "—" : v.bound_by), number_or_dash(v.sm_throughput_pct),
+        number_or_dash(v.memory_throughput_pct), number_or_dash(v.tflops),
+        number_or_dash(v.memory_bw_utilization, 100), number_or_dash(v.achieved_occupancy, 100),
+        number_or_dash(v.theoretical_occupancy, 100), escape(v.occupancy_limiter),
+        v.stalls.empty() ? "—" : escape(v.stalls.front().reason), escape(v.stage),
+        escape(v.headroom), escape(missing));
+  }
+  html += "</tbody></table>\n<h2>Stages</h2>\n<table id=\"stages\"><thead><tr><th class=\"name\">"
+          "stage</th><th>";
+  html += joined ? "trace ms" : "captured ms";
+  html += "</th><th>share</th></tr></thead><tbody>\n";
+  std::vector<std::pair<std::string, double>> stages(stage_time.begin(), stage_time.end());
+  std::sort(stages.begin(), stages.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  for (const auto& [stage, us] : stages) {
+    html += fmt::format("<tr><td class=\"name\">{}</td><td>{}</td><td>{:.1f}%</td></tr>\n",
+                        escape(stage), format_number(us / 1000),
+                        total_time > 0 ? us / total_time * 100 : 0);
+  }
+  html += "</tbody></table>\n";
+  html += fmt::format("<p class=\"note\">Generated by kprof {}. Stage shares weigh each captured "
+                      "kernel by {}.</p>\n",
+                      KPROF_VERSION,
+                      joined ? "its total time in the trace" : "its captured duration");
+  // Sorting by a click on a column header; no network, no libraries.
+  html += R"(<script>
+document.querySelectorAll('table').forEach(function (table) {
+  table.querySelectorAll('th').forEach(function (header, column) {
+    header.addEventListener('click', function () {
+      var body = table.tBodies[0];
+      var rows = Array.prototype.slice.call(body.rows);
+      var ascending = header.dataset.order !== 'asc';
+      header.dataset.order = ascending ? 'asc' : 'desc';
+      rows.sort(function (a, b) {
+        var x = a.cells[column].textContent, y = b.cells[column].textContent;
+        var nx = parseFloat(x.replace(/,/g, '')), ny = parseFloat(y.replace(/,/g, ''));
+        var order = (!isNaN(nx) && !isNaN(ny)) ? nx - ny : x.localeCompare(y);
+        return ascending ? order : -order;
+      });
+      rows.forEach(function (row) { body.appendChild(row); });
+    });
+  });
+});
+</script>
+</body></html>
+)";
+  return html;
+}
+
+}  // namespace kprof::render
