@@ -18,6 +18,7 @@ constexpr DefineCommand kCommands[] = {
     define_budget,
     define_report,
     define_diff,
+    define_db,
     define_gpus,
 };
 

@@ -40,5 +40,6 @@ void define_rank(CLI::App& parent, Runner& runner);
 void define_budget(CLI::App& parent, Runner& runner);
 void define_report(CLI::App& parent, Runner& runner);
 void define_diff(CLI::App& parent, Runner& runner);
+void define_db(CLI::App& parent, Runner& runner);
 
 }  // namespace kprof::cli

@@ -1,0 +1,353 @@
+#include "store/findings_db.h"
+
+#include <fmt/format.h>
+#include <re2/re2.h>
+#include <sqlite3.h>
+
+#include <ctime>
+#include <fstream>
+#include <functional>
+
+#include "common/error.h"
+#include "hardware/gpu_specs.h"
+
+namespace kprof::store {
+namespace {
+
+constexpr std::string_view kSqliteMagic{"SQLite format 3\0", 16};
+
+// The metrics verdicts rest on, kept per kernel so that a finding can be re-derived.
+constexpr const char* kVerdictMetrics[] = {
+    "gpu__time_duration.sum",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+    "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+    "l1tex__throughput.avg.pct_of_peak_sustained_active",
+    "dram__bytes.sum.per_second",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "sm__maximum_warps_per_active_cycle_pct",
+    "launch__registers_per_thread",
+    "launch__shared_mem_per_block",
+    "launch__occupancy_limit_registers",
+    "launch__occupancy_limit_shared_mem",
+    "launch__occupancy_limit_warps",
+    "launch__occupancy_limit_blocks",
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+};
+
+// Each migration takes the schema from version i to i + 1.
+constexpr const char* kMigrations[] = {
+    R"(CREATE TABLE runs (
+         id INTEGER PRIMARY KEY, imported_at TEXT NOT NULL, source TEXT NOT NULL,
+         format TEXT, ncu_version TEXT, command_line TEXT, gpu TEXT, cc TEXT,
+         campaign TEXT, cell TEXT, model TEXT, engine TEXT, framework TEXT);
+       CREATE TABLE kernels (
+         id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), launch INTEGER,
+         name TEXT NOT NULL, demangled TEXT, grid TEXT, block TEXT, duration_ns REAL, stage TEXT);
+       CREATE TABLE verdicts (
+         kernel_id INTEGER PRIMARY KEY REFERENCES kernels(id), roofline TEXT, bound_by TEXT,
+         sm_pct REAL, memory_pct REAL, tflops REAL, memory_bw_utilization REAL,
+         sm_occupancy REAL, occupancy_limiter TEXT, top_stall TEXT, headroom TEXT,
+         thresholds TEXT);
+       CREATE TABLE metrics (
+         kernel_id INTEGER NOT NULL REFERENCES kernels(id), name TEXT NOT NULL, value REAL,
+         PRIMARY KEY (kernel_id, name));
+       CREATE TABLE hardware_facts (
+         gpu TEXT NOT NULL, fact TEXT NOT NULL, value TEXT, unit TEXT, source TEXT,
+         PRIMARY KEY (gpu, fact, source));
+       CREATE INDEX kernels_by_name ON kernels(name);
+       CREATE INDEX kernels_by_run ON kernels(run_id);)",
+};
+
+class Statement {
+ public:
+  Statement(sqlite3* db, const std::string& sql, const std::string& path) : path_(path) {
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &statement_, nullptr) != SQLITE_OK) {
+      throw_invalid(path, InputPosition::none(),
+                    fmt::format("database error: {}", sqlite3_errmsg(db)));
+    }
+  }
+  ~Statement() { sqlite3_finalize(statement_); }
+  Statement& bind(int i, const std::string& text) {
+    sqlite3_bind_text(statement_, i, text.c_str(), -1, SQLITE_TRANSIENT);
+    return *this;
+  }
+  Statement& bind(int i, std::int64_t value) {
+    sqlite3_bind_int64(statement_, i, value);
+    return *this;
+  }
+  Statement& bind(int i, const std::optional<double>& value) {
+    if (value && *value == *value) {
+      sqlite3_bind_double(statement_, i, *value);
+    } else {
+      sqlite3_bind_null(statement_, i);
+    }
+    return *this;
+  }
+  bool step() {
+    int rc = sqlite3_step(statement_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw_invalid(path_, InputPosition::none(),
+                  fmt::format("database error: {}", sqlite3_errmsg(sqlite3_db_handle(statement_))));
+  }
+  void run() {
+    step();
+    sqlite3_reset(statement_);
+    sqlite3_clear_bindings(statement_);
+  }
+  std::string text(int column) {
+    const unsigned char* value = sqlite3_column_text(statement_, column);
+    return value ? reinterpret_cast<const char*>(value) : "";
+  }
+  std::optional<double> real(int column) {
+    if (sqlite3_column_type(statement_, column) == SQLITE_NULL) return std::nullopt;
+    return sqlite3_column_double(statement_, column);
+  }
+  std::int64_t integer(int column) { return sqlite3_column_int64(statement_, column); }
+
+ private:
+  std::string path_;
+  sqlite3_stmt* statement_ = nullptr;
+};
+
+std::string now_utc() {
+  std::time_t now = std::time(nullptr);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return buffer;
+}
+
+}  // namespace
+
+FindingsDb::FindingsDb(const std::string& path) : path_(path) {
+  // Refuse anything that is not an SQLite file before SQLite may touch it.
+  std::ifstream existing(path, std::ios::binary);
+  if (existing) {
+    char head[16] = {};
+    existing.read(head, sizeof head);
+    if (existing.gcount() > 0 &&
+        std::string_view(head, static_cast<size_t>(existing.gcount())) != kSqliteMagic) {
+      throw_invalid(path, InputPosition::byte(0),
+                    "not a kprof database (not an SQLite file); it was left untouched");
+    }
+  }
+  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
+      SQLITE_OK) {
+    std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw InputError(ExitCode::kInputUnreadable, path, InputPosition::none(),
+                     "cannot open the database: " + message);
+  }
+  sqlite3_busy_timeout(db_, 30000);  // concurrent importers wait for each other's transaction
+  try {
+    {  // A corrupted file must fail here, before any write.
+      Statement check(db_, "PRAGMA quick_check", path_);
+      if (check.step() && check.text(0) != "ok") {
+        throw_invalid(path, InputPosition::none(),
+                      "corrupted database (" + check.text(0) + "); it was left untouched");
+      }
+    }
+    migrate();
+  } catch (...) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
+  }
+}
+
+FindingsDb::~FindingsDb() { sqlite3_close(db_); }
+
+void FindingsDb::exec(const std::string& sql) {
+  char* error = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+    std::string message = error ? error : "unknown error";
+    sqlite3_free(error);
+    throw_invalid(path_, InputPosition::none(), "database error: " + message);
+  }
+}
+
+void FindingsDb::migrate() {
+  exec("PRAGMA journal_mode=WAL");
+  exec("BEGIN IMMEDIATE");
+  try {
+    int current = 0;
+    {
+      Statement version(db_, "PRAGMA user_version", path_);
+      version.step();
+      current = static_cast<int>(version.integer(0));
+    }
+    if (current > kSchemaVersion) {
+      throw_invalid(path_, InputPosition::none(),
+                    fmt::format("database schema version {} is newer than this kprof reads ({})",
+                                current, kSchemaVersion));
+    }
+    for (int v = current; v < kSchemaVersion; ++v) exec(kMigrations[v]);
+    if (current != kSchemaVersion) exec(fmt::format("PRAGMA user_version = {}", kSchemaVersion));
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+std::int64_t FindingsDb::import_report(const model::Report& report, const RunLabels& labels,
+                                       const analysis::AnalysisConfig& config) {
+  exec("BEGIN IMMEDIATE");
+  try {
+    const model::Device* device = report.devices.empty() ? nullptr : &report.devices.front();
+    std::string gpu = device ? device->name : "";
+    Statement run(db_,
+                  "INSERT INTO runs (imported_at, source, format, ncu_version, command_line, gpu, "
+                  "cc, campaign, cell, model, engine, framework) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                  path_);
+    run.bind(1, now_utc()).bind(2, report.path)
+        .bind(3, std::string(model::source_format_name(report.format)))
+        .bind(4, report.session.ncu_version).bind(5, report.session.command_line).bind(6, gpu)
+        .bind(7, device ? device->compute_capability() : std::string())
+        .bind(8, labels.campaign).bind(9, labels.cell).bind(10, labels.model)
+        .bind(11, labels.engine).bind(12, labels.framework);
+    run.run();
+    std::int64_t run_id = sqlite3_last_insert_rowid(db_);
+    Statement kernel(db_,
+                     "INSERT INTO kernels (run_id, launch, name, demangled, grid, block, "
+                     "duration_ns, stage) VALUES (?,?,?,?,?,?,?,?)",
+                     path_);
+    Statement verdict(db_,
+                      "INSERT INTO verdicts (kernel_id, roofline, bound_by, sm_pct, memory_pct, "
+                      "tflops, memory_bw_utilization, sm_occupancy, occupancy_limiter, top_stall, "
+                      "headroom, thresholds) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                      path_);
+    Statement metric(db_, "INSERT INTO metrics (kernel_id, name, value) VALUES (?,?,?)", path_);
+    std::string thresholds = fmt::format("compute {}%, memory {}%", config.thresholds.compute_pct,
+                                         config.thresholds.memory_pct);
+    std::optional<double> dram_peak;
+    for (const model::Kernel& k : report.kernels) {
+      analysis::KernelVerdict v = analysis::analyze_kernel(report, k, config);
+      if (!dram_peak && v.dram_peak_bytes_per_second &&
+          v.dram_peak_source.rfind("report", 0) == 0) {
+        dram_peak = v.dram_peak_bytes_per_second;
+      }
+      kernel.bind(1, run_id).bind(2, static_cast<std::int64_t>(k.id)).bind(3, k.display_name())
+          .bind(4, k.demangled_name).bind(5, k.grid.to_string()).bind(6, k.block.to_string())
+          .bind(7, v.duration_ns).bind(8, v.stage);
+      kernel.run();
+      std::int64_t kernel_id = sqlite3_last_insert_rowid(db_);
+      verdict.bind(1, kernel_id).bind(2, analysis::roofline_name(v.roofline)).bind(3, v.bound_by)
+          .bind(4, v.sm_throughput_pct).bind(5, v.memory_throughput_pct).bind(6, v.tflops)
+          .bind(7, v.memory_bw_utilization).bind(8, v.achieved_occupancy)
+          .bind(9, v.occupancy_limiter)
+          .bind(10, v.stalls.empty() ? std::string() : v.stalls.front().reason)
+          .bind(11, v.headroom).bind(12, thresholds);
+      verdict.run();
+      for (const char* name : kVerdictMetrics) {
+        if (auto value = report.number(k, name)) {
+          metric.bind(1, kernel_id).bind(2, std::string(name)).bind(3, value);
+          metric.run();
+        }
+      }
+    }
+    // Hardware facts: the database's figures for this GPU, and what this capture measured.
+    Statement fact(db_,
+                   "INSERT OR REPLACE INTO hardware_facts (gpu, fact, value, unit, source) "
+                   "VALUES (?,?,?,?,?)",
+                   path_);
+    if (dram_peak) {
+      fact.bind(1, gpu).bind(2, "dram_peak_bandwidth").bind(3, fmt::format("{}", *dram_peak))
+          .bind(4, "byte/s").bind(5, "measured: " + report.path);
+      fact.run();
+    }
+    if (const hardware::GpuSpec* spec = config.gpus ? config.gpus->find_for_device(gpu) : nullptr) {
+      std::string compute = spec->sources.count("compute") ? spec->sources.at("compute") : "";
+      for (const auto& [precision, tflops] : spec->peak_tflops) {
+        fact.bind(1, gpu).bind(2, "peak_" + precision).bind(3, fmt::format("{}", tflops))
+            .bind(4, "TFLOP/s dense").bind(5, "datasheet: " + compute);
+        fact.run();
+      }
+      if (spec->memory_bandwidth_tbs) {
+        fact.bind(1, gpu).bind(2, "memory_bandwidth")
+            .bind(3, fmt::format("{}", *spec->memory_bandwidth_tbs)).bind(4, "TB/s")
+            .bind(5, "datasheet: " + (spec->sources.count("memory") ? spec->sources.at("memory") : ""));
+        fact.run();
+      }
+    }
+    exec("COMMIT");
+    return run_id;
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+std::vector<KernelHistoryRow> FindingsDb::kernel_history(const std::string& name_regex) {
+  RE2 pattern(name_regex, RE2::Quiet);
+  std::vector<KernelHistoryRow> rows;
+  Statement query(db_,
+                  "SELECT r.id, r.imported_at, r.campaign, r.cell, r.model, r.gpu, k.name, "
+                  "k.duration_ns, v.roofline, v.bound_by, v.sm_pct, v.memory_pct "
+                  "FROM kernels k JOIN runs r ON r.id = k.run_id "
+                  "JOIN verdicts v ON v.kernel_id = k.id ORDER BY k.name, r.id, k.launch",
+                  path_);
+  while (query.step()) {
+    std::string name = query.text(6);
+    if (!RE2::PartialMatch(name, pattern)) continue;
+    auto duration = query.real(7);
+    rows.push_back({query.integer(0), query.text(1), query.text(2), query.text(3), query.text(4),
+                    query.text(5), name, query.text(8), query.text(9),
+                    duration ? std::optional<double>(*duration / 1000) : std::nullopt,
+                    query.real(10), query.real(11)});
+  }
+  return rows;
+}
+
+std::vector<WorstRow> FindingsDb::worst_by(const std::string& dimension, size_t per_group) {
+  std::string column = dimension == "stage" ? "k.stage"
+                       : dimension == "model" ? "r.model"
+                       : dimension == "gpu"   ? "r.gpu"
+                                              : "";
+  if (column.empty()) {
+    throw std::invalid_argument("group by stage, model or gpu, not \"" + dimension + "\"");
+  }
+  Statement query(db_,
+                  fmt::format("SELECT {0}, k.name, k.duration_ns, v.roofline, r.id FROM kernels k "
+                              "JOIN runs r ON r.id = k.run_id JOIN verdicts v ON v.kernel_id = k.id "
+                              "ORDER BY {0}, k.duration_ns DESC",
+                              column),
+                  path_);
+  std::vector<WorstRow> rows;
+  std::string group;
+  size_t in_group = 0;
+  while (query.step()) {
+    std::string g = query.text(0);
+    if (g != group || rows.empty()) {
+      group = g;
+      in_group = 0;
+    }
+    if (in_group++ >= per_group) continue;
+    auto duration = query.real(2);
+    rows.push_back({g, query.text(1),
+                    duration ? std::optional<double>(*duration / 1000) : std::nullopt,
+                    query.text(3), query.integer(4)});
+  }
+  return rows;
+}
+
+std::vector<FactRow> FindingsDb::facts() {
+  std::vector<FactRow> rows;
+  Statement query(db_, "SELECT gpu, fact, value, unit, source FROM hardware_facts ORDER BY gpu, fact",
+                  path_);
+  while (query.step()) {
+    rows.push_back({query.text(0), query.text(1), query.text(2), query.text(3), query.text(4)});
+  }
+  return rows;
+}
+
+std::int64_t FindingsDb::count(const std::string& table) {
+  Statement query(db_, "SELECT COUNT(*) FROM " + table, path_);
+  query.step();
+  return query.integer(0);
+}
+
+}  // namespace kprof::store
