@@ -10,12 +10,14 @@
 #include "common/text.h"
 #include "render/report_json.h"
 #include "render/table.h"
+#include "store/findings_db.h"
 
 namespace kprof::cli {
 namespace {
 
 struct DiffCommandOptions {
   std::string baseline, candidate;
+  std::string db_path;  // with --db, BASELINE and CANDIDATE are run ids
   analysis::DiffOptions diff;
   bool json = false;
   bool no_fail = false;
@@ -27,7 +29,17 @@ std::string signed_pct(const std::optional<double>& value) {
 }
 
 ExitCode run_diff(const DiffCommandOptions& options, Output& output) {
-  std::vector<model::Report> reports = load_reports({options.baseline, options.candidate});
+  std::vector<model::Report> reports;
+  if (options.db_path.empty()) {
+    reports = load_reports({options.baseline, options.candidate});
+  } else {
+    store::FindingsDb db(options.db_path);
+    for (const std::string& run : {options.baseline, options.candidate}) {
+      auto id = parse_uint(run);
+      if (!id) throw UsageError("with --db, BASELINE and CANDIDATE are run ids, not \"" + run + "\"");
+      reports.push_back(db.load_run(static_cast<std::int64_t>(*id)));
+    }
+  }
   hardware::GpuDatabase gpus = hardware::load_gpu_database();
   analysis::StageTable stages = analysis::load_stage_table();
   analysis::ExpectationTable expectations = analysis::load_expectations();
@@ -121,7 +133,8 @@ void define_diff(CLI::App& parent, Runner& runner) {
       "kernel to measure it). Exit 6 when something regressed, 0 otherwise.\n\n"
       "Examples:\n"
       "  kprof diff before.ncu-rep after.ncu-rep\n"
-      "  kprof diff before.ncu-rep after.ncu-rep --threshold 3 --json > diff.json");
+      "  kprof diff before.ncu-rep after.ncu-rep --threshold 3 --json > diff.json\n"
+      "  kprof diff --db kprof-findings.db 12 17     # two imported runs");
   command->add_option("BASELINE", options->baseline, "Report before the change")->required();
   command->add_option("CANDIDATE", options->candidate, "Report after the change")->required();
   command->add_option("--threshold", options->diff.threshold_pct,
@@ -132,6 +145,9 @@ void define_diff(CLI::App& parent, Runner& runner) {
                       "A change must also exceed this many times the measured noise")
       ->check(CLI::Range(0.0, 100.0))
       ->capture_default_str();
+  command->add_option("--db", options->db_path,
+                      "Compare two runs of a findings database (kprof db): BASELINE and CANDIDATE "
+                      "are run ids");
   command->add_flag("--json", options->json, "Print JSON (schema kprof.diff/1)");
   command->add_flag("--no-fail", options->no_fail, "Exit 0 even when something regressed");
   command->add_option("--name-width", options->name_width, "Kernel name column width")

@@ -94,6 +94,9 @@ class Statement {
   }
   void run() {
     step();
+    reset();
+  }
+  void reset() {
     sqlite3_reset(statement_);
     sqlite3_clear_bindings(statement_);
   }
@@ -342,6 +345,54 @@ std::vector<FactRow> FindingsDb::facts() {
     rows.push_back({query.text(0), query.text(1), query.text(2), query.text(3), query.text(4)});
   }
   return rows;
+}
+
+model::Report FindingsDb::load_run(std::int64_t run_id) {
+  model::Report report;
+  {
+    Statement run(db_, "SELECT source, ncu_version, command_line, gpu FROM runs WHERE id = ?", path_);
+    run.bind(1, run_id);
+    if (!run.step()) {
+      throw InputError(ExitCode::kNothingSelected, path_, InputPosition::none(),
+                       fmt::format("no run {} in this database", run_id));
+    }
+    report.path = fmt::format("{}#run{} ({})", path_, run_id, run.text(0));
+    report.session.ncu_version = run.text(1);
+    report.session.command_line = run.text(2);
+    report.devices.push_back(model::Device{0, run.text(3), {}});
+  }
+  auto dim3 = [](const std::string& text) {
+    model::Dim3 d;
+    std::sscanf(text.c_str(), "(%lu, %lu, %lu)", &d.x, &d.y, &d.z);
+    return d;
+  };
+  Statement kernels(db_,
+                    "SELECT id, launch, name, demangled, grid, block FROM kernels WHERE run_id = ? "
+                    "ORDER BY launch",
+                    path_);
+  kernels.bind(1, run_id);
+  Statement metrics(db_, "SELECT name, value FROM metrics WHERE kernel_id = ?", path_);
+  while (kernels.step()) {
+    model::Kernel k;
+    k.id = static_cast<size_t>(kernels.integer(1));
+    k.function_name = kernels.text(2);
+    k.demangled_name = kernels.text(3);
+    k.grid = dim3(kernels.text(4));
+    k.block = dim3(kernels.text(5));
+    metrics.bind(1, kernels.integer(0));
+    while (metrics.step()) {
+      if (auto value = metrics.real(1)) {
+        model::Metric m;
+        m.name = metrics.text(0);
+        m.value = model::MetricValue::of_double(*value);
+        k.metrics.push_back(std::move(m));
+      }
+    }
+    metrics.reset();
+    model::sort_metrics(k.metrics);
+    report.kernels.push_back(std::move(k));
+  }
+  return report;
 }
 
 std::int64_t FindingsDb::count(const std::string& table) {

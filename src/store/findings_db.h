@@ -57,6 +57,9 @@ class FindingsDb {
   // The longest kernel per stage, model or GPU across all runs.
   std::vector<WorstRow> worst_by(const std::string& dimension, size_t per_group);
   std::vector<FactRow> facts();
+  // A stored run as a report model: its kernels (name, launch configuration, stored metrics).
+  // Throws InputError when there is no such run.
+  model::Report load_run(std::int64_t run_id);
   std::int64_t count(const std::string& table);
 
  private:

@@ -81,6 +81,22 @@ TEST(FindingsDb, QueriesReturnWhatWasImported) {
   EXPECT_TRUE(measured);
 }
 
+TEST(FindingsDb, DiffComparesStoredRuns) {
+  std::string db = fresh_db("diff_runs.db");
+  auto imported = kprof({"db", "--db", db, "import",
+                         data_path("h200/diff_suite_basic_base_a.ncu-rep.zst"),
+                         data_path("h200/diff_suite_basic_base_b.ncu-rep.zst"),
+                         data_path("h200/diff_suite_basic_slow_fp32.ncu-rep.zst")});
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  EXPECT_EQ(kprof({"diff", "--db", db, "1", "2"}).exit_code, 0);
+  auto slower = kprof({"diff", "--db", db, "--json", "1", "3"});
+  EXPECT_EQ(slower.exit_code, 6);
+  auto document = nlohmann::json::parse(slower.out);
+  EXPECT_EQ(document["regressions"], 1);
+  EXPECT_EQ(document["kernels"][0]["name"], "k_fp32_fma");
+  EXPECT_EQ(kprof({"diff", "--db", db, "1", "9"}).exit_code, 5);
+}
+
 TEST(FindingsDb, DamagedFilesAreRefusedAndLeftUntouched) {
   std::string not_sqlite = fresh_db("not_sqlite.db");
   std::ofstream(not_sqlite) << "this is a text file, not a database\n";
