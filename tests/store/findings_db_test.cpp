@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
+#include <unistd.h>
 
 #include "support/run_process.h"
 #include "support/test_data.h"
@@ -20,8 +21,9 @@ testing::ProcessResult kprof(std::vector<std::string> args) {
   return testing::run_process(args);
 }
 
+// Unique per test process: two test runs on one machine must not share a database file.
 std::string fresh_db(const std::string& name) {
-  std::string path = ::testing::TempDir() + "/" + name;
+  std::string path = ::testing::TempDir() + "/" + std::to_string(::getpid()) + "-" + name;
   for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
   return path;
 }
@@ -34,18 +36,18 @@ std::string read_bytes(const std::string& path) {
 TEST(FindingsDb, TwoProcessesImportingAtOnceLoseNothing) {
   std::string db = fresh_db("concurrent.db");
   ASSERT_EQ(kprof({"db", "--db", db, "facts"}).exit_code, 0);  // create the schema first
-  auto importer = [&](const std::string& report, int* failures) {
+  auto importer = [&](const std::string& report, std::string* errors) {
     for (int i = 0; i < 5; ++i) {
       auto result = kprof({"db", "--db", db, "import", data_path(report)});
-      if (result.exit_code != 0) ++*failures;
+      if (result.exit_code != 0) *errors += result.err;
     }
   };
-  int failures_a = 0, failures_b = 0;
-  std::thread a(importer, "h200/big_min.ncu-rep.zst", &failures_a);
-  std::thread b(importer, "h200/multi_process_basic.ncu-rep.zst", &failures_b);
+  std::string errors_a, errors_b;
+  std::thread a(importer, "h200/big_min.ncu-rep.zst", &errors_a);
+  std::thread b(importer, "h200/multi_process_basic.ncu-rep.zst", &errors_b);
   a.join();
   b.join();
-  EXPECT_EQ(failures_a + failures_b, 0);
+  EXPECT_EQ(errors_a + errors_b, "");
   auto history = nlohmann::json::parse(
       kprof({"db", "--db", db, "query", "history", "--json"}).out);
   EXPECT_EQ(history.size(), 5u * 24 + 5u * 2);  // every kernel of every import
