@@ -88,12 +88,14 @@ CaptureDiff diff_captures(const model::Report& baseline, const model::Report& ca
       d.baseline_verdict = roofline_name(v.roofline);
       d.baseline_sm_pct = v.sm_throughput_pct;
       d.baseline_memory_pct = v.memory_throughput_pct;
+      d.baseline_occupancy = v.achieved_occupancy;
     }
     if (!cand.launches.empty()) {
       KernelVerdict v = analyze_kernel(candidate, *cand.launches.front(), config);
       d.candidate_verdict = roofline_name(v.roofline);
       d.candidate_sm_pct = v.sm_throughput_pct;
       d.candidate_memory_pct = v.memory_throughput_pct;
+      d.candidate_occupancy = v.achieved_occupancy;
     }
     if (base.launches.empty()) {
       d.change = Change::kOnlyInCandidate;

@@ -32,6 +32,7 @@ struct KernelDiff {
   std::string baseline_verdict, candidate_verdict;
   std::optional<double> baseline_sm_pct, candidate_sm_pct;
   std::optional<double> baseline_memory_pct, candidate_memory_pct;
+  std::optional<double> baseline_occupancy, candidate_occupancy;  // achieved, 0..1
   Change change = Change::kUnchanged;
 };
 

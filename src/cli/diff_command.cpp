@@ -66,7 +66,9 @@ ExitCode run_diff(const DiffCommandOptions& options, Output& output) {
                          {"candidate_sm_throughput_pct", render::optional_json(d.candidate_sm_pct)},
                          {"baseline_memory_throughput_pct", render::optional_json(d.baseline_memory_pct)},
                          {"candidate_memory_throughput_pct",
-                          render::optional_json(d.candidate_memory_pct)}});
+                          render::optional_json(d.candidate_memory_pct)},
+                         {"baseline_sm_occupancy", render::optional_json(d.baseline_occupancy)},
+                         {"candidate_sm_occupancy", render::optional_json(d.candidate_occupancy)}});
     }
     output.stdout_text =
         nlohmann::json{{"schema", "kprof.diff/1"},

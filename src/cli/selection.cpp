@@ -2,17 +2,42 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+#include <filesystem>
 #include <set>
 
 #include "cli/command.h"
+#include "common/error.h"
 #include "importers/importer.h"
 
 namespace kprof::cli {
 
+// An evidence bundle is a folder holding one capture; accept it wherever a report is expected.
+static std::string report_in(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::is_directory(path, error)) return path;
+  std::vector<std::string> found;
+  for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
+    std::string name = entry.path().filename().string();
+    for (const char* suffix : {".ncu-rep", ".ncu-rep.zst", ".ncu-repz"}) {
+      if (name.size() > std::strlen(suffix) &&
+          name.compare(name.size() - std::strlen(suffix), std::string::npos, suffix) == 0) {
+        found.push_back(entry.path().string());
+      }
+    }
+  }
+  if (found.size() != 1) {
+    throw InputError(ExitCode::kInputUnreadable, path, InputPosition::none(),
+                     found.empty() ? "a folder without an .ncu-rep report in it"
+                                   : "a folder with several .ncu-rep reports: name one");
+  }
+  return found.front();
+}
+
 std::vector<model::Report> load_reports(const std::vector<std::string>& paths) {
   std::vector<model::Report> reports;
   reports.reserve(paths.size());
-  for (const std::string& path : paths) reports.push_back(importers::import_report(path));
+  for (const std::string& path : paths) reports.push_back(importers::import_report(report_in(path)));
   return reports;
 }
 

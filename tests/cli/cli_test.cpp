@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
+#include <unistd.h>
 
 #include "support/run_process.h"
 #include "support/test_data.h"
@@ -237,6 +239,14 @@ TEST(Cli, DiffExitsNonZeroOnlyOnARegression) {
                      data_path("h200/diff_suite_basic_slow_fp32.ncu-rep.zst")});
   EXPECT_EQ(json.exit_code, 0);
   EXPECT_EQ(nlohmann::json::parse(json.out)["regressions"], 1);
+  // A bundle folder stands for the report inside it.
+  std::string bundle = ::testing::TempDir() + "/bundle-" + std::to_string(::getpid());
+  std::filesystem::create_directories(bundle);
+  std::filesystem::copy_file(data_path("h200/diff_suite_basic_base_b.ncu-rep.zst"),
+                             bundle + "/capture.ncu-rep.zst",
+                             std::filesystem::copy_options::overwrite_existing);
+  EXPECT_EQ(kprof({"diff", data_path("h200/diff_suite_basic_base_a.ncu-rep.zst"), bundle}).exit_code, 0);
+  std::filesystem::remove_all(bundle);
 }
 
 TEST(Cli, InspectListsMetricsByRegex) {
