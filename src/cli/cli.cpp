@@ -19,6 +19,7 @@ constexpr DefineCommand kCommands[] = {
     define_report,
     define_diff,
     define_db,
+    define_explain,
     define_gpus,
 };
 
@@ -28,7 +29,7 @@ constexpr const char* kDescription =
     "Exit codes: 0 ok, 1 internal error, 2 usage error, 3 input unreadable,\n"
     "            4 input invalid (not a known format, truncated, corrupted),\n"
     "            5 nothing selected (a --kernel filter matched no kernel, an unknown GPU name),\n"
-    "            6 kprof diff found a regression.";
+    "            6 kprof diff found a regression, 7 kprof explain: the ncu run failed.";
 
 int print_and_exit(const Output& output, ExitCode code) {
   std::fwrite(output.stdout_text.data(), 1, output.stdout_text.size(), stdout);

@@ -41,5 +41,6 @@ void define_budget(CLI::App& parent, Runner& runner);
 void define_report(CLI::App& parent, Runner& runner);
 void define_diff(CLI::App& parent, Runner& runner);
 void define_db(CLI::App& parent, Runner& runner);
+void define_explain(CLI::App& parent, Runner& runner);
 
 }  // namespace kprof::cli

@@ -19,6 +19,7 @@ enum class ExitCode : int {
   kInputInvalid = 4,      // not a format kprof reads, truncated, corrupted
   kNothingSelected = 5,   // input is fine but the filter selected no kernel
   kRegression = 6,        // kprof diff: a kernel got slower than the threshold allows
+  kCaptureFailed = 7,     // kprof explain: the ncu run failed (its diagnosis says why)
 };
 
 // Where in an input a problem is: a byte offset (binary formats) or a line (text formats).

@@ -249,6 +249,19 @@ TEST(Cli, DiffExitsNonZeroOnlyOnARegression) {
   std::filesystem::remove_all(bundle);
 }
 
+TEST(Cli, ExplainNamesWhatWentWrongAndExitsSeven) {
+  std::string dir = data_path("h200/ncu-outputs/");
+  auto env = kprof({"explain", dir + "env_wrapper.out", "--exit-code", "0", "--", "ncu",
+                    "--target-processes", "application-only", "--launch-count", "1",
+                    "--clock-control", "none", "--", "env", "FOO=1", "./diag", "plain"});
+  EXPECT_EQ(env.exit_code, 7);
+  EXPECT_NE(env.out.find("FAILED [env_wrapper]"), std::string::npos) << env.out;
+  auto ok = kprof({"explain", dir + "ok_basic.out", "--", "ncu", "--set", "basic",
+                   "--clock-control", "none", "./diag", "plain"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("4 kernel launches at 10 passes each"), std::string::npos) << ok.out;
+}
+
 TEST(Cli, InspectListsMetricsByRegex) {
   auto result = kprof({"inspect", data_path("h200/two_kernels_full.ncu-rep.zst"), "-m",
                        "^launch__registers_per_thread$", "--session"});

@@ -1,0 +1,230 @@
+#include "capture/ncu_diagnosis.h"
+
+#include <fmt/format.h>
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstring>
+
+#include "common/text.h"
+#include "importers/ncu_rep/profiler_command_line.h"
+
+namespace kprof::capture {
+namespace {
+
+bool contains(std::string_view text, std::string_view what) {
+  return text.find(what) != std::string_view::npos;
+}
+
+std::vector<std::string_view> lines_of(std::string_view text) {
+  std::vector<std::string_view> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    lines.push_back(line);
+    start = end + 1;
+  }
+  return lines;
+}
+
+std::string basename_of(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+bool has_option(const std::vector<std::string>& argv, std::string_view option) {
+  return std::any_of(argv.begin(), argv.end(), [&](const std::string& arg) {
+    return arg == option || arg.rfind(std::string(option) + "=", 0) == 0;
+  });
+}
+
+std::string signal_name(int code) {
+  // ncu reports a target killed by signal N as "error code (N)".
+  switch (code) {
+    case SIGSEGV: return " (SIGSEGV: a segmentation fault)";
+    case SIGABRT: return " (SIGABRT: an abort, e.g. a failed assertion)";
+    case SIGKILL: return " (SIGKILL: killed, e.g. out of memory)";
+    case SIGBUS: return " (SIGBUS)";
+    case SIGFPE: return " (SIGFPE)";
+    default: return "";
+  }
+}
+
+}  // namespace
+
+NcuProgress parse_progress(std::string_view output) {
+  NcuProgress progress;
+  static const RE2 kPasses("- (\\d+) pass(?:es)?\\s*$");
+  static const RE2 kReport("^==PROF== Report: (.+)$");
+  bool listing = false;
+  for (std::string_view line : lines_of(output)) {
+    if (line.rfind("==PROF== Connected to process", 0) == 0) ++progress.processes_connected;
+    if (line.rfind("==PROF== Profiling \"", 0) == 0) {
+      int passes = 0;
+      if (RE2::PartialMatch(line, kPasses, &passes)) {
+        ++progress.kernels_profiled;
+        progress.passes_per_kernel = passes;
+      } else if (RE2::PartialMatch(line, "Application replay pass 1\\s*$")) {
+        ++progress.kernels_profiled;  // counted once, on the first application replay pass
+      }
+    }
+    std::string report;
+    if (RE2::FullMatch(line, kReport, &report)) progress.report_paths.push_back(report);
+    if (line == "Available Kernels:") {
+      listing = true;
+      continue;
+    }
+    if (listing) {
+      static const RE2 kListed("^\\s*\\d+\\. (.+)$");
+      std::string name;
+      if (RE2::FullMatch(line, kListed, &name)) {
+        progress.available_kernels.push_back(name);
+      } else {
+        listing = false;
+      }
+    }
+  }
+  return progress;
+}
+
+std::vector<Diagnosis> diagnose(const NcuRun& run) {
+  std::vector<Diagnosis> found;
+  const std::string& out = run.output;
+  NcuProgress progress = parse_progress(out);
+  std::string command = "ncu";
+  for (size_t i = 1; i < run.argv.size(); ++i) command += " " + run.argv[i];
+  model::ProfilerSettings settings = importers::settings_from_command_line(command);
+  std::string app = settings.application.empty() ? "" : basename_of(settings.application.front());
+
+  std::string option;
+  if (RE2::PartialMatch(out, "unrecognised option '(--[^']+)'", &option)) {
+    if (option == "--attach") {
+      found.push_back({"attach_option", true,
+                       "ncu has no --attach option: it attaches only to a process it started "
+                       "itself in launch mode",
+                       "start the target as `ncu --mode launch … APP`, then attach with `ncu "
+                       "--mode attach --hostname HOST`"});
+    } else {
+      found.push_back({"unrecognised_option", true,
+                       fmt::format("this ncu does not know the option {}", option),
+                       "check `ncu --version` and `ncu --help`: options differ between versions"});
+    }
+  }
+  std::string section;
+  if (RE2::PartialMatch(out, "Option '--section ([^']+)' did not match any section", &section)) {
+    found.push_back({"unknown_section", true,
+                     fmt::format("no section is called \"{}\"", section),
+                     "`ncu --list-sections` lists the section identifiers"});
+  }
+  if (contains(out, "No metrics to collect found in sections.")) {
+    found.push_back({"unknown_set", true,
+                     "the --set names no known set: ncu profiled with no metrics (1 pass) and "
+                     "still exited 0",
+                     "`ncu --list-sets` lists the sets (basic, detailed, full, …)"});
+  }
+  if (contains(out, "does not exist or is not an executable")) {
+    found.push_back({"missing_application", true,
+                     fmt::format("the application \"{}\" does not exist or is not executable",
+                                 settings.application.empty() ? "" : settings.application.front()),
+                     "give an absolute path, or check the working directory"});
+  }
+  if (contains(out, "No attachable process found")) {
+    found.push_back({"no_attachable_process", true,
+                     "no process waiting for a profiler was found on the host's ports",
+                     "start the target under `ncu --mode launch` first; check --hostname and "
+                     "--port match it"});
+  }
+  if (contains(out, "Unexpected number of profiled kernels")) {
+    found.push_back({"application_replay_inconsistent", true,
+                     "application replay saw different kernels in different runs of the "
+                     "application (it is not deterministic)",
+                     "profile an isolated single-op harness, or use kernel replay "
+                     "(--replay-mode kernel); more flags will not make the program deterministic"});
+  }
+  int code = 0;
+  if (RE2::PartialMatch(out, "The application returned an error code \\((\\d+)\\)", &code)) {
+    found.push_back({"target_failed", true,
+                     fmt::format("the application exited with code {}{}{}", code,
+                                 signal_name(code),
+                                 progress.report_paths.empty()
+                                     ? ""
+                                     : fmt::format("; {} kernel{} were profiled and the report "
+                                                   "was still written",
+                                                   progress.kernels_profiled,
+                                                   progress.kernels_profiled == 1 ? "" : "s")),
+                     "run the application without ncu to see whether it fails alone; the "
+                     "report holds what was profiled before the failure"});
+  }
+  if (contains(out, "No kernels were profiled.")) {
+    if (contains(out, "requires the --target-processes all option")) {
+      if (app == "env") {
+        found.push_back({"env_wrapper", true,
+                         "the command ran under `env`: with --target-processes application-only "
+                         "ncu profiled env, which launches no kernel",
+                         "set the variables on ncu itself (`FOO=1 ncu … app`) instead of "
+                         "`ncu … env FOO=1 app`"});
+      } else if (app == "bash" || app == "sh" || app == "dash" || app == "zsh") {
+        found.push_back({"shell_wrapper", true,
+                         "the command ran through a shell: with --target-processes "
+                         "application-only ncu profiled the shell, not its child",
+                         "run the application directly, or pass --target-processes all"});
+      } else {
+        found.push_back({"child_processes", true,
+                         "the kernels ran in child processes that --target-processes "
+                         "application-only does not follow",
+                         "pass --target-processes all"});
+      }
+    } else if (!progress.available_kernels.empty()) {
+      std::string names;
+      for (size_t i = 0; i < progress.available_kernels.size() && i < 5; ++i) {
+        names += (i ? ", " : "") + progress.available_kernels[i];
+      }
+      found.push_back({"no_kernel_matched", true,
+                       fmt::format("the kernel filter \"{}\" matched none of the {} kernels the "
+                                   "application launched: {}",
+                                   settings.kernel_name, progress.available_kernels.size(), names),
+                       "use --kernel-name regex:PART of one of those names (matched against "
+                       "the function name unless --kernel-name-base says otherwise)"});
+    } else if (settings.profile_from_start == "off" || settings.profile_from_start == "0" ||
+               settings.profile_from_start == "no") {
+      found.push_back({"profiling_never_started", true,
+                       "--profile-from-start off waits for cudaProfilerStart, which the "
+                       "application never called",
+                       "profile from the start and skip warm-up with --launch-skip instead"});
+    } else if (progress.processes_connected == 0) {
+      found.push_back({"no_cuda", true,
+                       "the application made no CUDA call that ncu saw (or made them in a child "
+                       "process)",
+                       "check that this command runs GPU work; pass --target-processes all if "
+                       "it starts other processes"});
+    } else {
+      found.push_back({"nothing_profiled", true, "ncu profiled no kernel and still exited 0",
+                       "check the filters (--kernel-name, --launch-skip, NVTX) against the "
+                       "kernels the application runs"});
+    }
+  }
+  bool failed = std::any_of(found.begin(), found.end(), [](const Diagnosis& d) { return d.failure; });
+  if (!failed && settings.launch_count && progress.kernels_profiled < *settings.launch_count &&
+      !settings.disable_profiler_start_stop && progress.processes_connected > 0) {
+    found.push_back({"fewer_kernels_than_requested", false,
+                     fmt::format("ncu profiled {} of the {} launches asked for: the application "
+                                 "ended first, or stopped the profiler (cudaProfilerStop)",
+                                 progress.kernels_profiled, *settings.launch_count),
+                     "add --disable-profiler-start-stop so the application's start/stop calls "
+                     "cannot end profiling"});
+  }
+  if (settings.clock_control.empty() && !has_option(run.argv, "--clock-control") &&
+      run.argv.size() > 1) {
+    found.push_back({"clock_control_default", false,
+                     "--clock-control was not given: ncu 2025.x locks the GPU clocks to base "
+                     "frequency by default, so durations differ from production",
+                     "pass --clock-control none (leave clocks alone) or base, explicitly"});
+  }
+  return found;
+}
+
+}  // namespace kprof::capture

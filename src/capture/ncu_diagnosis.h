@@ -1,0 +1,38 @@
+// What an ncu run did and, when it went wrong, why — read from ncu's console output, its exit
+// status and the command line. ncu exits 0 when it profiled nothing, when a set name is
+// unknown, when a metric is unavailable: the output, not the status, tells. Pure functions;
+// every rule is tested on a real recording (data/h200/ncu-outputs).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kprof::capture {
+
+struct NcuRun {
+  std::vector<std::string> argv;  // ncu and its arguments, as run
+  std::string output;             // ncu's console output (stdout and stderr, interleaved)
+  int exit_code = 0;
+};
+
+struct NcuProgress {
+  size_t processes_connected = 0;
+  size_t kernels_profiled = 0;
+  std::optional<int> passes_per_kernel;   // "- 38 passes"
+  std::vector<std::string> report_paths;  // "==PROF== Report: …"
+  std::vector<std::string> available_kernels;  // ncu's list after "No kernels were profiled."
+};
+
+struct Diagnosis {
+  std::string id;    // stable identifier, e.g. "env_wrapper"
+  bool failure;      // false: a warning about a run that otherwise worked
+  std::string what;  // one line: what happened
+  std::string next;  // one line: what to do
+};
+
+NcuProgress parse_progress(std::string_view output);
+std::vector<Diagnosis> diagnose(const NcuRun& run);
+
+}  // namespace kprof::capture

@@ -1,0 +1,88 @@
+// kprof explain LOG -- NCU ARGS...: what an ncu run did and, if it went wrong, why and what to do.
+#include <fmt/format.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "capture/ncu_diagnosis.h"
+#include "cli/command.h"
+#include "common/file_bytes.h"
+
+namespace kprof::cli {
+namespace {
+
+struct ExplainOptions {
+  std::string log_path;
+  int exit_code = 0;
+  std::vector<std::string> ncu_argv;
+  bool json = false;
+};
+
+ExitCode run_explain(const ExplainOptions& options, Output& output) {
+  FileBytes log = read_input_file(options.log_path);
+  capture::NcuRun run{options.ncu_argv, log.bytes, options.exit_code};
+  if (run.argv.empty()) run.argv.push_back("ncu");
+  capture::NcuProgress progress = capture::parse_progress(run.output);
+  std::vector<capture::Diagnosis> diagnoses = capture::diagnose(run);
+  bool failed = std::any_of(diagnoses.begin(), diagnoses.end(),
+                            [](const capture::Diagnosis& d) { return d.failure; });
+  if (options.json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& d : diagnoses) {
+      list.push_back({{"id", d.id}, {"failure", d.failure}, {"what", d.what}, {"next", d.next}});
+    }
+    output.stdout_text = nlohmann::json{{"schema", "kprof.explain/1"},
+                                        {"ncu_exit_code", options.exit_code},
+                                        {"processes", progress.processes_connected},
+                                        {"kernels_profiled", progress.kernels_profiled},
+                                        {"passes_per_kernel", progress.passes_per_kernel
+                                                                  ? nlohmann::json(*progress.passes_per_kernel)
+                                                                  : nlohmann::json(nullptr)},
+                                        {"reports", progress.report_paths},
+                                        {"failed", failed},
+                                        {"diagnoses", list}}
+                             .dump(1) +
+                         "\n";
+  } else {
+    std::string out = fmt::format(
+        "ncu exited {}; {} process{} profiled, {} kernel launch{}{}; report{}: {}\n",
+        options.exit_code, progress.processes_connected,
+        progress.processes_connected == 1 ? "" : "es", progress.kernels_profiled,
+        progress.kernels_profiled == 1 ? "" : "es",
+        progress.passes_per_kernel ? fmt::format(" at {} passes each", *progress.passes_per_kernel)
+                                   : "",
+        progress.report_paths.size() == 1 ? "" : "s",
+        progress.report_paths.empty() ? "none written" : progress.report_paths.front());
+    if (diagnoses.empty()) out += "nothing to report: the run looks healthy\n";
+    for (const auto& d : diagnoses) {
+      out += fmt::format("{} [{}] {}\n    → {}\n", d.failure ? "FAILED" : "warning", d.id, d.what,
+                         d.next);
+    }
+    output.stdout_text = std::move(out);
+  }
+  return failed ? ExitCode::kCaptureFailed : ExitCode::kOk;
+}
+
+}  // namespace
+
+void define_explain(CLI::App& parent, Runner& runner) {
+  auto options = std::make_shared<ExplainOptions>();
+  CLI::App* command = parent.add_subcommand(
+      "explain", "Why an ncu run profiled nothing or failed, from its console output");
+  command->footer(
+      "ncu exits 0 when it profiled nothing, when a set name is unknown, when the command ran\n"
+      "under `env` or a shell: read its output instead. Give the saved console output (stdout\n"
+      "and stderr, e.g. `ncu … 2>&1 | tee ncu.log`), its exit status, and after `--` the ncu\n"
+      "command line. Exit 7 when the run failed, 0 otherwise (warnings included).\n\n"
+      "Example:\n"
+      "  kprof explain ncu.log --exit-code 0 -- ncu --launch-count 1 -- env FOO=1 ./app");
+  command->add_option("LOG", options->log_path, "ncu's console output")->required();
+  command->add_option("--exit-code", options->exit_code, "ncu's exit status")->capture_default_str();
+  command->add_option("NCU", options->ncu_argv, "The ncu command line, after --");
+  command->add_flag("--json", options->json, "Print JSON (schema kprof.explain/1)");
+  command->callback([&runner, options] {
+    runner = [options](Output& output) { return run_explain(*options, output); };
+  });
+}
+
+}  // namespace kprof::cli

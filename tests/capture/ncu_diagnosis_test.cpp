@@ -1,0 +1,102 @@
+// Diagnoses on real ncu 2025.3.1 runs recorded on the H200 (data/h200/ncu-outputs: each failure
+// provoked for real with the small program diag.cu). The expected diagnosis of each recording
+// is what its README says ncu did.
+#include "capture/ncu_diagnosis.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+
+#include "common/text.h"
+#include "support/test_data.h"
+
+namespace kprof::capture {
+namespace {
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+NcuRun recording(const std::string& name) {
+  std::string base = testing::data_path("h200/ncu-outputs/" + name);
+  NcuRun run;
+  run.argv = split_whitespace(read(base + ".cmd"));
+  run.output = read(base + ".out") + read(base + ".err");
+  run.exit_code = std::stoi(read(base + ".rc"));
+  return run;
+}
+
+std::vector<std::string> failure_ids(const NcuRun& run) {
+  std::vector<std::string> ids;
+  for (const Diagnosis& d : diagnose(run)) {
+    if (d.failure) ids.push_back(d.id);
+  }
+  return ids;
+}
+
+TEST(NcuDiagnosis, EveryRecordedFailureIsNamed) {
+  const std::map<std::string, std::vector<std::string>> expected = {
+      {"ok_basic", {}},
+      {"clock_default", {}},
+      {"unknown_metric", {}},  // ncu profiles; the metric is only absent from the report
+      {"profiler_stop", {}},   // without --launch-count nothing in the output shows it
+      {"no_match", {"no_kernel_matched"}},
+      {"env_wrapper", {"env_wrapper"}},
+      {"shell_wrapper_app_only", {"shell_wrapper"}},
+      {"unknown_set", {"unknown_set"}},
+      {"unknown_section", {"unknown_section"}},
+      {"profile_from_start_off", {"profiling_never_started"}},
+      {"not_cuda", {"no_cuda"}},
+      {"target_crash", {"target_failed"}},
+      {"app_replay_random", {"application_replay_inconsistent"}},
+      {"attach_option", {"attach_option"}},
+      {"attach_nothing", {"no_attachable_process"}},
+      {"missing_app", {"missing_application"}},
+  };
+  for (const auto& [name, ids] : expected) {
+    NcuRun run = recording(name);
+    EXPECT_EQ(failure_ids(run), ids) << name;
+    for (const Diagnosis& d : diagnose(run)) {
+      EXPECT_FALSE(d.what.empty());
+      EXPECT_FALSE(d.next.empty());
+    }
+  }
+}
+
+TEST(NcuDiagnosis, ExitZeroIsNotSuccess) {
+  // ncu exited 0 in each of these, and each profiled nothing useful.
+  for (const char* name : {"no_match", "env_wrapper", "unknown_set", "not_cuda"}) {
+    NcuRun run = recording(name);
+    EXPECT_EQ(run.exit_code, 0) << name;
+    EXPECT_FALSE(failure_ids(run).empty()) << name;
+  }
+}
+
+TEST(NcuDiagnosis, ProgressIsReadFromTheOutput) {
+  NcuProgress ok = parse_progress(recording("ok_basic").output);
+  EXPECT_EQ(ok.processes_connected, 1u);
+  EXPECT_EQ(ok.kernels_profiled, 4u);
+  EXPECT_EQ(ok.passes_per_kernel, 10);
+  EXPECT_EQ(ok.report_paths, std::vector<std::string>{"/tmp/ok_basic.ncu-rep"});
+  NcuProgress unmatched = parse_progress(recording("no_match").output);
+  EXPECT_EQ(unmatched.available_kernels, std::vector<std::string>{"k_work"});
+  EXPECT_EQ(unmatched.kernels_profiled, 0u);
+}
+
+TEST(NcuDiagnosis, WarningsForRunsThatWorked) {
+  auto ids = [](const NcuRun& run) {
+    std::vector<std::string> all;
+    for (const Diagnosis& d : diagnose(run)) all.push_back(d.id);
+    return all;
+  };
+  EXPECT_EQ(ids(recording("clock_default")), std::vector<std::string>{"clock_control_default"});
+  // The profiler_stop run profiled 1 of the 4 launches; had it asked for 4, that shows.
+  NcuRun stopped = recording("profiler_stop");
+  stopped.argv.insert(stopped.argv.begin() + 1, {"--launch-count", "4"});
+  EXPECT_EQ(ids(stopped), std::vector<std::string>{"fewer_kernels_than_requested"});
+}
+
+}  // namespace
+}  // namespace kprof::capture
