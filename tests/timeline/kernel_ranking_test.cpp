@@ -102,6 +102,26 @@ class NameSink final : public importers::TraceEventSink {
   std::vector<std::string> names;
 };
 
+class CorrelationSink final : public importers::TraceEventSink {
+ public:
+  void on_event(const importers::TraceEvent& event) override {
+    correlations.push_back(event.correlation.value_or(-1));
+  }
+  std::vector<std::int64_t> correlations;
+};
+
+TEST(ChromeTrace, OlderAndNewerArgumentSpellings) {
+  CorrelationSink sink;
+  importers::read_chrome_trace_bytes(
+      "t.json",
+      R"({"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": "a", "ts": 1, "dur": 1, "args": {"correlation": 7}},
+        {"ph": "X", "cat": "kernel", "name": "b", "ts": 2, "dur": 1, "args": {"Correlation id": 8}},
+        {"ph": "X", "cat": "kernel", "name": "c", "ts": 3, "dur": 1, "args": {"correlation_id": 9}}]})",
+      sink);
+  EXPECT_EQ(sink.correlations, (std::vector<std::int64_t>{7, 8, 9}));
+}
+
 TEST(ChromeTrace, BracketsQuotesAndEscapesInsideStrings) {
   NameSink sink;
   importers::read_chrome_trace_bytes(

@@ -335,6 +335,18 @@ class Scanner {
     return std::nullopt;
   }
 
+  // key equals canonical (lower case, spaces) ignoring case and reading '_' as ' '.
+  static bool same_key(std::string_view key, std::string_view canonical) {
+    if (key.size() != canonical.size()) return false;
+    for (size_t i = 0; i < key.size(); ++i) {
+      char c = key[i];
+      if (c == '_') c = ' ';
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+      if (c != canonical[i]) return false;
+    }
+    return true;
+  }
+
   static std::optional<double> real(simdjson::ondemand::value value) {
     double number;
     if (value.get_double().get(number) == simdjson::SUCCESS) return number;
@@ -448,17 +460,20 @@ class Scanner {
           simdjson::ondemand::object args;
           if (value.get_object().get(args) != simdjson::SUCCESS) continue;
           for (auto arg : args) {
+            // Spellings differ between PyTorch versions ("External id", "external id",
+            // "correlation id", "graph id", "graph_id"): compared case-folded, '_' as ' '.
             std::string_view name = arg.unescaped_key();
             simdjson::ondemand::value v = arg.value();
-            if (name == "device") event.device = integer(v);
-            else if (name == "stream") event.stream = integer(v);
-            else if (name == "correlation") event.correlation = integer(v);
-            else if (name == "External id") event.external_id = integer(v);
-            else if (name == "graph id" || name == "graph_id" || name == "Graph id") event.graph_id = integer(v);
-            else if (name == "registers per thread") event.registers_per_thread = real(v);
-            else if (name == "shared memory") event.shared_memory = real(v);
-            else if (name == "grid") read_dim3(v, event.grid);
-            else if (name == "block") read_dim3(v, event.block);
+            auto is = [&](std::string_view canonical) { return same_key(name, canonical); };
+            if (is("device")) event.device = integer(v);
+            else if (is("stream")) event.stream = integer(v);
+            else if (is("correlation") || is("correlation id")) event.correlation = integer(v);
+            else if (is("external id")) event.external_id = integer(v);
+            else if (is("graph id") || is("cuda graph id")) event.graph_id = integer(v);
+            else if (is("registers per thread")) event.registers_per_thread = real(v);
+            else if (is("shared memory")) event.shared_memory = real(v);
+            else if (is("grid")) read_dim3(v, event.grid);
+            else if (is("block")) read_dim3(v, event.block);
           }
         }
       }
