@@ -14,6 +14,7 @@
 #include "render/verdict_render.h"
 #include "common/file_bytes.h"
 #include "cli/analyze_command.h"
+#include "analysis/analysis_tables.h"
 #include "cli/command.h"
 #include "importers/nsys_sqlite/nsys_sqlite_reader.h"
 #include "timeline/trace_join.h"
@@ -25,6 +26,10 @@
 
 namespace kprof::cli {
 namespace {
+
+constexpr const char* kNoKernelResults =
+    "  no kernel results: ncu profiled nothing into this report (a --kernel-name or\n"
+    "  --launch-skip that matched no launch, or an application that made no CUDA call)\n";
 
 
 std::string cell(const std::optional<double>& value, double scale = 1) {
@@ -83,8 +88,7 @@ std::string render_table(const std::vector<model::Report>& reports,
                      kernel.block.to_string()});
     }
     if (report.kernels.empty()) {
-      out += "  no kernel results: ncu profiled nothing into this report (a --kernel-name or\n"
-             "  --launch-skip that matched no launch, or an application that made no CUDA call)\n";
+      out += kNoKernelResults;
       continue;
     }
     out += table.to_string();
@@ -107,10 +111,9 @@ ExitCode run_analyze(const AnalyzeOptions& options, Output& output) {
   if (!options.kernel_regex.empty()) {
     kernel_filter = compile_user_regex(options.kernel_regex, "--kernel");
   }
-  hardware::GpuDatabase gpus = hardware::load_gpu_database(options.gpus_path);
-  analysis::StageTable stages = analysis::load_stage_table(options.stages_path);
-  analysis::ExpectationTable expectations = analysis::load_expectations(options.expectations_path);
-  analysis::AnalysisConfig config{options.thresholds, &stages, &expectations, &gpus};
+  analysis::AnalysisTables tables = analysis::load_analysis_tables(
+      options.gpus_path, options.stages_path, options.expectations_path);
+  analysis::AnalysisConfig config = tables.config(options.thresholds);
 
   std::vector<model::Report> reports = load_reports(options.paths);
   std::vector<std::vector<size_t>> selected;
@@ -157,9 +160,7 @@ ExitCode run_analyze(const AnalyzeOptions& options, Output& output) {
       if (r != 0) text += "\n";
       text += describe_report(report, these.size());
       text += these.empty() && report.kernels.empty()
-                  ? "  no kernel results: ncu profiled nothing into this report (a --kernel-name "
-                    "or\n  --launch-skip that matched no launch, or an application that made no "
-                    "CUDA call)\n"
+                  ? kNoKernelResults
                   : render::verdict_table(these, options.thresholds, options.name_width);
     }
     analyzed.insert(analyzed.end(), std::make_move_iterator(these.begin()),

@@ -4,6 +4,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "analysis/analysis_tables.h"
 #include "cli/command.h"
 #include "cli/selection.h"
 #include "common/text.h"
@@ -30,10 +31,8 @@ std::string cell(const std::optional<double>& value) {
 
 ExitCode run_import(const DbOptions& options, Output& output) {
   std::vector<model::Report> reports = load_reports(options.reports);  // all read before writing
-  hardware::GpuDatabase gpus = hardware::load_gpu_database();
-  analysis::StageTable stages = analysis::load_stage_table();
-  analysis::ExpectationTable expectations = analysis::load_expectations();
-  analysis::AnalysisConfig config{{}, &stages, &expectations, &gpus};
+  analysis::AnalysisTables tables = analysis::load_analysis_tables();
+  analysis::AnalysisConfig config = tables.config();
   store::FindingsDb db(options.db_path);
   for (const model::Report& report : reports) {
     std::int64_t run = db.import_report(report, options.labels, config);

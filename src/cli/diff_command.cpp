@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/capture_diff.h"
+#include "analysis/analysis_tables.h"
 #include "cli/command.h"
 #include "cli/selection.h"
 #include "common/text.h"
@@ -40,10 +41,8 @@ ExitCode run_diff(const DiffCommandOptions& options, Output& output) {
       reports.push_back(db.load_run(static_cast<std::int64_t>(*id)));
     }
   }
-  hardware::GpuDatabase gpus = hardware::load_gpu_database();
-  analysis::StageTable stages = analysis::load_stage_table();
-  analysis::ExpectationTable expectations = analysis::load_expectations();
-  analysis::AnalysisConfig config{{}, &stages, &expectations, &gpus};
+  analysis::AnalysisTables tables = analysis::load_analysis_tables();
+  analysis::AnalysisConfig config = tables.config();
   analysis::CaptureDiff diff = analysis::diff_captures(reports[0], reports[1], options.diff, config);
   ExitCode code = diff.regressions > 0 && !options.no_fail ? ExitCode::kRegression : ExitCode::kOk;
   if (options.json) {
