@@ -156,6 +156,13 @@ void compute_flops(const Reader& reader, const model::Kernel& kernel, KernelVerd
       const model::Metric& metric = *it;
       std::string type;
       if (!RE2::FullMatch(metric.name, kTensor, &type)) continue;
+      // The combined FP16/BF16/TF32→FP32 counter (kprof's triage preset) overlaps the
+      // per-precision ones: count it only when those were not collected.
+      if (type == "fp16_bf16_tf32_dst_fp32" &&
+          (reader.number("sm__ops_path_tensor_src_fp16.sum.per_cycle_elapsed") ||
+           reader.number("sm__ops_path_tensor_src_bf16_dst_fp32.sum.per_cycle_elapsed"))) {
+        continue;
+      }
       auto value = metric.value.number();
       if (!value || *value <= 0) continue;
       v.flops_per_second["tensor_" + type] = *value * *sm_hz;
@@ -165,7 +172,22 @@ void compute_flops(const Reader& reader, const model::Kernel& kernel, KernelVerd
   // GEMM would read as ~0 TFLOP/s. The per-precision rates above stay available either way.
   auto [tensor_first, tensor_last] = with_prefix(kernel, "sm__ops_path_tensor_src_");
   bool tensor_measured = tensor_first != tensor_last;
-  if (!v.flops_per_second.empty() && tensor_measured) {
+  // Only some precisions measured (kprof's triage preset: BF16 and FP16) while the tensor pipe
+  // was busy: the work ran in another precision (FP8, TF32, INT8) and the total would read ~0.
+  double tensor_rate = 0;
+  for (const auto& [precision, rate] : v.flops_per_second) {
+    if (precision.rfind("tensor_", 0) == 0) tensor_rate += rate;
+  }
+  auto tensor_pipe = reader.number("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed");
+  // The pipe reads a few percent on kernels without tensor instructions (5.6 % on the suite's
+  // FP32 FMA loop: it shares cycles with half-precision math), hence the 20 % bar.
+  bool unmeasured_tensor_work = tensor_measured && tensor_rate == 0 && tensor_pipe && *tensor_pipe >= 20;
+  if (unmeasured_tensor_work) {
+    v.tflops_withheld = fmt::format(
+        "the tensor pipe was {:.0f}% busy in a precision whose op counter was not collected",
+        *tensor_pipe);
+  }
+  if (!v.flops_per_second.empty() && tensor_measured && !unmeasured_tensor_work) {
     double total = 0;
     for (const auto& [precision, rate] : v.flops_per_second) total += rate;
     v.tflops = total / 1e12;
@@ -244,6 +266,12 @@ void compute_occupancy(const Reader& reader, const model::Kernel& kernel, Kernel
   if (!v.sm_count) v.sm_count = reader.number("device__attribute_multiprocessor_count");
 }
 
+// Warp stalls from WarpStateStats (cycles per issued instruction) or, when only PC sampling was
+// collected (kprof's triage preset: one pass instead of five), from the sampled warp states:
+// both measure where warps spend their stalled time, and their top reasons agreed on every
+// kernel of big_full and the bottleneck suite, which collected both.
+constexpr double kMinimumStallSamples = 100;
+
 void compute_stalls(const model::Kernel& kernel, KernelVerdict& v) {
   static const RE2 kStall("^smsp__average_warps_issue_stalled_(.+)_per_issue_active\\.ratio$");
   double total = 0;
@@ -258,7 +286,30 @@ void compute_stalls(const model::Kernel& kernel, KernelVerdict& v) {
     v.stalls.push_back({reason, *value, 0});
     total += *value;
   }
-  for (StallShare& stall : v.stalls) stall.share = total > 0 ? stall.cycles_per_issue / total : 0;
+  if (v.stalls.empty()) {
+    static const RE2 kSampled("^smsp__pcsamp_warps_issue_stalled_([a-z_]+)$");
+    auto [sampled_first, sampled_last] = with_prefix(kernel, "smsp__pcsamp_warps_issue_stalled_");
+    double samples = 0;
+    for (auto it = sampled_first; it != sampled_last; ++it) {
+      std::string reason;
+      if (!RE2::FullMatch(it->name, kSampled, &reason)) continue;
+      if (reason == "selected" || reason.ends_with("_not_issued")) continue;
+      if (reason == "no_instructions") reason = "no_instruction";  // WarpStateStats' spelling
+      auto value = it->value.number();
+      if (!value || std::isnan(*value)) continue;
+      samples += *value;
+      if (*value > 0) v.stalls.push_back({reason, 0, *value});
+    }
+    // Too few samples (a kernel of a few microseconds) say nothing reliable: leave it missing.
+    if (samples < kMinimumStallSamples) {
+      v.stalls.clear();
+    } else {
+      for (StallShare& stall : v.stalls) stall.share /= samples;
+      v.stalls_from_sampling = true;
+    }
+  } else {
+    for (StallShare& stall : v.stalls) stall.share = total > 0 ? stall.cycles_per_issue / total : 0;
+  }
   std::sort(v.stalls.begin(), v.stalls.end(),
             [](const StallShare& a, const StallShare& b) { return a.share > b.share; });
 }
@@ -412,9 +463,15 @@ KernelVerdict analyze_kernel(const model::Report& report, const model::Kernel& k
        "SpeedOfLight: sm__throughput and gpu__compute_memory_throughput");
   need(v.memory_unit.has_value() && v.compute_unit.has_value(), "bound_by",
        "SpeedOfLight breakdown metrics");
-  need(v.tflops.has_value(), "tflops",
-       "the roofline sections' rates: smsp__sass_thread_inst_executed_op_* and "
-       "sm__ops_path_tensor_src_* (SpeedOfLight_RooflineChart, Hierarchical*RooflineChart)");
+  if (!v.tflops_withheld.empty()) {
+    v.missing.push_back(fmt::format("tflops ({}: needs that sm__ops_path_tensor_src_* counter, "
+                                    "e.g. --preset full)",
+                                    v.tflops_withheld));
+  } else {
+    need(v.tflops.has_value(), "tflops",
+         "the roofline sections' rates: smsp__sass_thread_inst_executed_op_* and "
+         "sm__ops_path_tensor_src_* (SpeedOfLight_RooflineChart, Hierarchical*RooflineChart)");
+  }
   need(v.memory_bw_utilization.has_value(), "memory_bw_utilization",
        "dram__bytes.sum.per_second and its peak");
   need(v.arithmetic_intensity.has_value(), "arithmetic_intensity", "FLOP/s and DRAM bytes/s");
@@ -424,7 +481,7 @@ KernelVerdict analyze_kernel(const model::Report& report, const model::Kernel& k
   need(v.shared_memory_usage_bytes.has_value(), "shared_memory_usage_bytes",
        "launch__shared_mem_per_block");
   need(!v.stalls.empty(), "warp_stall_reasons",
-       "WarpStateStats: smsp__average_warps_issue_stalled_*_per_issue_active.ratio");
+       "WarpStateStats: smsp__average_warps_issue_stalled_*_per_issue_active.ratio, or >= 100 PC samples (smsp__pcsamp_warps_issue_stalled_*)");
   return v;
 }
 

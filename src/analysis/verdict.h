@@ -38,6 +38,7 @@ struct UnitUse {
 struct StallShare {
   std::string reason;             // "long_scoreboard"
   double cycles_per_issue = 0;    // ncu's smsp__average_warps_issue_stalled_*_per_issue_active
+                                  // (0 when the shares come from PC sampling)
   double share = 0;               // of all stall cycles (excluding "selected")
 };
 
@@ -55,6 +56,7 @@ struct KernelVerdict {
 
   std::map<std::string, double> flops_per_second;  // fp32, fp64, fp16, tensor_<type>
   std::optional<double> tflops;                     // sum of the above / 1e12
+  std::string tflops_withheld;                      // why tflops is absent though rates exist
   std::optional<double> dram_bytes_per_second;
   std::optional<double> dram_peak_bytes_per_second;
   std::string dram_peak_source;  // "report" (ncu's peak_sustained) or "hardware database: …"
@@ -72,6 +74,7 @@ struct KernelVerdict {
   std::optional<double> sm_count;
 
   std::vector<StallShare> stalls;  // largest first
+  bool stalls_from_sampling = false;  // shares of PC-sampled warp states, not of stall cycles
   std::vector<std::string> latency_reasons;
   std::string stage;
 

@@ -160,25 +160,10 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
                      "report holds what was profiled before the failure"});
   }
   if (contains(out, "No kernels were profiled.")) {
-    if (contains(out, "requires the --target-processes all option")) {
-      if (app == "env") {
-        found.push_back({"env_wrapper", true,
-                         "the command ran under `env`: with --target-processes application-only "
-                         "ncu profiled env, which launches no kernel",
-                         "set the variables on ncu itself (`FOO=1 ncu … app`) instead of "
-                         "`ncu … env FOO=1 app`"});
-      } else if (app == "bash" || app == "sh" || app == "dash" || app == "zsh") {
-        found.push_back({"shell_wrapper", true,
-                         "the command ran through a shell: with --target-processes "
-                         "application-only ncu profiled the shell, not its child",
-                         "run the application directly, or pass --target-processes all"});
-      } else {
-        found.push_back({"child_processes", true,
-                         "the kernels ran in child processes that --target-processes "
-                         "application-only does not follow",
-                         "pass --target-processes all"});
-      }
-    } else if (!progress.available_kernels.empty()) {
+    bool all_processes = settings.target_processes == "all";
+    // ncu lists the kernels it saw but did not match: then the filter, not the process, is the
+    // cause (it prints the --target-processes hint as well whenever application-only is given).
+    if (!progress.available_kernels.empty()) {
       std::string names;
       for (size_t i = 0; i < progress.available_kernels.size() && i < 5; ++i) {
         names += (i ? ", " : "") + progress.available_kernels[i];
@@ -189,6 +174,18 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
                                    settings.kernel_name, progress.available_kernels.size(), names),
                        "use --kernel-name regex:PART of one of those names (matched against "
                        "the function name unless --kernel-name-base says otherwise)"});
+    } else if (app == "env" && !all_processes) {
+      found.push_back({"env_wrapper", true,
+                       "the command ran under `env`: with --target-processes application-only "
+                       "ncu profiled env, which launches no kernel",
+                       "set the variables on ncu itself (`FOO=1 ncu … app`, kprof capture "
+                       "--env FOO=1) instead of `ncu … env FOO=1 app`"});
+    } else if ((app == "bash" || app == "sh" || app == "dash" || app == "zsh") && !all_processes) {
+      found.push_back({"shell_wrapper", true,
+                       "the command ran through a shell: with --target-processes "
+                       "application-only ncu profiled the shell, not its child",
+                       "run the application directly, or pass --target-processes all "
+                       "(kprof capture --children)"});
     } else if (settings.profile_from_start == "off" || settings.profile_from_start == "0" ||
                settings.profile_from_start == "no") {
       found.push_back({"profiling_never_started", true,
@@ -196,11 +193,18 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
                        "application never called",
                        "profile from the start and skip warm-up with --launch-skip instead"});
     } else if (progress.processes_connected == 0) {
-      found.push_back({"no_cuda", true,
-                       "the application made no CUDA call that ncu saw (or made them in a child "
-                       "process)",
-                       "check that this command runs GPU work; pass --target-processes all if "
-                       "it starts other processes"});
+      // Seen on the H200: a program without CUDA and a Python launcher whose child runs the
+      // kernels print exactly the same; only the user knows which it is.
+      found.push_back(
+          {"no_cuda", true,
+           all_processes
+               ? "no process of this command made a CUDA call that ncu saw"
+               : "the process made no CUDA call that ncu saw: it runs no GPU work itself, or "
+                 "leaves it to child processes that --target-processes application-only does "
+                 "not follow",
+           all_processes ? "check that this command runs GPU work on this machine"
+                         : "if it starts other processes, pass --target-processes all (kprof "
+                           "capture --children); otherwise check that it runs GPU work"});
     } else {
       found.push_back({"nothing_profiled", true, "ncu profiled no kernel and still exited 0",
                        "check the filters (--kernel-name, --launch-skip, NVTX) against the "

@@ -13,6 +13,8 @@ namespace {
 // Every subcommand, in the order `kprof --help` lists them.
 constexpr DefineCommand kCommands[] = {
     define_analyze,
+    define_capture,
+    define_doctor,
     define_inspect,
     define_rank,
     define_budget,
@@ -80,6 +82,8 @@ int run_cli(int argc, char** argv) {
     return fail(error.code(), error.what());
   } catch (const UsageError& error) {
     return fail(ExitCode::kUsage, error.what());
+  } catch (const NotReady& error) {
+    return fail(ExitCode::kNotReady, error.what());
   } catch (const NothingSelected& error) {
     return fail(ExitCode::kNothingSelected, error.what());
   } catch (const std::bad_alloc&) {

@@ -33,6 +33,11 @@ struct NothingSelected : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Thrown when a tool kprof needs (ncu, kubectl) is missing or cannot work here.
+struct NotReady : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 void define_analyze(CLI::App& parent, Runner& runner);
 void define_inspect(CLI::App& parent, Runner& runner);
 void define_gpus(CLI::App& parent, Runner& runner);
@@ -42,5 +47,7 @@ void define_report(CLI::App& parent, Runner& runner);
 void define_diff(CLI::App& parent, Runner& runner);
 void define_db(CLI::App& parent, Runner& runner);
 void define_explain(CLI::App& parent, Runner& runner);
+void define_capture(CLI::App& parent, Runner& runner);
+void define_doctor(CLI::App& parent, Runner& runner);
 
 }  // namespace kprof::cli

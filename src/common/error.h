@@ -19,7 +19,9 @@ enum class ExitCode : int {
   kInputInvalid = 4,      // not a format kprof reads, truncated, corrupted
   kNothingSelected = 5,   // input is fine but the filter selected no kernel
   kRegression = 6,        // kprof diff: a kernel got slower than the threshold allows
-  kCaptureFailed = 7,     // kprof explain: the ncu run failed (its diagnosis says why)
+  kCaptureFailed = 7,     // capture/explain: the ncu run failed or profiled nothing (diagnosed)
+  kIncomplete = 8,        // capture: timed out or interrupted; the bundle is marked incomplete
+  kNotReady = 9,          // a tool kprof drives is missing or cannot profile (doctor's failures)
 };
 
 // Where in an input a problem is: a byte offset (binary formats) or a line (text formats).

@@ -1,0 +1,206 @@
+#include "capture/doctor.h"
+
+#include <fmt/format.h>
+#include <re2/re2.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "capture/ncu_locator.h"
+
+namespace kprof::capture {
+namespace {
+
+std::optional<std::string> read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string trim(std::string text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  size_t start = 0;
+  while (start < text.size() && std::isspace(static_cast<unsigned char>(text[start]))) ++start;
+  return text.substr(start);
+}
+
+int major_of(const std::string& version) { return std::atoi(version.c_str()); }
+
+}  // namespace
+
+std::optional<int> cuda_major_of_driver(const std::string& driver_version) {
+  int branch = major_of(driver_version);
+  if (branch >= 580) return 13;
+  if (branch >= 525) return 12;
+  if (branch >= 450) return 11;
+  if (branch > 0) return 10;
+  return std::nullopt;
+}
+
+SystemFacts gather_system_facts(const std::string& root, const std::string& ncu_path,
+                                const std::string& ncu_searched) {
+  SystemFacts facts;
+  facts.ncu_path = ncu_path;
+  facts.ncu_searched = ncu_searched;
+  if (!ncu_path.empty()) {
+    std::ifstream in(ncu_path, std::ios::binary);
+    char head[2] = {0, 0};
+    in.read(head, 2);
+    facts.ncu_is_script = head[0] == '#' && head[1] == '!';
+    facts.ncu_version = ncu_version_line(ncu_path);
+  }
+  if (auto text = read_text(root + "/sys/module/nvidia/version")) {
+    facts.driver_version = trim(*text);
+  } else if (auto text = read_text(root + "/proc/driver/nvidia/version")) {
+    std::string version;
+    if (RE2::PartialMatch(*text, "Kernel Module(?: for \\S+)?\\s+(\\d+\\.\\d+(?:\\.\\d+)?)", &version)) {
+      facts.driver_version = version;
+    }
+  }
+  for (const char* candidate : {"/usr/local/cuda/version.json", "/usr/local/cuda/version.txt"}) {
+    auto text = read_text(root + candidate);
+    if (!text) continue;
+    std::string version;
+    if (RE2::PartialMatch(*text, "\"cuda\"\\s*:\\s*\\{[^}]*\"version\"\\s*:\\s*\"([0-9.]+)\"", &version) ||
+        RE2::PartialMatch(*text, "CUDA Version ([0-9.]+)", &version)) {
+      facts.cuda_toolkit_version = version;
+      facts.cuda_toolkit_source = candidate;
+      break;
+    }
+  }
+  // Toolkits without version.json (CUDA 13.0 on the H200) still carry the runtime header.
+  if (facts.cuda_toolkit_version.empty()) {
+    const char* header = "/usr/local/cuda/include/cuda_runtime_api.h";
+    int version = 0;
+    if (auto text = read_text(root + header);
+        text && RE2::PartialMatch(*text, "#define CUDART_VERSION\\s+(\\d+)", &version)) {
+      facts.cuda_toolkit_version = fmt::format("{}.{}", version / 1000, (version % 1000) / 10);
+      facts.cuda_toolkit_source = header;
+    }
+  }
+  if (auto text = read_text(root + "/proc/driver/nvidia/params")) {
+    int value = 0;
+    if (RE2::PartialMatch(*text, "RmProfilingAdminOnly: (\\d+)", &value)) {
+      facts.profiling_admin_only = value;
+    }
+  }
+  facts.effective_uid = geteuid();
+  for (const char* name : {"CUDA_INJECTION64_PATH", "NV_COMPUTE_PROFILER_DISABLE_STALL_SAMPLING",
+                           "CUDA_VISIBLE_DEVICES", "KUBERNETES_SERVICE_HOST"}) {
+    if (const char* value = std::getenv(name)) facts.env[name] = value;
+  }
+  facts.proc_version = trim(read_text(root + "/proc/version").value_or(""));
+  std::error_code error;
+  facts.device_nodes = std::filesystem::exists(root + "/dev/nvidiactl", error);
+  return facts;
+}
+
+std::vector<Check> run_doctor_checks(const SystemFacts& facts) {
+  using S = Check::Status;
+  std::vector<Check> checks;
+  if (facts.ncu_path.empty()) {
+    checks.push_back({"ncu", S::kFailed, fmt::format("not found (looked in {})", facts.ncu_searched),
+                      "install Nsight Compute (the CUDA toolkit's nsight-compute package) or "
+                      "pass --ncu PATH / set KPROF_NCU"});
+  } else if (facts.ncu_version.empty()) {
+    checks.push_back({"ncu", S::kFailed,
+                      fmt::format("{} does not answer --version", facts.ncu_path),
+                      "run it by hand: a broken install or a missing library"});
+  } else {
+    checks.push_back({"ncu", S::kOk,
+                      fmt::format("{}: {}{}", facts.ncu_path, facts.ncu_version,
+                                  facts.ncu_is_script
+                                      ? " (a wrapper script: it runs the newest Nsight Compute "
+                                        "installed; this is that version)"
+                                      : ""),
+                      ""});
+  }
+  std::optional<int> driver_major = cuda_major_of_driver(facts.driver_version);
+  if (facts.driver_version.empty()) {
+    checks.push_back({"driver", facts.device_nodes ? S::kWarning : S::kFailed,
+                      "no NVIDIA kernel driver version found (/sys/module/nvidia/version, "
+                      "/proc/driver/nvidia/version)",
+                      facts.device_nodes ? "" : "no GPU driver here: run on the GPU host or in a "
+                                                "container that has the GPU"});
+  } else {
+    checks.push_back({"driver", S::kOk,
+                      fmt::format("{} (supports CUDA up to {}.x)", facts.driver_version,
+                                  driver_major.value_or(0)),
+                      ""});
+  }
+  if (!facts.cuda_toolkit_version.empty() && driver_major) {
+    int toolkit_major = major_of(facts.cuda_toolkit_version);
+    if (toolkit_major > *driver_major) {
+      checks.push_back(
+          {"cuda versions", S::kFailed,
+           fmt::format("CUDA toolkit {} ({}) is newer than the driver supports (CUDA {}.x, "
+                       "driver {}): CUPTI and ncu's profiler library fail to initialise",
+                       facts.cuda_toolkit_version, facts.cuda_toolkit_source, *driver_major,
+                       facts.driver_version),
+           fmt::format("use a toolkit/ncu for CUDA {} or upgrade the driver", *driver_major)});
+    } else {
+      checks.push_back({"cuda versions", S::kOk,
+                        fmt::format("toolkit {} on a CUDA {}.x driver", facts.cuda_toolkit_version,
+                                    *driver_major),
+                        ""});
+    }
+  }
+  if (!facts.profiling_admin_only) {
+    checks.push_back({"counter permission", S::kInfo,
+                      "RmProfilingAdminOnly not readable (/proc/driver/nvidia/params)", ""});
+  } else if (*facts.profiling_admin_only == 0) {
+    checks.push_back({"counter permission", S::kOk,
+                      "RmProfilingAdminOnly: 0 (any user may read GPU counters)", ""});
+  } else if (facts.effective_uid == 0) {
+    checks.push_back({"counter permission", S::kOk,
+                      "RmProfilingAdminOnly: 1, running as root (in a container, root also "
+                      "needs CAP_SYS_ADMIN)",
+                      ""});
+  } else {
+    checks.push_back(
+        {"counter permission", S::kFailed,
+         fmt::format("RmProfilingAdminOnly: 1 and uid {}: ncu will fail with ERR_NVGPUCTRPERM",
+                     facts.effective_uid),
+         "run as root (or with CAP_SYS_ADMIN), or set the driver option "
+         "NVreg_RestrictProfilingToAdminUsers=0 and reload it"});
+  }
+  if (auto it = facts.env.find("CUDA_INJECTION64_PATH"); it != facts.env.end()) {
+    checks.push_back({"CUDA_INJECTION64_PATH", S::kWarning,
+                      fmt::format("already set ({}): another profiler or tracer injects itself "
+                                  "into CUDA programs here; ncu puts its own in its place for "
+                                  "the target (seen on an H200), so that tool is blind while "
+                                  "kprof captures",
+                                  it->second),
+                      "expect a gap in the other tool's data, or pause it for the capture"});
+  } else {
+    checks.push_back({"CUDA_INJECTION64_PATH", S::kOk, "not set", ""});
+  }
+  if (facts.proc_version.find("4.4.0 #1 SMP Sun Jan 10 15:06:54 PST 2016") != std::string::npos) {
+    checks.push_back({"sandbox", S::kFailed,
+                      "running under gVisor (runsc): GPU performance counters cannot be read "
+                      "through its GPU proxy",
+                      "capture on a node/runtime class without gVisor (runc)"});
+  } else if (facts.proc_version.find("microsoft") != std::string::npos ||
+             facts.proc_version.find("Microsoft") != std::string::npos) {
+    checks.push_back({"sandbox", S::kWarning,
+                      "WSL: ncu needs the Windows driver's developer-mode counter access",
+                      "enable GPU performance counters for all users in the NVIDIA Control "
+                      "Panel (Developer settings)"});
+  } else {
+    checks.push_back({"sandbox", S::kOk, "no known counter-blocking sandbox", ""});
+  }
+  if (!facts.device_nodes) {
+    checks.push_back({"GPU device", S::kFailed, "/dev/nvidiactl is absent: no GPU is visible here",
+                      "run on a GPU host, or give the container the GPU (--gpus / a GPU "
+                      "resource request)"});
+  }
+  return checks;
+}
+
+}  // namespace kprof::capture

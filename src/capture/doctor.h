@@ -1,0 +1,45 @@
+// kprof doctor (Gate 0): can this machine capture counters at all? Each check reads what the
+// system exposes (files under a root folder, the environment, `ncu --version`), so the checks
+// are pure functions of a SystemFacts value and testable on recorded facts.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kprof::capture {
+
+struct SystemFacts {
+  std::string ncu_path;              // empty: not found
+  std::string ncu_searched;          // where kprof looked
+  bool ncu_is_script = false;        // starts with "#!": a wrapper picking an install
+  std::string ncu_version;           // "Version 2025.3.1.0 (build …)"
+  std::string driver_version;        // "580.159.04"
+  std::string cuda_toolkit_version;  // "13.0.88" from the toolkit's version.json
+  std::string cuda_toolkit_source;
+  std::optional<int> profiling_admin_only;  // RmProfilingAdminOnly from the driver's params
+  unsigned effective_uid = 0;
+  std::map<std::string, std::string> env;   // the variables doctor looks at
+  std::string proc_version;          // /proc/version
+  bool device_nodes = false;         // /dev/nvidiactl present
+};
+
+struct Check {
+  std::string name;
+  enum class Status { kOk, kWarning, kFailed, kInfo } status;
+  std::string detail;
+  std::string next;  // what to do; empty when nothing
+};
+
+// Reads the facts from the running system; root prefixes every absolute path read (tests and
+// container images), env is the process environment.
+SystemFacts gather_system_facts(const std::string& root, const std::string& ncu_path,
+                                const std::string& ncu_searched);
+
+std::vector<Check> run_doctor_checks(const SystemFacts& facts);
+
+// The newest CUDA major a driver branch supports (580 → 13, 525..575 → 12, 450..520 → 11).
+std::optional<int> cuda_major_of_driver(const std::string& driver_version);
+
+}  // namespace kprof::capture

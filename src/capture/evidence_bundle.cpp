@@ -1,0 +1,84 @@
+#include "capture/evidence_bundle.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "common/error.h"
+#include "common/file_bytes.h"
+#include "common/sha256.h"
+
+namespace kprof::capture {
+namespace fs = std::filesystem;
+
+namespace {
+
+[[noreturn]] void unwritable(const std::string& path, const std::string& message) {
+  throw InputError(ExitCode::kInputUnreadable, path, InputPosition::none(), message);
+}
+
+}  // namespace
+
+EvidenceBundle::EvidenceBundle(std::string final_path) : final_path_(std::move(final_path)) {
+  while (final_path_.size() > 1 && final_path_.back() == '/') final_path_.pop_back();
+  std::error_code error;
+  if (fs::exists(final_path_, error)) {
+    unwritable(final_path_, "already exists; choose another --output (kprof never overwrites a bundle)");
+  }
+  staging_path_ = final_path_ + ".partial-" + std::to_string(getpid());
+  fs::remove_all(staging_path_, error);
+  if (!fs::create_directories(staging_path_, error)) {
+    unwritable(staging_path_, "cannot create the bundle folder: " + error.message());
+  }
+}
+
+EvidenceBundle::~EvidenceBundle() {
+  if (finished_) return;
+  try {
+    abandon({{"schema", "kprof.bundle/1"}, {"status", "incomplete"},
+             {"incomplete_reason", "kprof stopped before the capture finished"}});
+  } catch (...) {
+  }
+}
+
+std::string EvidenceBundle::path_of(std::string_view file_name) const {
+  return staging_path_ + "/" + std::string(file_name);
+}
+
+void EvidenceBundle::write(std::string_view file_name, std::string_view content) {
+  write_file_atomically(path_of(file_name), content);
+}
+
+std::string EvidenceBundle::finish(nlohmann::json manifest, const std::string& destination) {
+  nlohmann::json files = nlohmann::json::object();
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(staging_path_, error)) {
+    if (!entry.is_regular_file()) continue;
+    std::string name = entry.path().filename().string();
+    if (name == "manifest.json") continue;
+    files[name] = {{"bytes", entry.file_size()}, {"sha256", sha256_file_hex(entry.path().string())}};
+  }
+  manifest["files"] = files;
+  write("manifest.json", manifest.dump(1) + "\n");
+  std::string target = destination;
+  if (fs::exists(target, error)) {
+    // Only an earlier .incomplete can be in the way (the final name was checked at the start).
+    for (int n = 2; fs::exists(target, error); ++n) target = destination + "." + std::to_string(n);
+  }
+  fs::rename(staging_path_, target, error);
+  if (error) unwritable(target, "cannot rename the bundle into place: " + error.message());
+  finished_ = true;
+  return target;
+}
+
+std::string EvidenceBundle::commit(nlohmann::json manifest) {
+  return finish(std::move(manifest), final_path_);
+}
+
+std::string EvidenceBundle::abandon(nlohmann::json manifest) {
+  return finish(std::move(manifest), final_path_ + ".incomplete");
+}
+
+}  // namespace kprof::capture

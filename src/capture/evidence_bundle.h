@@ -1,0 +1,41 @@
+// The evidence bundle of a capture (PRODUCT.md, "Evidence bundle"): one folder holding the
+// report, ncu's own output, CSV exports, analysis.json and manifest.json. It is assembled under a
+// temporary name beside its final path and renamed only when complete, so a reader never sees a
+// half-written bundle; an interrupted capture is renamed to FINAL.incomplete instead, its
+// manifest saying why, so nothing recorded is lost.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+namespace kprof::capture {
+
+class EvidenceBundle {
+ public:
+  // Throws InputError (kInputUnreadable) when final_path exists or the folder cannot be made.
+  explicit EvidenceBundle(std::string final_path);
+  ~EvidenceBundle();  // a bundle neither committed nor abandoned is abandoned
+  EvidenceBundle(const EvidenceBundle&) = delete;
+  EvidenceBundle& operator=(const EvidenceBundle&) = delete;
+
+  const std::string& final_path() const { return final_path_; }
+  const std::string& staging_path() const { return staging_path_; }
+  std::string path_of(std::string_view file_name) const;  // inside the temporary folder
+  void write(std::string_view file_name, std::string_view content);
+
+  // Adds "files" (name → bytes, sha256) to the manifest, writes it, renames the folder to its
+  // final path; returns that path.
+  std::string commit(nlohmann::json manifest);
+  // The same, but to FINAL.incomplete (status "incomplete" is the caller's to set).
+  std::string abandon(nlohmann::json manifest);
+
+ private:
+  std::string finish(nlohmann::json manifest, const std::string& destination);
+
+  std::string final_path_;
+  std::string staging_path_;
+  bool finished_ = false;
+};
+
+}  // namespace kprof::capture

@@ -1,0 +1,261 @@
+#include "capture/ncu_command.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace kprof::capture {
+namespace {
+
+std::string basename_of(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+bool is_shell(const std::string& program) {
+  static const char* kShells[] = {"sh", "bash", "dash", "zsh", "ksh", "fish"};
+  std::string name = basename_of(program);
+  return std::any_of(std::begin(kShells), std::end(kShells),
+                     [&](const char* shell) { return name == shell; });
+}
+
+[[noreturn]] void refuse(const std::string& message) { throw std::invalid_argument(message); }
+
+// The verdict fields and the metrics that feed them, each measured for its pass cost on an
+// H200 (tools/capture/triage_passes.sh; figures in README.md, "Presets").
+const std::vector<std::string>& triage_arguments() {
+  static const std::vector<std::string> kArguments = [] {
+    std::vector<std::string> metrics = {
+        // DRAM bandwidth and its peak, as the roofline sections compute them (no extra pass).
+        "dram__bytes.sum.per_second", "dram__bytes.sum.peak_sustained",
+        "dram__cycles_elapsed.avg.per_second",
+        // FP32/FP64/FP16 FLOP rates: SASS instruction counts (one instrumented pass).
+        "smsp__cycles_elapsed.avg.per_second",
+    };
+    for (const char* op : {"fadd", "fmul", "ffma", "dadd", "dmul", "dfma", "hadd", "hmul", "hfma"}) {
+      metrics.push_back(fmt::format("smsp__sass_thread_inst_executed_op_{}_pred_on.sum.per_cycle_elapsed", op));
+    }
+    // Tensor FLOP rates of BF16 and FP16 inputs (LLM GEMMs and attention): one pass each on
+    // the H200. FP8/TF32/INT8 would cost one more each; tensor work in those precisions is
+    // reported as missing FLOP/s rather than as ~0.
+    metrics.push_back("sm__cycles_elapsed.avg.per_second");
+    metrics.push_back("sm__ops_path_tensor_src_bf16_dst_fp32.sum.per_cycle_elapsed");
+    metrics.push_back("sm__ops_path_tensor_src_fp16.sum.per_cycle_elapsed");
+    // Warp stalls from PC sampling: one pass for every reason, where the per-reason counters
+    // of WarpStateStats cost five.
+    metrics.push_back("group:smsp__pcsamp_warp_stall_reasons");
+    std::string joined;
+    for (const std::string& metric : metrics) joined += (joined.empty() ? "" : ",") + metric;
+    // The warp sampling interval stays ncu's "auto": a fixed short interval overflowed the
+    // sample buffer of long kernels on the H200 and cost up to 3 more passes.
+    return std::vector<std::string>{"--section", "SpeedOfLight", "--section", "Occupancy",
+                                    "--section", "LaunchStats",  "--metrics", joined};
+  }();
+  return kArguments;
+}
+
+}  // namespace
+
+std::vector<std::string> preset_arguments(Preset preset) {
+  switch (preset) {
+    case Preset::kTriage: return triage_arguments();
+    case Preset::kBasic: return {"--set", "basic"};
+    case Preset::kFull: return {"--set", "full"};
+    case Preset::kCustom: return {};
+  }
+  return {};
+}
+
+std::string preset_name(Preset preset) {
+  switch (preset) {
+    case Preset::kTriage: return "triage";
+    case Preset::kBasic: return "basic";
+    case Preset::kFull: return "full";
+    case Preset::kCustom: return "custom";
+  }
+  return "";
+}
+
+std::optional<Preset> parse_preset(const std::string& name) {
+  if (name == "triage") return Preset::kTriage;
+  if (name == "basic") return Preset::kBasic;
+  if (name == "full") return Preset::kFull;
+  return std::nullopt;
+}
+
+AttachEndpoint parse_endpoint(const std::string& text) {
+  AttachEndpoint endpoint;
+  std::string port_text;
+  if (!text.empty() && text.front() == '[') {
+    size_t close = text.find(']');
+    if (close == std::string::npos) refuse(fmt::format("attach endpoint \"{}\": missing ']'", text));
+    endpoint.host = text.substr(1, close - 1);
+    if (close + 1 < text.size()) {
+      if (text[close + 1] != ':') refuse(fmt::format("attach endpoint \"{}\": expected ':PORT' after ']'", text));
+      port_text = text.substr(close + 2);
+    }
+  } else {
+    size_t colon = text.find(':');
+    if (colon != std::string::npos && text.find(':', colon + 1) != std::string::npos) {
+      refuse(fmt::format("attach endpoint \"{}\": write an IPv6 address as [ADDRESS]:PORT", text));
+    }
+    endpoint.host = text.substr(0, colon);
+    if (colon != std::string::npos) port_text = text.substr(colon + 1);
+  }
+  if (endpoint.host.empty()) refuse(fmt::format("attach endpoint \"{}\": no host", text));
+  for (char c : endpoint.host) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == ':' || c == '_')) {
+      refuse(fmt::format("attach endpoint \"{}\": '{}' cannot be part of a host name", text, c));
+    }
+  }
+  if (!port_text.empty() || (text.find(':') != std::string::npos && text.front() != '[')) {
+    int port = 0;
+    bool digits = !port_text.empty() && port_text.size() <= 5 &&
+                  std::all_of(port_text.begin(), port_text.end(), ::isdigit);
+    if (digits) port = std::stoi(port_text);
+    if (!digits || port < 1 || port > 65535) {
+      refuse(fmt::format("attach endpoint \"{}\": the port must be a number from 1 to 65535", text));
+    }
+    endpoint.port = port;
+  }
+  return endpoint;
+}
+
+std::optional<std::int64_t> effective_launch_count(const CaptureSpec& spec) {
+  if (spec.launch_count) return spec.launch_count;
+  if (spec.safety == Safety::kSingleReplica) return 1;
+  if (spec.safety == Safety::kMultiReplica) return 5;
+  if (spec.attach) return 1;  // an attach capture ends when this many kernels are profiled
+  return std::nullopt;
+}
+
+NcuCommand build_ncu_command(const CaptureSpec& spec) {
+  NcuCommand command;
+  if (spec.attach && !spec.target.empty()) {
+    refuse("give either --attach HOST[:PORT] or a command after --, not both");
+  }
+  if (!spec.attach && spec.target.empty()) {
+    refuse("nothing to capture: give the command after -- (kprof capture -- ./app ARGS) or "
+           "--attach HOST[:PORT] for a process started under `ncu --mode launch`");
+  }
+  if (!spec.target.empty()) {
+    const std::string program = basename_of(spec.target.front());
+    if (program == "env") {
+      refuse("the command starts with `env`: ncu would profile env, which launches no kernel; "
+             "put the variables on kprof instead: kprof capture --env NAME=VALUE -- APP");
+    }
+    if (is_shell(spec.target.front()) && !spec.children) {
+      refuse(fmt::format("the command is a shell ({}): ncu would profile the shell, which "
+                         "launches no kernel; run the program directly, or add --children to "
+                         "profile the processes it starts",
+                         program));
+    }
+  }
+  if (spec.preset == Preset::kCustom && spec.sections.empty() && spec.metrics.empty()) {
+    refuse("a custom capture needs --section or --metrics");
+  }
+  if (spec.launch_count && *spec.launch_count < 1) refuse("--launch-count must be at least 1");
+  if (spec.launch_skip && *spec.launch_skip < 0) refuse("--launch-skip cannot be negative");
+  std::optional<std::int64_t> launch_count = effective_launch_count(spec);
+  bool heavy = spec.preset == Preset::kFull || spec.preset == Preset::kCustom;
+  switch (spec.safety) {
+    case Safety::kSingleReplica:
+      if (spec.kernel_regex.empty()) {
+        refuse("--safety single-replica needs one kernel regex (-k): a single replica cannot "
+               "afford replaying every kernel it runs");
+      }
+      if (*launch_count > 3) refuse("--safety single-replica allows at most --launch-count 3");
+      if (heavy) {
+        refuse("--safety single-replica allows only --preset triage or basic: --set full "
+               "replays each kernel ~38 times and can push the server past its liveness probe");
+      }
+      break;
+    case Safety::kMultiReplica:
+      if (*launch_count > 5) refuse("--safety multi-replica allows at most --launch-count 5");
+      break;
+    case Safety::kNone:
+      break;
+  }
+  if (spec.preset == Preset::kFull && spec.kernel_regex.empty() && !launch_count && !spec.force) {
+    refuse("refusing an unscoped --preset full: it replays every kernel the program launches "
+           "~38 times; scope it with -k REGEX and/or --launch-count N, or pass --force");
+  }
+
+  // An option given through extra_ncu_args replaces kprof's own choice for it.
+  auto overridden = [&](std::string_view option) {
+    return std::any_of(spec.extra_ncu_args.begin(), spec.extra_ncu_args.end(),
+                       [&](const std::string& arg) {
+                         return arg == option || arg.rfind(std::string(option) + "=", 0) == 0;
+                       });
+  };
+  std::vector<std::string>& argv = command.argv;
+  argv.push_back(spec.ncu);
+  // A config.ncu-cfg in the working directory or $HOME would silently change the capture.
+  if (!overridden("--config-file")) argv.insert(argv.end(), {"--config-file", "off"});
+  if (spec.attach) {
+    argv.insert(argv.end(), {"--mode", "attach", "--hostname", spec.attach->host});
+    if (spec.attach->port) argv.insert(argv.end(), {"--port", std::to_string(*spec.attach->port)});
+  }
+  std::vector<std::string> preset = preset_arguments(spec.preset);
+  argv.insert(argv.end(), preset.begin(), preset.end());
+  for (const std::string& section : spec.sections) argv.insert(argv.end(), {"--section", section});
+  if (!spec.metrics.empty()) argv.insert(argv.end(), {"--metrics", spec.metrics});
+  if (!spec.kernel_regex.empty()) {
+    argv.insert(argv.end(), {"--kernel-name", "regex:" + spec.kernel_regex});
+  }
+  if (!spec.kernel_name_base.empty()) {
+    argv.insert(argv.end(), {"--kernel-name-base", spec.kernel_name_base});
+  }
+  if (spec.launch_skip) argv.insert(argv.end(), {"--launch-skip", std::to_string(*spec.launch_skip)});
+  if (launch_count) argv.insert(argv.end(), {"--launch-count", std::to_string(*launch_count)});
+  // Launch mode: profile from the start with the application's cudaProfilerStart/Stop ignored.
+  // ncu 2025.3 rejects --profile-from-start next to --disable-profiler-start-stop ("Ignoring
+  // option --profile-from-start"), and rejects --target-processes in attach mode (seen on the
+  // H200), so each is given only where it applies.
+  if (!spec.attach) {
+    if (overridden("--profile-from-start")) {
+    } else if (spec.honor_profiler_start_stop) {
+      argv.insert(argv.end(), {"--profile-from-start", "on"});
+    } else {
+      argv.push_back("--disable-profiler-start-stop");
+    }
+    if (!overridden("--target-processes")) {
+      argv.insert(argv.end(), {"--target-processes", spec.children ? "all" : "application-only"});
+    }
+  }
+  if (!overridden("--clock-control")) argv.insert(argv.end(), {"--clock-control", spec.clock_control});
+  if (!spec.replay_mode.empty() && !overridden("--replay-mode")) {
+    argv.insert(argv.end(), {"--replay-mode", spec.replay_mode});
+  }
+  argv.insert(argv.end(), spec.extra_ncu_args.begin(), spec.extra_ncu_args.end());
+  argv.insert(argv.end(), {"--force-overwrite", "--export", spec.export_path});
+  if (!spec.target.empty()) {
+    argv.push_back("--");
+    argv.insert(argv.end(), spec.target.begin(), spec.target.end());
+  }
+
+  if (spec.clock_control != "none") {
+    command.warnings.push_back(fmt::format(
+        "--clock-control {}: ncu sets the GPU clocks while profiling, so durations differ from "
+        "production",
+        spec.clock_control));
+  }
+  if (spec.honor_profiler_start_stop) {
+    command.warnings.push_back(
+        "the application's cudaProfilerStart/Stop calls are honoured: a cudaProfilerStop ends "
+        "profiling silently");
+  }
+  if (spec.preset == Preset::kFull && spec.kernel_regex.empty() && !launch_count && spec.force) {
+    command.warnings.push_back(
+        "unscoped --preset full (forced): every kernel is replayed ~38 times");
+  }
+  if (spec.replay_mode == "application") {
+    command.warnings.push_back(
+        "application replay reruns the whole program per pass; a program that does not launch "
+        "the same kernels every run fails with \"Unexpected number of profiled kernels\"");
+  }
+  return command;
+}
+
+}  // namespace kprof::capture

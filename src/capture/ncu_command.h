@@ -1,0 +1,63 @@
+// The ncu command line kprof runs for a capture, with the capture hygiene of PRODUCT.md built in:
+// profile from the start (warm-up skipped with --launch-skip), the application's
+// cudaProfilerStart/Stop ignored, clocks left alone unless asked, the target's environment on
+// the ncu process (never `env VAR=v cmd`), child processes only when asked, and refusals for
+// captures that would profile nothing or replay a whole server dozens of times.
+// Pure: builds an argv and warnings; throws std::invalid_argument for a refused capture.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kprof::capture {
+
+enum class Preset { kTriage, kBasic, kFull, kCustom };
+enum class Safety { kNone, kSingleReplica, kMultiReplica };
+
+struct AttachEndpoint {
+  std::string host;
+  std::optional<int> port;  // ncu's default base port (49152) when absent
+};
+
+struct CaptureSpec {
+  std::string ncu = "ncu";
+  Preset preset = Preset::kTriage;
+  std::vector<std::string> sections;  // custom preset: --section each
+  std::string metrics;                // custom preset: --metrics (comma list)
+  std::string kernel_regex;
+  std::string kernel_name_base;       // function | demangled | mangled; ncu's default when empty
+  std::optional<std::int64_t> launch_skip, launch_count;
+  std::string clock_control = "none";
+  bool children = false;              // --target-processes all
+  std::string replay_mode;            // kernel | application | range …; ncu's default when empty
+  bool honor_profiler_start_stop = false;
+  Safety safety = Safety::kNone;
+  bool force = false;                 // allow an unscoped --set full
+  std::vector<std::string> extra_ncu_args;  // verbatim, for options kprof does not model
+  std::string export_path;            // report path without .ncu-rep
+  std::vector<std::string> target;    // the application's argv (launch mode)
+  std::optional<AttachEndpoint> attach;
+};
+
+struct NcuCommand {
+  std::vector<std::string> argv;
+  std::vector<std::string> warnings;  // printed, and kept in the bundle's manifest
+};
+
+// The preset's ncu options (sections, metrics, sampling) — what `kprof capture --help` lists.
+std::vector<std::string> preset_arguments(Preset preset);
+std::string preset_name(Preset preset);
+std::optional<Preset> parse_preset(const std::string& name);
+
+// "HOST", "HOST:PORT", "[V6ADDR]:PORT"; throws std::invalid_argument.
+AttachEndpoint parse_endpoint(const std::string& text);
+
+NcuCommand build_ncu_command(const CaptureSpec& spec);
+
+// The launch count a capture ends up with (safety presets impose one), for progress and attach.
+std::optional<std::int64_t> effective_launch_count(const CaptureSpec& spec);
+
+}  // namespace kprof::capture

@@ -1,0 +1,355 @@
+// kprof capture end to end against a stand-in for ncu (tests/support/fake_ncu.py) that replays
+// real ncu runs recorded on the H200 (data/h200/capture-recordings, data/h200/ncu-outputs):
+// the argv kprof gives ncu, the diagnosis and exit code of each failure, and the bundle.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "capture/child_process.h"
+#include "support/run_process.h"
+#include "support/test_data.h"
+
+namespace kprof {
+namespace {
+namespace fs = std::filesystem;
+using testing::data_path;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+class Capture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) /
+           ("kprof-capture-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    setenv("KPROF_NCU", KPROF_FAKE_NCU, 1);
+    setenv("FAKE_NCU_VERSION", data_path("h200/ncu-outputs/ncu_version.txt").c_str(), 1);
+    setenv("FAKE_NCU_LOG", (dir_ / "ncu-calls.jsonl").c_str(), 1);
+    unsetenv("FAKE_NCU_HANG");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string bundle() const { return (dir_ / "bundle").string(); }
+
+  testing::ProcessResult capture(const std::string& recording, std::vector<std::string> args) {
+    setenv("FAKE_NCU_RECORDING", recording.c_str(), 1);
+    args.insert(args.begin(), {KPROF_BINARY, "capture", "-o", bundle()});
+    return testing::run_process(args);
+  }
+
+  nlohmann::json manifest(const std::string& path) const {
+    return nlohmann::json::parse(read_file(path + "/manifest.json"));
+  }
+
+  // Every ncu invocation kprof made, in order (the profiling run, then the exports).
+  std::vector<nlohmann::json> ncu_calls() const {
+    std::vector<nlohmann::json> calls;
+    std::ifstream in(dir_ / "ncu-calls.jsonl");
+    for (std::string line; std::getline(in, line);) calls.push_back(nlohmann::json::parse(line));
+    return calls;
+  }
+
+  static std::vector<std::string> diagnosis_ids(const nlohmann::json& manifest) {
+    std::vector<std::string> ids;
+    for (const auto& d : manifest["diagnoses"]) ids.push_back(d["id"]);
+    return ids;
+  }
+
+  fs::path dir_;
+};
+
+std::string recording(const std::string& name) { return data_path("h200/capture-recordings/" + name); }
+
+TEST_F(Capture, TriageCaptureWritesACompleteBundle) {
+  auto result = capture(recording("suite_triage"), {"-k", "^k_", "--env", "FOO=bar baz", "--", "./suite"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  // Progress while ncu ran, one line per kernel with its passes.
+  EXPECT_NE(result.err.find("kernel 1: k_dram_stream (14 passes)"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("kernel 10: k_atomic_one_address (14 passes)"), std::string::npos);
+  // The verdict table of the capture on stdout.
+  EXPECT_NE(result.out.find("k_fp32_fma"), std::string::npos);
+  EXPECT_NE(result.out.find("compute-bound"), std::string::npos);
+
+  for (const char* file : {"manifest.json", "report.ncu-rep", "raw.csv", "speed_of_light.csv",
+                           "analysis.json", "ncu.log", "ncu-stdout.txt", "ncu-stderr.txt"}) {
+    EXPECT_TRUE(fs::exists(bundle() + "/" + file)) << file;
+  }
+  EXPECT_FALSE(fs::exists(bundle() + ".incomplete"));
+  nlohmann::json m = manifest(bundle());
+  EXPECT_EQ(m["schema"], "kprof.bundle/1");
+  EXPECT_EQ(m["status"], "ok");
+  EXPECT_EQ(m["preset"], "triage");
+  EXPECT_EQ(m["clock_control"], "none");
+  EXPECT_EQ(m["kernel_regex"], "^k_");
+  EXPECT_EQ(m["progress"]["kernels_profiled"], 10);
+  EXPECT_EQ(m["progress"]["passes_min"], 14);
+  EXPECT_EQ(m["ncu"]["version"], "Version 2025.3.1.0 (build 36398880) (public-release)");
+  EXPECT_EQ(m["target"]["env"]["FOO"], "bar baz");
+  EXPECT_TRUE(m["diagnoses"].empty()) << m["diagnoses"].dump();
+  // Digests in the manifest equal sha256sum's.
+  for (const auto& [name, entry] : m["files"].items()) {
+    auto sum = testing::run_process({"/usr/bin/sha256sum", bundle() + "/" + name});
+    EXPECT_EQ(sum.out.substr(0, 64), entry["sha256"].get<std::string>()) << name;
+    EXPECT_EQ(fs::file_size(bundle() + "/" + name), entry["bytes"].get<uintmax_t>()) << name;
+  }
+  // analysis.json is the verdict analysis of the bundle's report.
+  nlohmann::json analysis = nlohmann::json::parse(read_file(bundle() + "/analysis.json"));
+  auto again = testing::run_process({KPROF_BINARY, "analyze", "--json", bundle() + "/report.ncu-rep"});
+  nlohmann::json direct = nlohmann::json::parse(again.out);
+  ASSERT_EQ(analysis["kernels"].size(), 10u);
+  for (size_t i = 0; i < 10; ++i) {
+    EXPECT_EQ(analysis["kernels"][i]["roofline"], direct["kernels"][i]["roofline"]);
+    EXPECT_EQ(analysis["kernels"][i]["bound_by"], direct["kernels"][i]["bound_by"]);
+  }
+
+  // What ncu was given: hygiene options, the environment on ncu itself, the target after --.
+  std::vector<nlohmann::json> calls = ncu_calls();
+  ASSERT_GE(calls.size(), 4u);  // --version, the capture, two exports
+  std::vector<std::string> argv = calls[1]["argv"];
+  auto value_of = [&](const std::string& option) {
+    auto it = std::find(argv.begin(), argv.end(), option);
+    return it == argv.end() || it + 1 == argv.end() ? std::string("<absent>") : *(it + 1);
+  };
+  EXPECT_EQ(value_of("--clock-control"), "none");
+  EXPECT_EQ(value_of("--config-file"), "off");
+  EXPECT_EQ(value_of("--target-processes"), "application-only");
+  EXPECT_EQ(value_of("--kernel-name"), "regex:^k_");
+  EXPECT_EQ(argv.back(), "./suite");
+  EXPECT_EQ(*(argv.end() - 2), "--");
+  EXPECT_EQ(calls[1]["env"]["FOO"], "bar baz");
+  for (const std::string& arg : argv) EXPECT_EQ(arg.find("FOO"), std::string::npos) << arg;
+  EXPECT_EQ(calls[2]["argv"][1].get<std::string>(), "--import");
+}
+
+struct FailureCase {
+  const char* recording;
+  std::vector<std::string> args;  // what reproduces the recorded ncu command line
+  int exit_code;
+  const char* diagnosis;
+};
+
+TEST_F(Capture, EachRecordedFailureIsDiagnosed) {
+  const std::vector<FailureCase> cases = {
+      {"no_match", {"-k", "doesnotexist", "--", "./targets", "plain"}, 7, "no_kernel_matched"},
+      {"not_cuda", {"--", "/bin/true"}, 7, "no_cuda"},
+      {"children", {"--launch-count", "1", "--", "python3", "-c", "import subprocess"}, 7, "no_cuda"},
+      {"never_started", {"--ncu-arg=--profile-from-start", "--ncu-arg=off", "--", "./targets", "plain"}, 7,
+       "profiling_never_started"},
+      {"unknown_metric", {"--metrics", "no__such_metric.sum", "--", "./targets", "plain"}, 7, "unknown_metric"},
+      {"unknown_section", {"--section", "NoSuchSection", "--", "./targets", "plain"}, 7, "unknown_section"},
+      {"app_replay_random", {"--replay-mode", "application", "--preset", "basic", "--", "./targets", "random"}, 7,
+       "application_replay_inconsistent"},
+      {"target_crash", {"--", "./targets", "crash"}, 7, "target_failed"},
+      {"missing_app", {"--", "./no_such_program"}, 7, "missing_application"},
+      {"profiler_stop", {"--honor-profiler-start-stop", "--launch-count", "5", "--", "./targets", "stop"}, 0,
+       "fewer_kernels_than_requested"},
+  };
+  for (const FailureCase& c : cases) {
+    SCOPED_TRACE(c.recording);
+    fs::remove_all(bundle());
+    auto result = capture(recording(c.recording), c.args);
+    EXPECT_EQ(result.exit_code, c.exit_code) << result.err;
+    ASSERT_TRUE(fs::exists(bundle() + "/manifest.json")) << result.err;
+    nlohmann::json m = manifest(bundle());
+    std::vector<std::string> ids = diagnosis_ids(m);
+    EXPECT_NE(std::find(ids.begin(), ids.end(), c.diagnosis), ids.end()) << m["diagnoses"].dump();
+    EXPECT_EQ(m["status"], c.exit_code == 0 ? "ok" : "failed");
+    // One line of what happened and one of what to do, on stderr.
+    EXPECT_NE(result.err.find("[" + std::string(c.diagnosis) + "]"), std::string::npos) << result.err;
+    EXPECT_NE(result.err.find("    → "), std::string::npos);
+  }
+}
+
+TEST_F(Capture, CrashedTargetsReportIsStillAnalysed) {
+  auto result = capture(recording("target_crash"), {"--", "./targets", "crash"});
+  EXPECT_EQ(result.exit_code, 7);
+  EXPECT_TRUE(fs::exists(bundle() + "/analysis.json"));
+  EXPECT_NE(result.err.find("code 11 (SIGSEGV"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("4 kernels were profiled"), std::string::npos);
+}
+
+TEST_F(Capture, NoMatchNamesTheKernelsTheApplicationRan) {
+  auto result = capture(recording("no_match"), {"-k", "doesnotexist", "--", "./targets", "plain"});
+  EXPECT_NE(result.err.find("matched none of the 1 kernels the application launched: k_work"), std::string::npos)
+      << result.err;
+}
+
+// A listening socket standing for the ncu launch-mode target's port.
+class FakeTarget {
+ public:
+  FakeTarget() {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    listen(fd_, 8);
+    socklen_t length = sizeof address;
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length);
+    port_ = ntohs(address.sin_port);
+  }
+  ~FakeTarget() { close(fd_); }
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+TEST_F(Capture, AttachDetachesOnceTheReportIsWritten) {
+  FakeTarget target;
+  std::string endpoint = "127.0.0.1:" + std::to_string(target.port());
+  auto result = capture(recording("attach_1"), {"--attach", endpoint, "-k", "k_alpha", "--launch-count", "2",
+                                                "--preset", "basic", "--timeout", "60"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.err.find("kernel 2 of 2: k_alpha (10 passes)"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("detaching from the target"), std::string::npos);
+  EXPECT_NE(result.err.find("the target still runs"), std::string::npos);
+  nlohmann::json m = manifest(bundle());
+  EXPECT_EQ(m["ncu"]["exit_code"], 130);  // the attach client's answer to SIGINT
+  EXPECT_EQ(m["ncu"]["detached_by_kprof"], true);
+  EXPECT_EQ(m["attach"]["port"], target.port());
+  EXPECT_TRUE(fs::exists(bundle() + "/analysis.json"));
+  std::vector<std::string> argv = ncu_calls()[1]["argv"];
+  EXPECT_EQ(std::count(argv.begin(), argv.end(), "--target-processes"), 0);
+}
+
+TEST_F(Capture, AttachWithNothingListeningIsDiagnosed) {
+  auto result = capture(recording("attach_nothing"), {"--attach", "127.0.0.1", "--launch-count", "1"});
+  EXPECT_EQ(result.exit_code, 7);
+  EXPECT_NE(result.err.find("[no_attachable_process]"), std::string::npos) << result.err;
+}
+
+bool alive(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
+
+pid_t wait_for_pid(const std::string& pidfile) {
+  for (int i = 0; i < 200; ++i) {
+    std::ifstream in(pidfile);
+    pid_t pid = 0;
+    if (in >> pid && pid > 0) return pid;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return 0;
+}
+
+TEST_F(Capture, TimeoutStopsNcuAndItsTargetAndMarksTheBundleIncomplete) {
+  std::string pidfile = (dir_ / "target.pid").string();
+  setenv("FAKE_NCU_HANG", "1", 1);
+  setenv("FAKE_NCU_HANG_PIDFILE", pidfile.c_str(), 1);
+  auto result = capture(recording("suite_triage"), {"--timeout", "2", "-k", "^k_", "--", "./suite"});
+  unsetenv("FAKE_NCU_HANG");
+  EXPECT_EQ(result.exit_code, 8) << result.err;
+  EXPECT_FALSE(fs::exists(bundle()));
+  ASSERT_TRUE(fs::exists(bundle() + ".incomplete/manifest.json"));
+  nlohmann::json m = manifest(bundle() + ".incomplete");
+  EXPECT_EQ(m["status"], "incomplete");
+  EXPECT_EQ(m["incomplete_reason"], "timeout");
+  EXPECT_TRUE(fs::exists(bundle() + ".incomplete/ncu.log"));  // what ncu printed is kept
+  pid_t target = wait_for_pid(pidfile);
+  ASSERT_GT(target, 0);
+  for (int i = 0; i < 100 && alive(target); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(alive(target)) << "the profiled program outlived the timeout";
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(entry.path().filename().string().find(".partial-"), std::string::npos);
+  }
+}
+
+TEST_F(Capture, CtrlCStopsNcuAndItsTargetAndMarksTheBundleIncomplete) {
+  std::string pidfile = (dir_ / "target.pid").string();
+  setenv("FAKE_NCU_HANG", "1", 1);
+  setenv("FAKE_NCU_HANG_PIDFILE", pidfile.c_str(), 1);
+  setenv("FAKE_NCU_RECORDING", recording("suite_triage").c_str(), 1);
+  capture::ChildRequest request;
+  request.argv = {KPROF_BINARY, "capture", "-o", bundle(), "-k", "^k_", "--", "./suite"};
+  request.timeout = std::chrono::seconds(60);
+  // SIGINT to kprof (as a terminal's Ctrl-C would) once the profiled program is running.
+  request.on_tick = [&] { return fs::exists(pidfile); };
+  capture::ChildResult result = capture::run_child(request);
+  unsetenv("FAKE_NCU_HANG");
+  EXPECT_EQ(result.exit_code, 8) << result.err;
+  nlohmann::json m = manifest(bundle() + ".incomplete");
+  EXPECT_EQ(m["incomplete_reason"], "interrupted");
+  pid_t target = wait_for_pid(pidfile);
+  for (int i = 0; i < 100 && alive(target); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(alive(target));
+}
+
+TEST_F(Capture, RefusalsHappenBeforeAnythingRuns) {
+  auto env_wrapper = capture(recording("suite_triage"), {"--", "env", "FOO=1", "./app"});
+  EXPECT_EQ(env_wrapper.exit_code, 2);
+  EXPECT_NE(env_wrapper.err.find("--env NAME=VALUE"), std::string::npos);
+  auto unscoped = capture(recording("suite_triage"), {"--preset", "full", "--", "./server"});
+  EXPECT_EQ(unscoped.exit_code, 2);
+  EXPECT_NE(unscoped.err.find("unscoped --preset full"), std::string::npos);
+  auto bad_env = capture(recording("suite_triage"), {"--env", "NOEQUALS", "--", "./app"});
+  EXPECT_EQ(bad_env.exit_code, 2);
+  auto bad_regex = capture(recording("suite_triage"), {"-k", "(", "--", "./app"});
+  EXPECT_EQ(bad_regex.exit_code, 2);
+  EXPECT_TRUE(ncu_calls().empty());
+  EXPECT_FALSE(fs::exists(bundle()));
+  EXPECT_TRUE(env_wrapper.out.empty());
+}
+
+TEST_F(Capture, AnExistingBundleIsNeverOverwritten) {
+  fs::create_directories(bundle());
+  auto result = capture(recording("suite_triage"), {"--", "./suite"});
+  EXPECT_EQ(result.exit_code, 3);
+  EXPECT_NE(result.err.find("already exists"), std::string::npos);
+}
+
+TEST_F(Capture, MissingNcuSaysWhatToInstall) {
+  setenv("KPROF_NCU", "/nonexistent/ncu", 1);
+  auto result = capture(recording("suite_triage"), {"--", "./suite"});
+  EXPECT_EQ(result.exit_code, 9);
+  EXPECT_NE(result.err.find("ncu not found"), std::string::npos);
+  EXPECT_NE(result.err.find("kprof doctor"), std::string::npos);
+}
+
+TEST_F(Capture, DoctorOnTheH200sRecordedFacts) {
+  // A root folder holding what the H200 exposed (data/h200/ncu-outputs).
+  fs::path root = dir_ / "root";
+  fs::create_directories(root / "proc/driver/nvidia");
+  fs::create_directories(root / "sys/module/nvidia");
+  fs::create_directories(root / "dev");
+  fs::create_directories(root / "usr/local/cuda/include");
+  fs::copy_file(data_path("h200/ncu-outputs/driver_params.txt"), root / "proc/driver/nvidia/params");
+  fs::copy_file(data_path("h200/ncu-outputs/driver_version.txt"), root / "sys/module/nvidia/version");
+  std::ofstream(root / "usr/local/cuda/include/cuda_runtime_api.h") << "#define CUDART_VERSION  13000\n";
+  std::ofstream(root / "dev/nvidiactl") << "";
+  unsetenv("CUDA_INJECTION64_PATH");
+  auto ready = testing::run_process({KPROF_BINARY, "doctor", "--root", root.string(), "--json"});
+  ASSERT_EQ(ready.exit_code, 0) << ready.out << ready.err;
+  nlohmann::json report = nlohmann::json::parse(ready.out);
+  EXPECT_EQ(report["ready"], true);
+  std::string text = report.dump();
+  EXPECT_NE(text.find("580.159.04 (supports CUDA up to 13.x)"), std::string::npos) << text;
+  EXPECT_NE(text.find("toolkit 13.0 on a CUDA 13.x driver"), std::string::npos);
+  EXPECT_NE(text.find("RmProfilingAdminOnly: 0"), std::string::npos);
+  EXPECT_NE(text.find("Version 2025.3.1.0"), std::string::npos);
+
+  fs::remove(root / "dev/nvidiactl");
+  setenv("CUDA_INJECTION64_PATH", "/opt/other/libinject.so", 1);
+  auto not_ready = testing::run_process({KPROF_BINARY, "doctor", "--root", root.string()});
+  unsetenv("CUDA_INJECTION64_PATH");
+  EXPECT_EQ(not_ready.exit_code, 9);
+  EXPECT_NE(not_ready.out.find("FAILED   GPU device"), std::string::npos) << not_ready.out;
+  EXPECT_NE(not_ready.out.find("warning  CUDA_INJECTION64_PATH"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kprof

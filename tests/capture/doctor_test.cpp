@@ -1,0 +1,83 @@
+// Gate 0 checks on recorded facts: the H200's (ready) and the failure cases doctor must name.
+#include "capture/doctor.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace kprof::capture {
+namespace {
+
+// What the lent H200 showed (data/h200/ncu-outputs: ncu_version, driver_version, driver_params).
+SystemFacts h200() {
+  SystemFacts facts;
+  facts.ncu_path = "/usr/local/cuda/bin/ncu";
+  facts.ncu_is_script = true;
+  facts.ncu_version = "Version 2025.3.1.0 (build 36398880) (public-release)";
+  facts.driver_version = "580.159.04";
+  facts.cuda_toolkit_version = "13.0";
+  facts.cuda_toolkit_source = "/usr/local/cuda/include/cuda_runtime_api.h";
+  facts.profiling_admin_only = 0;
+  facts.effective_uid = 0;
+  facts.proc_version = "Linux version 6.8.0";
+  facts.device_nodes = true;
+  return facts;
+}
+
+const Check* find(const std::vector<Check>& checks, const std::string& name) {
+  auto it = std::find_if(checks.begin(), checks.end(), [&](const Check& c) { return c.name == name; });
+  return it == checks.end() ? nullptr : &*it;
+}
+
+bool any_failed(const std::vector<Check>& checks) {
+  return std::any_of(checks.begin(), checks.end(),
+                     [](const Check& c) { return c.status == Check::Status::kFailed; });
+}
+
+TEST(Doctor, TheH200IsReady) {
+  std::vector<Check> checks = run_doctor_checks(h200());
+  EXPECT_FALSE(any_failed(checks));
+  EXPECT_NE(find(checks, "ncu")->detail.find("wrapper script"), std::string::npos);
+  EXPECT_NE(find(checks, "driver")->detail.find("CUDA up to 13"), std::string::npos);
+}
+
+TEST(Doctor, DriverOlderThanTheToolkitIsAMajorVersionSkew) {
+  SystemFacts facts = h200();
+  facts.driver_version = "570.86.15";  // a CUDA 12.8 driver under a CUDA 13 toolkit
+  const Check* check = find(run_doctor_checks(facts), "cuda versions");
+  ASSERT_NE(check, nullptr);
+  EXPECT_EQ(check->status, Check::Status::kFailed);
+  EXPECT_NE(check->detail.find("CUDA 12.x"), std::string::npos);
+  EXPECT_EQ(cuda_major_of_driver("535.104.05"), 12);
+  EXPECT_EQ(cuda_major_of_driver("470.1"), 11);
+  EXPECT_EQ(cuda_major_of_driver(""), std::nullopt);
+}
+
+TEST(Doctor, AdminOnlyCountersFailForNonRootOnly) {
+  SystemFacts facts = h200();
+  facts.profiling_admin_only = 1;
+  facts.effective_uid = 1000;
+  const Check* check = find(run_doctor_checks(facts), "counter permission");
+  EXPECT_EQ(check->status, Check::Status::kFailed);
+  EXPECT_NE(check->detail.find("ERR_NVGPUCTRPERM"), std::string::npos);
+  facts.effective_uid = 0;
+  EXPECT_EQ(find(run_doctor_checks(facts), "counter permission")->status, Check::Status::kOk);
+}
+
+TEST(Doctor, InjectionVariableAndSandboxAndMissingPieces) {
+  SystemFacts facts = h200();
+  facts.env["CUDA_INJECTION64_PATH"] = "/opt/other/libinject.so";
+  EXPECT_EQ(find(run_doctor_checks(facts), "CUDA_INJECTION64_PATH")->status, Check::Status::kWarning);
+  facts = h200();
+  facts.proc_version = "Linux version 4.4.0 #1 SMP Sun Jan 10 15:06:54 PST 2016";
+  EXPECT_EQ(find(run_doctor_checks(facts), "sandbox")->status, Check::Status::kFailed);
+  facts = h200();
+  facts.ncu_path.clear();
+  facts.device_nodes = false;
+  std::vector<Check> checks = run_doctor_checks(facts);
+  EXPECT_EQ(find(checks, "ncu")->status, Check::Status::kFailed);
+  EXPECT_EQ(find(checks, "GPU device")->status, Check::Status::kFailed);
+}
+
+}  // namespace
+}  // namespace kprof::capture

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""A stand-in for ncu in tests: replays what a real ncu printed, wrote and returned.
+
+FAKE_NCU_RECORDING names a recording: either a kprof evidence bundle recorded on a GPU
+(ncu-stdout.txt, ncu-stderr.txt, manifest.json with ncu.exit_code, report.ncu-rep[.zst],
+raw.csv[.zst], speed_of_light.csv[.zst]) or an ncu-outputs prefix (NAME.out, NAME.err, NAME.rc).
+  ncu --version                       → FAKE_NCU_VERSION's file (ncu's recorded banner)
+  ncu --import R --csv --page raw     → the recording's raw.csv
+  ncu --import R --csv --page details → the recording's speed_of_light.csv
+  ncu … --export PATH …               → stdout/stderr replayed, the report copied to PATH.ncu-rep,
+                                        the recorded exit status returned
+In attach mode (--mode attach) the output up to the last "==PROF== Profiling" line is printed,
+the report written, and then — as the real attach client does — it waits for SIGINT before
+printing the rest and exiting with the recorded status.
+FAKE_NCU_LOG: a file to append {"argv": …, "env": {…}} to. FAKE_NCU_LINE_DELAY: seconds between
+lines. FAKE_NCU_HANG=1: after the output, start a child (the "target") in the same process
+group, write its pid to FAKE_NCU_HANG_PIDFILE, and wait forever."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+argv = sys.argv[1:]
+log = os.environ.get("FAKE_NCU_LOG")
+if log:
+    with open(log, "a") as f:
+        watched = ("FOO", "CUDA_INJECTION64_PATH", "KPROF_TEST_VALUE")
+        f.write(json.dumps({"argv": sys.argv, "env": {k: os.environ[k] for k in watched if k in os.environ}}) + "\n")
+
+if "--version" in argv:
+    sys.stdout.write(open(os.environ["FAKE_NCU_VERSION"]).read())
+    sys.exit(0)
+
+rec = os.environ.get("FAKE_NCU_RECORDING", "")
+
+
+def read(name):
+    for path in (os.path.join(rec, name), rec + "." + name):
+        if os.path.exists(path):
+            return open(path, "rb").read()
+        if os.path.exists(path + ".zst"):
+            return subprocess.run(["zstd", "-dc", path + ".zst"], check=True, capture_output=True).stdout
+    return None
+
+
+def option(name):
+    return argv[argv.index(name) + 1] if name in argv else None
+
+
+if "--import" in argv:
+    page = option("--page")
+    data = read("raw.csv" if page == "raw" else "speed_of_light.csv")
+    if data is None:
+        sys.stderr.write("==ERROR== no recorded export for this page\n")
+        sys.exit(1)
+    sys.stdout.buffer.write(data)
+    sys.exit(0)
+
+if os.path.isdir(rec):
+    out, err = read("ncu-stdout.txt") or b"", read("ncu-stderr.txt") or b""
+    rc = json.loads(read("manifest.json"))["ncu"]["exit_code"]
+    report = read("report.ncu-rep")
+else:
+    out, err = read("out") or b"", read("err") or b""
+    rc = int((read("rc") or b"0").strip())
+    report = None
+export = option("--export")
+delay = float(os.environ.get("FAKE_NCU_LINE_DELAY", "0"))
+
+
+def write_report():
+    if report is not None and export:
+        path = export if export.endswith(".ncu-rep") else export + ".ncu-rep"
+        with open(path, "wb") as f:
+            f.write(report)
+
+
+def replay(lines, stream):
+    for line in lines:
+        stream.buffer.write(line)
+        stream.flush()
+        if delay:
+            time.sleep(delay)
+
+
+out_lines = out.splitlines(keepends=True)
+if "--mode" in argv and option("--mode") == "attach" and rc == 130:
+    last = max((i for i, l in enumerate(out_lines) if l.startswith(b"==PROF== Profiling")), default=-1)
+    interrupted = []
+    signal.signal(signal.SIGINT, lambda *_: interrupted.append(1))
+    replay(out_lines[: last + 1], sys.stdout)
+    write_report()
+    while not interrupted:
+        time.sleep(0.05)
+    replay(out_lines[last + 1:], sys.stdout)
+    replay(err.splitlines(keepends=True), sys.stderr)
+    sys.exit(rc)
+
+replay(out_lines, sys.stdout)
+replay(err.splitlines(keepends=True), sys.stderr)
+if os.environ.get("FAKE_NCU_HANG"):
+    target = subprocess.Popen(["sleep", "600"])
+    pidfile = os.environ.get("FAKE_NCU_HANG_PIDFILE")
+    if pidfile:
+        with open(pidfile, "w") as f:
+            f.write(str(target.pid))
+    while True:
+        time.sleep(1)
+write_report()
+sys.exit(rc)
