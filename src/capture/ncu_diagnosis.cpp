@@ -114,6 +114,42 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
                        "check `ncu --version` and `ncu --help`: options differ between versions"});
     }
   }
+  if (contains(out, "ERR_NVGPUCTRPERM")) {
+    found.push_back({"counter_permission", true,
+                     "ERR_NVGPUCTRPERM: this user may not read the GPU performance counters "
+                     "(the driver restricts them to administrators)",
+                     "run as root or with CAP_SYS_ADMIN (in a container: --cap-add SYS_ADMIN), or "
+                     "load the driver with NVreg_RestrictProfilingToAdminUsers=0; `kprof doctor` "
+                     "checks this"});
+  }
+  // CUPTI / the injection library failing to start, often a driver older than the CUDA the
+  // application or ncu was built for. Not provoked on the lent H200 (one CUDA 13 toolkit on a
+  // CUDA 13 driver): matched loosely, and the versions are quoted from ncu's own lines.
+  static const RE2 kDriverVersion("(?i)driver[^0-9\\n]{0,40}?(\\d+)\\.(\\d+)");
+  static const RE2 kRuntimeVersion("(?i)runtime[^0-9\\n]{0,40}?(\\d+)\\.(\\d+)");
+  bool library_failed = RE2::PartialMatch(
+      out, "(?i)(failed to (load|initialize|initialise)[^\\n]*(profil|inject|cupti))|"
+           "(cupti[^\\n]*(error|fail))");
+  int driver_major = 0, driver_minor = 0, runtime_major = 0, runtime_minor = 0;
+  bool versions = false;
+  for (std::string_view line : lines_of(out)) {
+    if (line.find("CUDA") == std::string_view::npos) continue;
+    if (RE2::PartialMatch(line, kDriverVersion, &driver_major, &driver_minor)) versions = true;
+    RE2::PartialMatch(line, kRuntimeVersion, &runtime_major, &runtime_minor);
+  }
+  if (versions && runtime_major > driver_major) {
+    found.push_back({"cuda_version_skew", true,
+                     fmt::format("the CUDA runtime/toolkit ({}.{}) is a newer major version than "
+                                 "the driver supports ({}.{}): the profiler cannot initialise",
+                                 runtime_major, runtime_minor, driver_major, driver_minor),
+                     "use an ncu and application built for the driver's CUDA major, or upgrade "
+                     "the driver; `kprof doctor` compares them"});
+  } else if (library_failed) {
+    found.push_back({"profiler_library_failed", true,
+                     "ncu's profiler library (CUPTI injection) did not load or initialise in the "
+                     "application",
+                     "run `kprof doctor` (driver vs CUDA versions, sandbox, CUDA_INJECTION64_PATH)"});
+  }
   std::string section;
   if (RE2::PartialMatch(out, "Option '--section ([^']+)' did not match any section", &section)) {
     found.push_back({"unknown_section", true,

@@ -98,5 +98,29 @@ TEST(NcuDiagnosis, WarningsForRunsThatWorked) {
   EXPECT_EQ(ids(stopped), std::vector<std::string>{"fewer_kernels_than_requested"});
 }
 
+// Neither could be provoked on the lent H200 (root, RmProfilingAdminOnly 0, one CUDA 13 toolkit
+// on a CUDA 13 driver). The permission message is the one NVIDIA documents for ERR_NVGPUCTRPERM;
+// the version lines are written the way the rule expects them, and say so.
+TEST(NcuDiagnosis, NotRecordedPermissionAndVersionSkew) {
+  NcuRun denied{{"ncu", "./app"},
+                "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA "
+                "GPU Performance Counters on the target device 0.\n",
+                1};
+  std::vector<Diagnosis> found = diagnose(denied);
+  ASSERT_FALSE(found.empty());
+  EXPECT_EQ(found.front().id, "counter_permission");
+  NcuRun skew{{"ncu", "./app"},
+              "==ERROR== Failed to initialize the profiler library.\n"
+              "==ERROR== CUDA versions: driver 12.8, runtime 13.0\n",
+              1};
+  found = diagnose(skew);
+  ASSERT_FALSE(found.empty());
+  EXPECT_EQ(found.front().id, "cuda_version_skew");
+  EXPECT_NE(found.front().what.find("(13.0)"), std::string::npos);
+  EXPECT_NE(found.front().what.find("(12.8)"), std::string::npos);
+  NcuRun same{{"ncu", "./app"}, "==ERROR== Failed to load the CUPTI injection library\n", 1};
+  EXPECT_EQ(diagnose(same).front().id, "profiler_library_failed");
+}
+
 }  // namespace
 }  // namespace kprof::capture

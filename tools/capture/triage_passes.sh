@@ -22,7 +22,7 @@ run() {  # NAME ARGS...
   $NCU "$@" --clock-control none -k regex:^k_ -f -o "$O/$name" ./suite > "$O/$name.log" 2>&1
   local rc=$? e=$(date +%s.%N)
   local passes=$(grep -o -- '- [0-9]* passes' "$O/$name.log" | awk '{print $2}' | sort -n | uniq -c | tr '\n' ' ')
-  printf '%-14s rc=%s %6.1fs passes(count value): %s\n' "$name" "$rc" "$(echo "$e - $s" | bc)" "$passes"
+  printf '%-14s rc=%s %6.1fs passes(count value): %s\n' "$name" "$rc" "$(awk "BEGIN{print $e - $s}")" "$passes"
   grep -m3 "==WARNING==\|==ERROR==" "$O/$name.log"
 }
 run full --set full
@@ -47,9 +47,9 @@ prun() {
   $NCU "$@" --clock-control none --launch-skip 20 --launch-count 30 -f -o "$O/$name" python3 workload_decode.py 4 > "$O/$name.log" 2>&1
   local rc=$? e=$(date +%s.%N)
   local passes=$(grep -o -- '- [0-9]* passes' "$O/$name.log" | awk '{print $2}' | sort -n | uniq -c | tr '\n' ' ')
-  printf '%-14s rc=%s %6.1fs passes(count value): %s\n' "$name" "$rc" "$(echo "$e - $s" | bc)" "$passes"
+  printf '%-14s rc=%s %6.1fs passes(count value): %s\n' "$name" "$rc" "$(awk "BEGIN{print $e - $s}")" "$passes"
 }
-s=$(date +%s.%N); python3 workload_decode.py 4; echo "no profiler: $(echo "$(date +%s.%N) - $s" | bc) s"
+s=$(date +%s.%N); python3 workload_decode.py 4; echo "no profiler: $(awk "BEGIN{print $(date +%s.%N) - $s}") s"
 prun torch_full --set full
 prun torch_basic --set basic
 prun torch_all_stalls $CORE --metrics "$FLOPS,$TENSOR,$DRAM,$STALLS"
