@@ -19,6 +19,7 @@ namespace kprof::capture {
 namespace {
 
 volatile std::sig_atomic_t g_interrupt = 0;
+bool g_keep_interrupts = false;
 
 void on_signal(int) { g_interrupt = 1; }
 
@@ -108,6 +109,15 @@ struct LineSplitter {
 
 bool interrupt_received() { return g_interrupt != 0; }
 
+void keep_interrupts() {
+  g_keep_interrupts = true;
+  struct sigaction action {};
+  action.sa_handler = on_signal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
 std::string find_executable(const std::string& name) {
   auto executable = [](const std::string& path) {
     struct stat info {};
@@ -179,7 +189,7 @@ ChildResult run_child(const ChildRequest& request) {
   envp.push_back(nullptr);
 
   SignalGuard guard;
-  g_interrupt = 0;
+  if (!g_keep_interrupts) g_interrupt = 0;
   Clock::time_point start = Clock::now();
   pid_t pid = 0;
   int spawn_error =
@@ -235,7 +245,7 @@ ChildResult run_child(const ChildRequest& request) {
       result.stop_requested = true;
       request_stop();
     }
-    if (g_interrupt && !stop_sent) {
+    if (g_interrupt && !stop_sent && !request.survive_interrupt) {
       result.interrupted = true;
       request_stop();
     }

@@ -23,6 +23,8 @@ struct ChildRequest {
   // Called about every 100 ms while the child runs; returning true asks for SIGINT as above
   // (used to detach once the report file is on disk).
   std::function<bool()> on_tick;
+  // Keep running when kprof is interrupted (the cleanup after an interrupt must finish).
+  bool survive_interrupt = false;
 };
 
 struct ChildResult {
@@ -48,5 +50,10 @@ std::string find_executable(const std::string& name);
 // True once kprof has received SIGINT or SIGTERM during run_child (for callers that must
 // mark their work incomplete).
 bool interrupt_received();
+
+// For work made of many child processes (a Kubernetes operation): from now on SIGINT and
+// SIGTERM only set the flag interrupt_received() reads — also between children — so the caller
+// can clean up before it exits; run_child stops its child at once when the flag is set.
+void keep_interrupts();
 
 }  // namespace kprof::capture

@@ -251,4 +251,15 @@ void define_analyze(CLI::App& parent, Runner& runner) {
   });
 }
 
+BundleAnalysis analyze_for_bundle(const std::string& report_path) {
+  AnalyzeOptions options;
+  options.paths = {report_path};
+  Output json_output, table_output;
+  options.json = true;
+  run_analyze(options, json_output);
+  options.json = false;
+  run_analyze(options, table_output);
+  return {table_output.stdout_text, json_output.stdout_text};
+}
+
 }  // namespace kprof::cli

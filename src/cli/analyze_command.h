@@ -28,4 +28,10 @@ struct AnalyzeOptions {
 void add_verdict_options(CLI::App& command, AnalyzeOptions& options);
 ExitCode run_analyze(const AnalyzeOptions& options, Output& output);
 
+// The verdict table and kprof.analysis/1 JSON of one report, for an evidence bundle.
+struct BundleAnalysis {
+  std::string table, json;
+};
+BundleAnalysis analyze_for_bundle(const std::string& report_path);
+
 }  // namespace kprof::cli

@@ -21,6 +21,7 @@
 #include "capture/ncu_diagnosis.h"
 #include "cli/analyze_command.h"
 #include "cli/command.h"
+#include "cli/capture_support.h"
 #include "cli/selection.h"
 #include "capture/ncu_locator.h"
 
@@ -136,24 +137,7 @@ bool endpoint_reachable(const capture::AttachEndpoint& endpoint) {
   return ok;
 }
 
-void note(const std::string& text) {
-  std::fprintf(stderr, "kprof: %s\n", text.c_str());
-  std::fflush(stderr);
-}
 
-std::string quoted_command(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const std::string& arg : argv) {
-    bool plain = !arg.empty() && arg.find_first_of(" \t\n'\"\\$`;&|<>()*?[]{}!#~") == std::string::npos;
-    std::string shown = plain ? arg : "'" + [&] {
-      std::string escaped;
-      for (char c : arg) escaped += c == '\'' ? std::string("'\\''") : std::string(1, c);
-      return escaped;
-    }() + "'";
-    out += (out.empty() ? "" : " ") + shown;
-  }
-  return out;
-}
 
 std::string passes_summary(const std::vector<int>& passes) {
   if (passes.empty()) return "";
@@ -185,13 +169,6 @@ std::vector<std::string> metrics_not_collected(const std::string& metric_list,
   return missing;
 }
 
-nlohmann::json diagnoses_json(const std::vector<capture::Diagnosis>& diagnoses) {
-  nlohmann::json list = nlohmann::json::array();
-  for (const auto& d : diagnoses) {
-    list.push_back({{"id", d.id}, {"failure", d.failure}, {"what", d.what}, {"next", d.next}});
-  }
-  return list;
-}
 
 ExitCode run_capture(const CaptureOptions& options, Output& output) {
   // Progress goes to stderr while ncu runs; a closed reader must not kill the capture.
@@ -364,15 +341,9 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
                                "`ncu --query-metrics` lists the metric names this GPU has"});
         }
       }
-      AnalyzeOptions analyze;
-      analyze.paths = {report_file};
-      Output json_output, table_output;
-      analyze.json = true;
-      run_analyze(analyze, json_output);
-      analysis_json = json_output.stdout_text;
-      analyze.json = false;
-      run_analyze(analyze, table_output);
-      analysis_text = table_output.stdout_text;
+      BundleAnalysis analysis = analyze_for_bundle(report_file);
+      analysis_json = analysis.json;
+      analysis_text = analysis.table;
     } catch (const InputError& error) {
       diagnoses.push_back({"report_unreadable", true,
                            fmt::format("the report ncu wrote cannot be read: {}", error.what()),
@@ -443,10 +414,7 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
   std::string written = incomplete ? bundle.abandon(manifest) : bundle.commit(manifest);
 
   std::string text = options.json ? manifest.dump(1) + "\n" : relocate(analysis_text);
-  for (const auto& d : diagnoses) {
-    output.stderr_text += fmt::format("{} [{}] {}\n    → {}\n", d.failure ? "FAILED" : "warning",
-                                      d.id, d.what, d.next);
-  }
+  output.stderr_text += render_diagnoses(diagnoses);
   output.stderr_text += fmt::format(
       "kprof: {} {}: {} kernel{} profiled{}; bundle {}\n",
       incomplete ? "capture incomplete" : failed ? "capture failed" : "captured",

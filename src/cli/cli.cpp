@@ -15,6 +15,7 @@ constexpr DefineCommand kCommands[] = {
     define_analyze,
     define_capture,
     define_doctor,
+    define_k8s,
     define_inspect,
     define_rank,
     define_budget,
@@ -82,6 +83,8 @@ int run_cli(int argc, char** argv) {
     return fail(error.code(), error.what());
   } catch (const UsageError& error) {
     return fail(ExitCode::kUsage, error.what());
+  } catch (const K8sFailed& error) {
+    return fail(ExitCode::kK8sFailed, error.what());
   } catch (const NotReady& error) {
     return fail(ExitCode::kNotReady, error.what());
   } catch (const NothingSelected& error) {

@@ -38,6 +38,11 @@ struct NotReady : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Thrown when a Kubernetes call failed (not found, forbidden, a feature disabled): exit 10.
+struct K8sFailed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 void define_analyze(CLI::App& parent, Runner& runner);
 void define_inspect(CLI::App& parent, Runner& runner);
 void define_gpus(CLI::App& parent, Runner& runner);
@@ -49,5 +54,6 @@ void define_db(CLI::App& parent, Runner& runner);
 void define_explain(CLI::App& parent, Runner& runner);
 void define_capture(CLI::App& parent, Runner& runner);
 void define_doctor(CLI::App& parent, Runner& runner);
+void define_k8s(CLI::App& parent, Runner& runner);
 
 }  // namespace kprof::cli

@@ -1,0 +1,21 @@
+// What `kprof capture` and `kprof k8s` share: progress notes on stderr, command lines shown
+// the way a shell would need them, and diagnoses as text and JSON.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "capture/ncu_diagnosis.h"
+
+namespace kprof::cli {
+
+// "kprof: TEXT" on stderr at once (progress must not wait for the command to end).
+void note(const std::string& text);
+// argv shown quoted where a shell would need it (for reading only: nothing is ever run this way).
+std::string quoted_command(const std::vector<std::string>& argv);
+nlohmann::json diagnoses_json(const std::vector<capture::Diagnosis>& diagnoses);
+// "FAILED [id] what\n    → next\n" per diagnosis.
+std::string render_diagnoses(const std::vector<capture::Diagnosis>& diagnoses);
+
+}  // namespace kprof::cli

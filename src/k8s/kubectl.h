@@ -1,0 +1,63 @@
+// Every Kubernetes operation of kprof goes through the user's kubectl, exec'd with an argv
+// (names, namespaces and regexes stay single arguments, never shell text). Calls are logged so
+// the CLI can show and record exactly what it ran.
+#pragma once
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kprof::k8s {
+
+struct KubectlResult {
+  std::vector<std::string> argv;
+  int exit_code = -1;
+  bool started = false;
+  bool interrupted = false;
+  std::string out, err;
+};
+
+// A kubectl call that failed, classified from kubectl's own message so the CLI can say what to
+// do: not_found, forbidden, ephemeral_disabled, unknown_flag, unreachable, other.
+struct KubectlError : std::runtime_error {
+  KubectlError(std::string kind, const std::string& message)
+      : std::runtime_error(message), kind(std::move(kind)) {}
+  std::string kind;
+};
+
+std::string classify_failure(const std::string& stderr_text);
+
+class Kubectl {
+ public:
+  // path: the kubectl to run; context/kubeconfig: passed when non-empty.
+  Kubectl(std::string path, std::string context, std::string kubeconfig);
+
+  KubectlResult run(std::vector<std::string> args,
+                    std::chrono::milliseconds timeout = std::chrono::minutes(2)) const;
+  // run() that throws KubectlError unless kubectl exited 0.
+  KubectlResult check(std::vector<std::string> args,
+                      std::chrono::milliseconds timeout = std::chrono::minutes(2)) const;
+  nlohmann::json get_json(std::vector<std::string> args) const;
+
+  const std::string& path() const { return path_; }
+  // From now on calls run to completion even after SIGINT/SIGTERM: the cleanup.
+  void cleaning() { cleaning_ = true; }
+  const std::vector<std::vector<std::string>>& calls() const { return calls_; }
+
+ private:
+  std::string path_, context_, kubeconfig_;
+  mutable std::vector<std::vector<std::string>> calls_;
+  bool cleaning_ = false;
+};
+
+struct KubectlVersions {
+  int client_minor = 0;
+  std::optional<int> server_minor;
+  std::string client_text, server_text;
+};
+KubectlVersions parse_versions(const nlohmann::json& version_json);
+
+}  // namespace kprof::k8s

@@ -1,0 +1,294 @@
+#include "k8s/workload.h"
+
+#include <fmt/format.h>
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace kprof::k8s {
+namespace {
+
+std::map<std::string, std::string> string_map(const nlohmann::json& object) {
+  std::map<std::string, std::string> out;
+  if (!object.is_object()) return out;
+  for (const auto& [key, value] : object.items()) {
+    if (value.is_string()) out[key] = value.get<std::string>();
+  }
+  return out;
+}
+
+std::vector<std::string> strings(const nlohmann::json& array) {
+  std::vector<std::string> out;
+  if (!array.is_array()) return out;
+  for (const auto& value : array) {
+    if (value.is_string()) out.push_back(value.get<std::string>());
+  }
+  return out;
+}
+
+bool selects(const std::map<std::string, std::string>& selector,
+             const std::map<std::string, std::string>& labels) {
+  if (selector.empty()) return false;
+  return std::all_of(selector.begin(), selector.end(), [&](const auto& term) {
+    auto it = labels.find(term.first);
+    return it != labels.end() && it->second == term.second;
+  });
+}
+
+std::optional<double> flag_value(const std::vector<std::string>& argv, const std::string& flag) {
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (argv[i] == flag && i + 1 < argv.size()) return std::atof(argv[i + 1].c_str());
+    if (argv[i].rfind(flag + "=", 0) == 0) return std::atof(argv[i].c_str() + flag.size() + 1);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool is_dns_label(const std::string& name) {
+  static const RE2 kLabel("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
+  return name.size() <= 63 && RE2::FullMatch(name, kLabel);
+}
+
+const ContainerInfo* TargetInfo::container(const std::string& name) const {
+  if (containers.empty()) return nullptr;
+  if (name.empty()) return &containers.front();
+  for (const ContainerInfo& c : containers) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+TargetInfo parse_target(const nlohmann::json& deployment, const nlohmann::json& pods,
+                        const nlohmann::json& services) {
+  TargetInfo target;
+  target.deployment_json = deployment;
+  const nlohmann::json& metadata = deployment.value("metadata", nlohmann::json::object());
+  target.deployment = metadata.value("name", "");
+  target.namespace_name = metadata.value("namespace", "default");
+  target.revision = metadata.value("annotations", nlohmann::json::object())
+                        .value("deployment.kubernetes.io/revision", "");
+  const nlohmann::json& spec = deployment.value("spec", nlohmann::json::object());
+  target.replicas = spec.value("replicas", 1);
+  target.match_labels = string_map(spec.value("selector", nlohmann::json::object()).value("matchLabels", nlohmann::json::object()));
+  const nlohmann::json& pod_template = spec.value("template", nlohmann::json::object());
+  target.template_labels = string_map(pod_template.value("metadata", nlohmann::json::object()).value("labels", nlohmann::json::object()));
+  for (const auto& c : pod_template.value("spec", nlohmann::json::object()).value("containers", nlohmann::json::array())) {
+    ContainerInfo info;
+    info.name = c.value("name", "");
+    info.image = c.value("image", "");
+    info.command = strings(c.value("command", nlohmann::json::array()));
+    info.args = strings(c.value("args", nlohmann::json::array()));
+    for (const auto& e : c.value("env", nlohmann::json::array())) {
+      std::string name = e.value("name", "");
+      std::string value = e.contains("value") ? e.value("value", "") : "<from " + e.value("valueFrom", nlohmann::json::object()).dump() + ">";
+      info.env.emplace_back(name, value);
+      if (name == "CUDA_INJECTION64_PATH") info.injection = value;
+    }
+    const auto& resources = c.value("resources", nlohmann::json::object());
+    info.gpus = resources.value("limits", nlohmann::json::object()).value("nvidia.com/gpu", "");
+    std::vector<std::string> argv = info.command;
+    argv.insert(argv.end(), info.args.begin(), info.args.end());
+    info.gpu_memory_utilization = flag_value(argv, "--gpu-memory-utilization");
+    if (!info.gpu_memory_utilization) info.gpu_memory_utilization = flag_value(argv, "--mem-fraction-static");
+    for (size_t i = 0; i + 2 < argv.size(); ++i) {
+      std::string program = argv[i].substr(argv[i].rfind('/') == std::string::npos ? 0 : argv[i].rfind('/') + 1);
+      if (program == "ncu" && std::find(argv.begin(), argv.end(), "launch") != argv.end()) {
+        info.under_ncu_launch = true;
+      }
+    }
+    target.containers.push_back(std::move(info));
+  }
+  for (const auto& p : pods.value("items", nlohmann::json::array())) {
+    PodInfo pod;
+    pod.name = p["metadata"].value("name", "");
+    pod.node = p.value("spec", nlohmann::json::object()).value("nodeName", "");
+    pod.phase = p.value("status", nlohmann::json::object()).value("phase", "");
+    for (const auto& s : p.value("status", nlohmann::json::object()).value("containerStatuses", nlohmann::json::array())) {
+      pod.image_ids[s.value("name", "")] = s.value("imageID", "");
+    }
+    for (const auto& e : p.value("spec", nlohmann::json::object()).value("ephemeralContainers", nlohmann::json::array())) {
+      pod.ephemeral_containers.push_back(e.value("name", ""));
+    }
+    target.pods.push_back(std::move(pod));
+  }
+  for (const auto& s : services.value("items", nlohmann::json::array())) {
+    ServiceInfo service{s["metadata"].value("name", ""),
+                        string_map(s.value("spec", nlohmann::json::object()).value("selector", nlohmann::json::object()))};
+    if (selects(service.selector, target.template_labels)) target.services.push_back(service);
+  }
+  return target;
+}
+
+Assessment assess(const TargetInfo& target, const ContainerInfo& container, int client_minor) {
+  Assessment a;
+  if (container.under_ncu_launch) {
+    a.method = "sidecar";
+    a.reasons.push_back(fmt::format(
+        "container {} already runs under `ncu --mode launch`: an ephemeral profiler container "
+        "can attach to it over the pod's loopback, nothing restarts",
+        container.name));
+  } else {
+    a.method = "sister";
+    a.reasons.push_back(fmt::format(
+        "container {} does not run under `ncu --mode launch`, and ncu can only attach to a "
+        "process it launched: a sister Deployment serves the same model under ncu, outside "
+        "the Service",
+        container.name));
+    a.reasons.push_back("ephemeral containers cannot be given GPUs, so a sidecar could not run "
+                        "its own copy of the server either");
+  }
+  if (target.replicas <= 1) {
+    a.safety = "single-replica";
+    a.reasons.push_back(
+        "one replica: kernel replay stalls the only server (liveness probes, client timeouts), "
+        "so captures are scoped to one kernel regex, at most 3 launches, triage or basic");
+  } else {
+    a.safety = "multi-replica";
+    a.reasons.push_back(fmt::format("{} replicas: one may be slowed; --preset full with up to 5 "
+                                    "launches is allowed",
+                                    target.replicas));
+  }
+  if (container.gpu_memory_utilization && *container.gpu_memory_utilization >= 0.85) {
+    a.warnings.push_back(fmt::format(
+        "the server reserves {:.0f}% of GPU memory (--gpu-memory-utilization): little room for "
+        "ncu's replay buffers; a sister with a lower fraction is safer",
+        *container.gpu_memory_utilization * 100));
+  }
+  if (container.injection) {
+    a.warnings.push_back(fmt::format(
+        "CUDA_INJECTION64_PATH={} is set (another profiler): ncu replaces it in the sister, and "
+        "that tool sees nothing there",
+        *container.injection));
+  }
+  if (container.gpus.empty()) {
+    a.warnings.push_back(fmt::format("container {} requests no nvidia.com/gpu", container.name));
+  }
+  if (a.method == "sidecar" && client_minor < kCustomMinimumMinor) {
+    a.warnings.push_back(fmt::format(
+        "kubectl 1.{} has no `kubectl debug --custom` (1.{}+): the profiler container gets its "
+        "capabilities from --profile sysadmin only",
+        client_minor, kCustomMinimumMinor));
+  }
+  if (target.pods.empty()) a.warnings.push_back("no pod of this Deployment is running");
+  return a;
+}
+
+std::string sister_name(const std::string& deployment, const std::string& run_id) {
+  // Pod names add "-<hash>-<5>" (17 characters) to a Deployment's name; stay a DNS label.
+  std::string suffix = "-kprof-" + run_id;
+  std::string base = deployment.substr(0, std::min<size_t>(deployment.size(), 63 - 17 - suffix.size()));
+  while (!base.empty() && base.back() == '-') base.pop_back();
+  return base + suffix;
+}
+
+nlohmann::json sister_deployment(const TargetInfo& target, const SisterOptions& options) {
+  const ContainerInfo* server = target.container(options.container);
+  if (!server) throw std::invalid_argument(fmt::format("no container \"{}\" in {}", options.container, target.deployment));
+  if (server->command.empty()) {
+    throw std::invalid_argument(fmt::format(
+        "container {} has no command in its spec (the image's ENTRYPOINT runs): kprof cannot "
+        "wrap what it cannot see; give it a command in the Deployment",
+        server->name));
+  }
+  std::string name = sister_name(target.deployment, options.run_id);
+  nlohmann::json deployment = target.deployment_json;
+  nlohmann::json metadata = {{"name", name},
+                             {"namespace", target.namespace_name},
+                             {"labels",
+                              {{"app.kubernetes.io/managed-by", "kprof"},
+                               {"kprof.dev/sister-of", target.deployment.substr(0, 63)},
+                               {"kprof.dev/run", options.run_id}}},
+                             {"annotations",
+                              {{"kprof.dev/purpose",
+                                "profiling copy of " + target.deployment +
+                                    " outside its Service; deleted by kprof (see the cleanup receipt)"}}}};
+  nlohmann::json pod_template = deployment["spec"]["template"];
+  // Labels: only kprof's own, so no Service (which select the original's labels) routes here.
+  nlohmann::json labels = {{"kprof.dev/sister-of", target.deployment.substr(0, 63)},
+                           {"kprof.dev/run", options.run_id}};
+  pod_template["metadata"] = {{"labels", labels}};
+  nlohmann::json& pod = pod_template["spec"];
+  pod.erase("nodeName");
+  for (auto& c : pod["containers"]) {
+    if (c.value("name", "") != server->name) continue;
+    std::vector<std::string> wrapped = {std::string(kNcuMount) + "/ncu", "--mode", "launch", "--"};
+    wrapped.insert(wrapped.end(), server->command.begin(), server->command.end());
+    c["command"] = wrapped;
+    nlohmann::json env = nlohmann::json::array();
+    for (const auto& e : c.value("env", nlohmann::json::array())) {
+      if (e.value("name", "") != "CUDA_INJECTION64_PATH") env.push_back(e);
+    }
+    c["env"] = env;
+    // Replay holds the server for seconds per kernel: probes would restart it mid-capture.
+    c.erase("livenessProbe");
+    c.erase("readinessProbe");
+    c.erase("startupProbe");
+    c["securityContext"]["capabilities"]["add"] = nlohmann::json::array({"SYS_ADMIN"});
+    c["volumeMounts"].push_back({{"name", "kprof-ncu"}, {"mountPath", kNcuMount}});
+  }
+  pod["initContainers"].push_back(
+      {{"name", "kprof-ncu-install"},
+       {"image", options.ncu_image},
+       {"command", nlohmann::json::array({"cp", "-a", options.ncu_dir + "/.", std::string(kNcuMount) + "/"})},
+       {"volumeMounts", nlohmann::json::array({{{"name", "kprof-ncu"}, {"mountPath", kNcuMount}}})}});
+  pod["volumes"].push_back({{"name", "kprof-ncu"}, {"emptyDir", nlohmann::json::object()}});
+  return {{"apiVersion", "apps/v1"},
+          {"kind", "Deployment"},
+          {"metadata", metadata},
+          {"spec",
+           {{"replicas", 1},
+            {"selector", {{"matchLabels", labels}}},
+            {"template", pod_template}}}};
+}
+
+std::vector<std::string> check_sister(const nlohmann::json& manifest, const TargetInfo& target) {
+  std::vector<std::string> problems;
+  std::string name = manifest["metadata"].value("name", "");
+  if (!is_dns_label(name) || name.size() > 63 - 17) {
+    problems.push_back(fmt::format("name \"{}\" leaves no room for pod name suffixes within 63 characters", name));
+  }
+  const nlohmann::json& template_labels = manifest["spec"]["template"]["metadata"]["labels"];
+  for (const auto& [key, value] : template_labels.items()) {
+    std::string text = value.get<std::string>();
+    static const RE2 kValue("([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?");
+    if (text.size() > 63 || !RE2::FullMatch(text, kValue)) {
+      problems.push_back(fmt::format("label {}={} is not a valid label value", key, text));
+    }
+  }
+  std::map<std::string, std::string> labels;
+  for (const auto& [key, value] : template_labels.items()) labels[key] = value.get<std::string>();
+  if (manifest["spec"]["selector"]["matchLabels"] != template_labels) {
+    problems.push_back("the selector does not equal the pod template's labels");
+  }
+  for (const ServiceInfo& service : target.services) {
+    if (selects(service.selector, labels)) {
+      problems.push_back(fmt::format("Service {} would route traffic to the sister", service.name));
+    }
+  }
+  for (const auto& c : manifest["spec"]["template"]["spec"].value("containers", nlohmann::json::array())) {
+    for (const auto& e : c.value("env", nlohmann::json::array())) {
+      if (e.value("name", "") == "CUDA_INJECTION64_PATH") {
+        problems.push_back("CUDA_INJECTION64_PATH is still set: ncu could not inject itself");
+      }
+    }
+    if (!is_dns_label(c.value("name", ""))) problems.push_back("container name " + c.value("name", "") + " is not a DNS label");
+  }
+  if (manifest["spec"].value("replicas", 0) != 1) problems.push_back("replicas must be 1");
+  return problems;
+}
+
+nlohmann::json ephemeral_custom_spec() {
+  return {{"securityContext", {{"capabilities", {{"add", nlohmann::json::array({"SYS_ADMIN"})}}}}}};
+}
+
+std::vector<std::string> check_ephemeral_custom(const nlohmann::json& spec) {
+  std::vector<std::string> problems;
+  for (const char* field : {"ports", "livenessProbe", "readinessProbe", "startupProbe", "resources", "lifecycle"}) {
+    if (spec.contains(field)) problems.push_back(fmt::format("ephemeral containers may not set {}", field));
+  }
+  return problems;
+}
+
+}  // namespace kprof::k8s

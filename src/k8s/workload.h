@@ -1,0 +1,87 @@
+// The target Deployment as kprof needs it (read from kubectl's JSON), the preflight assessment,
+// and the objects kprof creates: the sister Deployment and the profiler ephemeral container.
+// Pure functions over JSON; every generated object is checked by check_* for what the API
+// schema cannot catch.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kprof::k8s {
+
+struct ContainerInfo {
+  std::string name, image;
+  std::vector<std::string> command, args;
+  std::vector<std::pair<std::string, std::string>> env;  // literal values; valueFrom shown as "<from …>"
+  std::string gpus;                                      // nvidia.com/gpu limit, "" when none
+  std::optional<double> gpu_memory_utilization;          // --gpu-memory-utilization (vLLM) / --mem-fraction-static (SGLang)
+  std::optional<std::string> injection;                  // CUDA_INJECTION64_PATH already set
+  bool under_ncu_launch = false;                         // command already `ncu --mode launch …`
+};
+
+struct PodInfo {
+  std::string name, node, phase;
+  std::map<std::string, std::string> image_ids;  // container → imageID (digest)
+  std::vector<std::string> ephemeral_containers;
+};
+
+struct ServiceInfo {
+  std::string name;
+  std::map<std::string, std::string> selector;
+};
+
+struct TargetInfo {
+  std::string namespace_name, deployment, revision;
+  int replicas = 0;
+  std::map<std::string, std::string> match_labels, template_labels;
+  std::vector<ContainerInfo> containers;
+  std::vector<PodInfo> pods;
+  std::vector<ServiceInfo> services;  // those selecting the target's pods
+  nlohmann::json deployment_json;
+
+  const ContainerInfo* container(const std::string& name) const;  // "" → the first
+};
+
+TargetInfo parse_target(const nlohmann::json& deployment, const nlohmann::json& pods,
+                        const nlohmann::json& services);
+
+struct Assessment {
+  std::string method;   // "sidecar" or "sister"
+  std::string safety;   // "single-replica" or "multi-replica"
+  std::vector<std::string> reasons;
+  std::vector<std::string> warnings;
+};
+
+Assessment assess(const TargetInfo& target, const ContainerInfo& container, int client_minor);
+
+// `kubectl debug --custom` exists from kubectl 1.31.
+constexpr int kCustomMinimumMinor = 31;
+
+struct SisterOptions {
+  std::string container;      // the server container ("" → first)
+  std::string ncu_image;      // an image holding Nsight Compute
+  std::string ncu_dir = "/opt/nvidia/nsight-compute/2025.3.1";  // its folder in that image
+  std::string run_id;         // short, [a-z0-9]
+};
+
+// The mount point of the emptyDir the initContainer copies ncu into.
+constexpr const char* kNcuMount = "/kprof-ncu";
+
+nlohmann::json sister_deployment(const TargetInfo& target, const SisterOptions& options);
+std::string sister_name(const std::string& deployment, const std::string& run_id);
+
+// kprof's own checks of a generated sister Deployment; empty when fine.
+std::vector<std::string> check_sister(const nlohmann::json& manifest, const TargetInfo& target);
+
+// The --custom partial container spec for `kubectl debug` (capabilities, a volume mount).
+nlohmann::json ephemeral_custom_spec();
+// What ephemeral containers may not have (ports, probes, resources, lifecycle).
+std::vector<std::string> check_ephemeral_custom(const nlohmann::json& spec);
+
+// A name usable as a DNS-1123 label (containers, label values): ≤ 63, [a-z0-9-], alnum ends.
+bool is_dns_label(const std::string& name);
+
+}  // namespace kprof::k8s

@@ -1,0 +1,324 @@
+#!/usr/bin/env python3
+"""kprof k8s driving the real kubectl against an API-server stand-in (tests/support/
+fake_apiserver.py) on 127.0.0.1, with a throwaway KUBECONFIG and HOME. Checks every kubectl call
+kprof makes (through tests/support/kubectl_logger.py), what reached the server, the bundles and
+the cleanup receipts, and the failure paths.
+
+usage: k8s_test.py KPROF DATA_DIR       exit 77 (skipped) when no kubectl >= 1.31 is installed."""
+import glob
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+KPROF, DATA = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+HERE = os.path.dirname(os.path.abspath(__file__))
+SUPPORT = os.path.join(os.path.dirname(HERE), "support")
+
+
+def kubectl_binaries():
+    """Versioned kubectl binaries on the machine, by minor version."""
+    found = {}
+    candidates = glob.glob("/usr/lib/google-cloud-sdk/bin/kubectl.1.*") + [shutil.which("kubectl") or ""]
+    for path in filter(None, candidates):
+        try:
+            out = subprocess.run([path, "version", "--client", "-o", "json"], capture_output=True, text=True, timeout=30).stdout
+            minor = int(re.sub(r"\D.*", "", json.loads(out)["clientVersion"]["minor"]))
+            found.setdefault(minor, path)
+        except Exception:
+            pass
+    return found
+
+
+KUBECTLS = kubectl_binaries()
+NEW = next((KUBECTLS[m] for m in sorted(KUBECTLS, reverse=True) if m >= 31), None)
+OLD = next((KUBECTLS[m] for m in sorted(KUBECTLS) if 29 <= m < 31), None)
+
+
+class Cluster:
+    """One stand-in API server, a kubeconfig for it, and the logs of what happened."""
+
+    def __init__(self, objects, *rules, attach_recording="attach_1"):
+        self.dir = tempfile.mkdtemp(prefix="kprof-k8s-")
+        env = dict(os.environ, FAKE_ATTACH_RECORDING=os.path.join(DATA, "h200/capture-recordings", attach_recording))
+        args = [sys.executable, os.path.join(SUPPORT, "fake_apiserver.py"), os.path.join(HERE, "data", objects),
+                self.dir, "--port-file", os.path.join(self.dir, "port")]
+        for rule in rules:
+            args += ["--fail", rule]
+        self.server = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.dir, "server.log"), "w"))
+        for _ in range(100):
+            if os.path.exists(os.path.join(self.dir, "port")):
+                break
+            time.sleep(0.05)
+        port = open(os.path.join(self.dir, "port")).read()
+        self.kubeconfig = os.path.join(self.dir, "kubeconfig")
+        with open(self.kubeconfig, "w") as f:
+            f.write(f"apiVersion: v1\nkind: Config\nclusters: [{{name: fake, cluster: {{server: \"http://127.0.0.1:{port}\"}}}}]\n"
+                    "users: [{name: u, user: {token: t}}]\ncontexts: [{name: fake, context: {cluster: fake, user: u}}]\n"
+                    "current-context: fake\n")
+        self.home = os.path.join(self.dir, "home")
+        os.makedirs(self.home)
+
+    def env(self, kubectl):
+        return dict(os.environ, KUBECONFIG=self.kubeconfig, HOME=self.home, REAL_KUBECTL=kubectl,
+                    KUBECTL_LOG=os.path.join(self.dir, "kubectl-argv.jsonl"), KUBECTL_REMOTE_COMMAND_WEBSOCKETS="true")
+
+    def kprof(self, *args, kubectl=None, background=False):
+        command = [KPROF, *args]
+        if args[1] != "cleanup":
+            command[3:3] = ["--kubectl", os.path.join(SUPPORT, "kubectl_logger.py")]
+        else:
+            command += ["--kubectl", os.path.join(SUPPORT, "kubectl_logger.py")]
+        env = self.env(kubectl or NEW)
+        if background:
+            return subprocess.Popen(command, env=env, cwd=self.dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return subprocess.run(command, env=env, cwd=self.dir, capture_output=True, text=True, timeout=300)
+
+    def kubectl_calls(self):
+        path = os.path.join(self.dir, "kubectl-argv.jsonl")
+        return [json.loads(line) for line in open(path)] if os.path.exists(path) else []
+
+    def requests(self):
+        path = os.path.join(self.dir, "requests.jsonl")
+        return [json.loads(line) for line in open(path)] if os.path.exists(path) else []
+
+    def close(self):
+        self.server.kill()
+        self.server.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def verbs(calls):
+    """kubectl's subcommand of each call (the first argument not an option or its value)."""
+    return [next(a for a in call if not a.startswith("-")) for call in calls]
+
+
+class K8sTest(unittest.TestCase):
+    def cluster(self, *args, **kwargs):
+        cluster = Cluster(*args, **kwargs)
+        self.addCleanup(cluster.close)
+        return cluster
+
+    def test_preflight_reads_the_target_and_recommends(self):
+        c = self.cluster("vllm_single_replica.json")
+        r = c.kprof("k8s", "preflight", "-n", "serving", "llama-70b")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("recommended: kprof k8s sister with --safety single-replica", r.stdout)
+        self.assertIn("reserves 92% of GPU memory", r.stdout)
+        self.assertIn("CUDA_INJECTION64_PATH=/opt/profiler/libinject.so", r.stdout)
+        self.assertIn("pod llama-70b-6b7c9d8f5-abcde on gpu-node-3", r.stdout)
+        self.assertEqual(verbs(c.kubectl_calls()), ["version", "get", "get", "get"])
+        self.assertIn(["get", "pods", "-n", "serving", "-l", "app=llama-70b", "-o", "json"], c.kubectl_calls())
+        j = json.loads(c.kprof("k8s", "preflight", "-n", "serving", "llama-70b", "--json").stdout)
+        self.assertEqual(j["recommendation"]["method"], "sister")
+        self.assertEqual(j["replicas"], 1)
+        self.assertEqual(j["container"]["gpu_memory_utilization"], 0.92)
+        self.assertTrue(j["kubectl"]["debug_custom_supported"])
+        c2 = self.cluster("sglang_under_ncu_launch.json")
+        j = json.loads(c2.kprof("k8s", "preflight", "-n", "serving", "sglang-dsv3", "--json").stdout)
+        self.assertEqual((j["recommendation"]["method"], j["recommendation"]["safety"]), ("sidecar", "multi-replica"))
+
+    def test_not_found_and_forbidden(self):
+        c = self.cluster("vllm_single_replica.json", "forbid:list:services")
+        r = c.kprof("k8s", "preflight", "-n", "serving", "no-such-deployment")
+        self.assertEqual(r.returncode, 10)
+        self.assertIn('deployments.apps "no-such-deployment" not found [not_found]', r.stderr)
+        self.assertEqual(r.stdout, "")
+        r = c.kprof("k8s", "preflight", "-n", "serving", "llama-70b")
+        self.assertEqual(r.returncode, 10)
+        self.assertIn("[forbidden]", r.stderr)
+        self.assertIn("RBAC", r.stderr)
+
+    def test_names_reach_kubectl_as_single_arguments(self):
+        c = self.cluster("vllm_single_replica.json")
+        odd_ns, odd_name = "team a'\";rm -rf /", "llama 70b\";$(touch pwned)"
+        r = c.kprof("k8s", "preflight", "-n", odd_ns, odd_name)
+        self.assertEqual(r.returncode, 10)
+        self.assertIn(["get", "deployment", odd_name, "-n", odd_ns, "-o", "json"], c.kubectl_calls())
+        self.assertFalse(os.path.exists(os.path.join(c.dir, "pwned")))
+        regex = "gemm x|'quoted';\"$(touch pwned)\""
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-k", regex, "-o", "run")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        attach = [json.loads(line) for line in open(os.path.join(c.dir, "attach-argv.jsonl"))]
+        self.assertIn("regex:" + regex, attach[0])  # one argv entry inside the pod, too
+        self.assertFalse(os.path.exists(os.path.join(c.dir, "pwned")))
+
+    def test_sister_captures_copies_verifies_and_deletes(self):
+        c = self.cluster("vllm_single_replica.json")
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "nvcr.io/nvidia/cuda:13.0.0-devel",
+                    "-k", "k_alpha", "--captures", "2", "--preset", "basic", "-o", "run", "--campaign", "c1", "--cell", "tp8")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(verbs(c.kubectl_calls()),
+                         ["version", "get", "get", "get", "create", "get", "logs"] + ["exec", "exec", "cp"] * 2 + ["delete"])
+        posted = [q for q in c.requests() if q.get("method") == "POST" and q["path"].endswith("/deployments")]
+        self.assertEqual(len(posted), 1)
+        sister = json.loads(posted[0]["body"])
+        server = sister["spec"]["template"]["spec"]["containers"][0]
+        self.assertEqual(server["command"][:4], ["/kprof-ncu/ncu", "--mode", "launch", "--"])
+        self.assertNotIn("CUDA_INJECTION64_PATH", json.dumps(server["env"]))
+        self.assertNotIn("livenessProbe", server)
+        self.assertEqual(sister["spec"]["replicas"], 1)
+        self.assertNotIn("app", sister["spec"]["template"]["metadata"]["labels"])  # the Service selects app=
+        self.assertEqual(posted[0]["query"]["fieldValidation"], ["Strict"])
+        recorded = subprocess.run(["zstd", "-dc", os.path.join(DATA, "h200/capture-recordings/attach_1/report.ncu-rep.zst")],
+                                  capture_output=True, check=True).stdout
+        for i in (1, 2):
+            bundle = os.path.join(c.dir, "run", f"capture-{i}")
+            m = json.load(open(os.path.join(bundle, "manifest.json")))
+            self.assertEqual(m["status"], "ok", m["diagnoses"])
+            k = m["kubernetes"]
+            self.assertEqual((k["method"], k["node"], m["deployment_revision"], m["campaign"], m["cell_id"]),
+                             ("sister", "gpu-node-7", "14", "c1", "tp8"))
+            self.assertTrue(k["image_digest"].startswith("vllm/vllm-openai@sha256:"))
+            digest = hashlib.sha256(open(os.path.join(bundle, "report.ncu-rep"), "rb").read()).hexdigest()
+            self.assertEqual(digest, k["sha256_in_pod"])
+            self.assertEqual(digest, k["sha256_copied"])
+            self.assertEqual(digest, hashlib.sha256(recorded).hexdigest())
+            self.assertEqual(len(json.load(open(os.path.join(bundle, "analysis.json")))["kernels"]), 2)
+        receipt = json.load(open(glob.glob(os.path.join(c.dir, "run", "kprof-sister-receipt-*.json"))[0]))
+        self.assertEqual(receipt["status"], "ok")
+        self.assertEqual(receipt["leftovers"], [])
+        self.assertIsNotNone(receipt["objects"][0]["deleted_at"])
+        deletes = [q for q in c.requests() if q.get("method") == "DELETE"]
+        self.assertEqual(len(deletes), 1)
+
+    def test_sister_dry_run_prints_the_deployment(self):
+        c = self.cluster("vllm_single_replica.json")
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--dry-run")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(r.stdout.startswith('apiVersion: "apps/v1"'))
+        # kubectl itself reads the YAML back into the same object kprof prints as JSON.
+        parsed = subprocess.run([NEW, "create", "--dry-run=client", "--validate=false", "-f", "-", "-o", "json"],
+                                input=r.stdout, capture_output=True, text=True, env=c.env(NEW))
+        self.assertEqual(parsed.returncode, 0, parsed.stderr)
+        as_json = json.loads(c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--dry-run", "--json").stdout)
+        back = json.loads(parsed.stdout)
+        self.assertEqual(back["spec"]["template"]["spec"]["containers"], as_json["spec"]["template"]["spec"]["containers"])
+        self.assertFalse([q for q in c.requests() if q.get("method") in ("POST", "DELETE", "PATCH")])
+
+    def test_copy_of_a_missing_file_fails_the_capture_and_still_cleans_up(self):
+        c = self.cluster("vllm_single_replica.json", "cp-missing")
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-k", "k_alpha", "-o", "run")
+        self.assertEqual(r.returncode, 7, r.stderr)
+        self.assertIn("[copy_failed] kubectl cp", r.stderr)
+        self.assertIn("exit code 2", r.stderr)
+        m = json.load(open(os.path.join(c.dir, "run", "capture-1", "manifest.json")))
+        self.assertEqual(m["status"], "failed")
+        self.assertFalse(os.path.exists(os.path.join(c.dir, "run", "capture-1", "report.ncu-rep")))
+        receipt = json.load(open(glob.glob(os.path.join(c.dir, "run", "kprof-sister-receipt-*.json"))[0]))
+        self.assertEqual(receipt["leftovers"], [])
+
+    def wait_for_attach(self, c, timeout=60):
+        for _ in range(timeout * 10):
+            if any(q.get("exec", [""])[0] == "sh" for q in c.requests()):
+                return
+            time.sleep(0.1)
+        self.fail("kprof never started the capture")
+
+    def test_interrupted_capture_cleans_up_and_says_so(self):
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with self.subTest(signal=sig.name):
+                c = self.cluster("vllm_single_replica.json", "slow-exec:60")
+                p = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-k", "k_alpha", "-o", "run", background=True)
+                self.wait_for_attach(c)
+                p.send_signal(sig)
+                out, err = p.communicate(timeout=60)
+                self.assertEqual(p.returncode, 8, err)
+                receipt = json.load(open(glob.glob(os.path.join(c.dir, "run", "kprof-sister-receipt-*.json"))[0]))
+                self.assertEqual(receipt["status"], "interrupted")
+                self.assertEqual(receipt["leftovers"], [])
+                self.assertTrue([q for q in c.requests() if q.get("method") == "DELETE"])
+
+    def test_killed_capture_leaves_a_receipt_that_cleanup_finishes(self):
+        c = self.cluster("vllm_single_replica.json", "slow-exec:60")
+        p = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-k", "k_alpha", "-o", "run", background=True)
+        self.wait_for_attach(c)
+        p.kill()  # SIGKILL: no chance to clean up
+        p.communicate()
+        path = glob.glob(os.path.join(c.dir, "run", "kprof-sister-receipt-*.json"))[0]
+        receipt = json.load(open(path))
+        self.assertEqual(receipt["status"], "running")
+        left = [o for o in receipt["objects"] if o["deleted_at"] is None]
+        self.assertEqual(len(left), 1)
+        self.assertEqual(left[0]["kind"], "Deployment")
+        r = c.kprof("k8s", "cleanup", "--receipt", path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"deleted Deployment serving/{left[0]['name']}", r.stdout)
+        self.assertIn(["delete", "deployment", left[0]["name"], "-n", "serving", "--ignore-not-found", "--wait=false"], c.kubectl_calls())
+        receipt = json.load(open(path))
+        self.assertEqual((receipt["status"], receipt["leftovers"]), ("cleaned", []))
+        bad = os.path.join(c.dir, "not-a-receipt.json")
+        open(bad, "w").write("{}")
+        self.assertEqual(c.kprof("k8s", "cleanup", "--receipt", bad).returncode, 4)
+
+    def test_sidecar_with_custom_profile_and_capabilities(self):
+        c = self.cluster("sglang_under_ncu_launch.json")
+        r = c.kprof("k8s", "sidecar", "-n", "serving", "sglang-dsv3", "--image", "nvcr.io/nvidia/cuda:13.0.0-devel",
+                    "-k", "k_alpha", "--preset", "full", "--launch-count", "2", "-o", "run")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        debug = next(call for call in c.kubectl_calls() if "debug" in call)
+        for pair in (["--profile", "sysadmin"], ["--target", "server"], ["--image", "nvcr.io/nvidia/cuda:13.0.0-devel"]):
+            i = debug.index(pair[0])
+            self.assertEqual(debug[i:i + 2], pair)
+        self.assertIn("--custom", debug)
+        name = debug[debug.index("--container") + 1]
+        self.assertRegex(name, r"^kprof-ncu-[a-z0-9]{5}$")
+        patch = next(q for q in c.requests() if q.get("method") == "PATCH")
+        self.assertIn("SYS_ADMIN", patch["body"])
+        execs = [q for q in c.requests() if "exec" in q]
+        self.assertTrue(all(q["container"] == name for q in execs))
+        m = json.load(open(os.path.join(c.dir, "run", "capture-1", "manifest.json")))
+        self.assertEqual((m["kubernetes"]["method"], m["kubernetes"]["node"]), ("sidecar", "gpu-node-9"))
+        receipt = json.load(open(glob.glob(os.path.join(c.dir, "run", "kprof-sidecar-receipt-*.json"))[0]))
+        self.assertEqual(receipt["objects"][0]["kind"], "EphemeralContainer")
+        self.assertFalse(receipt["objects"][0]["removable"])
+        # A second run uses a fresh container name.
+        c.kprof("k8s", "sidecar", "-n", "serving", "sglang-dsv3", "--image", "img", "-k", "k_alpha", "-o", "run2")
+        names = [call[call.index("--container") + 1] for call in c.kubectl_calls() if "debug" in call]
+        self.assertEqual(len(set(names)), 2)
+
+    @unittest.skipIf(OLD is None, "no kubectl 1.29/1.30 installed")
+    def test_old_kubectl_without_custom(self):
+        c = self.cluster("sglang_under_ncu_launch.json")
+        r = c.kprof("k8s", "sidecar", "-n", "serving", "sglang-dsv3", "--image", "img", "-k", "k_alpha", "-o", "run", kubectl=OLD)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("has no `debug --custom`", r.stderr)
+        debug = next(call for call in c.kubectl_calls() if "debug" in call)
+        self.assertNotIn("--custom", debug)
+        self.assertEqual(debug[debug.index("--profile") + 1], "general")  # sysadmin came in 1.30
+        self.assertIn("has no --profile sysadmin", r.stderr)
+
+    def test_ephemeral_containers_disabled(self):
+        c = self.cluster("sglang_under_ncu_launch.json", "no-ephemeral")
+        r = c.kprof("k8s", "sidecar", "-n", "serving", "sglang-dsv3", "--image", "img", "-k", "k_alpha", "-o", "run")
+        self.assertEqual(r.returncode, 10, r.stderr)
+        self.assertIn("ephemeral containers are disabled", r.stderr)
+        self.assertIn("kprof k8s sister", r.stderr)
+
+    def test_sidecar_refused_for_a_server_not_under_ncu(self):
+        c = self.cluster("vllm_single_replica.json")
+        r = c.kprof("k8s", "sidecar", "-n", "serving", "llama-70b", "--image", "img", "-k", "x")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("use `kprof k8s sister`", r.stderr)
+        self.assertFalse([q for q in c.requests() if q.get("method") == "PATCH"])
+
+    def test_single_replica_safety_is_applied(self):
+        c = self.cluster("vllm_single_replica.json")
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-o", "run")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("single-replica needs one kernel regex", r.stderr)
+        self.assertFalse([q for q in c.requests() if q.get("method") == "POST"])
+
+
+if __name__ == "__main__":
+    if NEW is None:
+        print("SKIP: no kubectl >= 1.31 on this machine (looked in /usr/lib/google-cloud-sdk/bin and PATH)")
+        sys.exit(77)
+    unittest.main(argv=sys.argv[:1], verbosity=2)

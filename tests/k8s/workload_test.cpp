@@ -1,0 +1,102 @@
+// The target as read from kubectl's JSON, the preflight assessment, and kprof's own checks of
+// the objects it creates (what the API schema cannot catch), on the k8s test fixtures.
+#include "k8s/workload.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace kprof::k8s {
+namespace {
+
+nlohmann::json fixture(const std::string& name) {
+  std::ifstream in(std::string(KPROF_TESTS_DIR) + "/k8s/data/" + name);
+  return nlohmann::json::parse(in);
+}
+
+TargetInfo target(const std::string& name) {
+  nlohmann::json objects = fixture(name);
+  return parse_target(objects["deployments"][0], {{"items", objects["pods"]}}, {{"items", objects["services"]}});
+}
+
+TEST(Workload, ReadsTheDeployment) {
+  TargetInfo t = target("vllm_single_replica.json");
+  EXPECT_EQ(t.deployment, "llama-70b");
+  EXPECT_EQ(t.revision, "14");
+  EXPECT_EQ(t.replicas, 1);
+  ASSERT_EQ(t.services.size(), 1u);
+  const ContainerInfo* server = t.container("");
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(server->gpus, "8");
+  EXPECT_DOUBLE_EQ(*server->gpu_memory_utilization, 0.92);
+  EXPECT_EQ(*server->injection, "/opt/profiler/libinject.so");
+  EXPECT_FALSE(server->under_ncu_launch);
+  EXPECT_EQ(t.pods.at(0).node, "gpu-node-3");
+  EXPECT_TRUE(target("sglang_under_ncu_launch.json").container("server")->under_ncu_launch);
+}
+
+TEST(Workload, Assessment) {
+  TargetInfo single = target("vllm_single_replica.json");
+  Assessment a = assess(single, *single.container(""), 31);
+  EXPECT_EQ(a.method, "sister");
+  EXPECT_EQ(a.safety, "single-replica");
+  EXPECT_EQ(a.warnings.size(), 2u);  // GPU memory fraction, injection variable
+  TargetInfo multi = target("sglang_under_ncu_launch.json");
+  a = assess(multi, *multi.container(""), 29);
+  EXPECT_EQ(a.method, "sidecar");
+  EXPECT_EQ(a.safety, "multi-replica");
+  bool custom_warning = std::any_of(a.warnings.begin(), a.warnings.end(),
+                                    [](const std::string& w) { return w.find("--custom") != std::string::npos; });
+  EXPECT_TRUE(custom_warning);
+}
+
+TEST(Workload, SisterPassesKprofsChecksAndTheChecksBite) {
+  TargetInfo t = target("vllm_single_replica.json");
+  nlohmann::json sister = sister_deployment(t, {"", "nvcr.io/nvidia/cuda:13.0.0-devel", "/opt/nvidia/nsight-compute/2025.3.1", "ab12c"});
+  EXPECT_TRUE(check_sister(sister, t).empty());
+  EXPECT_EQ(sister["spec"]["replicas"], 1);
+  const nlohmann::json& server = sister["spec"]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(server["command"][0], "/kprof-ncu/ncu");
+  EXPECT_FALSE(server.contains("livenessProbe"));
+  EXPECT_EQ(sister["spec"]["template"]["spec"]["initContainers"][0]["image"], "nvcr.io/nvidia/cuda:13.0.0-devel");
+
+  nlohmann::json routed = sister;  // labels the Service selects
+  routed["spec"]["template"]["metadata"]["labels"]["app"] = "llama-70b";
+  routed["spec"]["selector"]["matchLabels"]["app"] = "llama-70b";
+  EXPECT_NE(check_sister(routed, t).front().find("Service llama-70b would route traffic"), std::string::npos);
+  nlohmann::json injected = sister;
+  injected["spec"]["template"]["spec"]["containers"][0]["env"].push_back({{"name", "CUDA_INJECTION64_PATH"}, {"value", "x"}});
+  EXPECT_FALSE(check_sister(injected, t).empty());
+  nlohmann::json mismatched = sister;
+  mismatched["spec"]["selector"]["matchLabels"]["extra"] = "1";
+  EXPECT_FALSE(check_sister(mismatched, t).empty());
+}
+
+TEST(Workload, LongNamesAreShortenedToFitPodNames) {
+  std::string name = sister_name(std::string(80, 'a') + "-decode", "ab12c");
+  EXPECT_LE(name.size(), 63u - 17u);
+  EXPECT_TRUE(is_dns_label(name));
+  EXPECT_EQ(name.substr(name.size() - 12), "-kprof-ab12c");
+  EXPECT_FALSE(is_dns_label("Upper"));
+  EXPECT_FALSE(is_dns_label("-lead"));
+  EXPECT_FALSE(is_dns_label(std::string(64, 'a')));
+}
+
+TEST(Workload, EphemeralContainerRules) {
+  EXPECT_TRUE(check_ephemeral_custom(ephemeral_custom_spec()).empty());
+  nlohmann::json bad = ephemeral_custom_spec();
+  bad["ports"] = nlohmann::json::array({{{"containerPort", 1}}});
+  bad["resources"] = {{"limits", {{"nvidia.com/gpu", "1"}}}};
+  EXPECT_EQ(check_ephemeral_custom(bad).size(), 2u);
+}
+
+TEST(Workload, EntrypointOnlyContainersAreRefused) {
+  nlohmann::json objects = fixture("vllm_single_replica.json");
+  objects["deployments"][0]["spec"]["template"]["spec"]["containers"][0].erase("command");
+  TargetInfo t = parse_target(objects["deployments"][0], {{"items", objects["pods"]}}, {{"items", objects["services"]}});
+  EXPECT_THROW(sister_deployment(t, {"", "img", "/opt/ncu", "ab12c"}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace kprof::k8s
