@@ -32,7 +32,10 @@ constexpr const char* kDescription =
     "Exit codes: 0 ok, 1 internal error, 2 usage error, 3 input unreadable,\n"
     "            4 input invalid (not a known format, truncated, corrupted),\n"
     "            5 nothing selected (a --kernel filter matched no kernel, an unknown GPU name),\n"
-    "            6 kprof diff found a regression, 7 kprof explain: the ncu run failed.";
+    "            6 kprof diff found a regression, 7 the ncu run failed or profiled nothing\n"
+    "            (capture, explain, k8s), 8 capture timed out or was interrupted (bundle\n"
+    "            marked incomplete), 9 not ready: ncu or kubectl missing, or unable to profile\n"
+    "            (capture, doctor, k8s), 10 a Kubernetes call failed (k8s).";
 
 int print_and_exit(const Output& output, ExitCode code) {
   std::fwrite(output.stdout_text.data(), 1, output.stdout_text.size(), stdout);
