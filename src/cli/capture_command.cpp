@@ -304,22 +304,7 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
 
   std::string analysis_text, analysis_json;
   if (report_written) {
-    std::vector<std::pair<std::string, std::vector<std::string>>> exports = {
-        {"raw.csv", {ncu.path, "--import", report_file, "--csv", "--page", "raw"}},
-        {"speed_of_light.csv",
-         {ncu.path, "--import", report_file, "--csv", "--page", "details", "--section", "SpeedOfLight"}}};
-    for (const auto& [file, argv] : exports) {
-      capture::ChildRequest export_request;
-      export_request.argv = argv;
-      export_request.timeout = std::chrono::minutes(10);
-      capture::ChildResult exported = capture::run_child(export_request);
-      if (exported.started && exported.exit_code == 0 && !exported.out.empty()) {
-        bundle.write(file, exported.out);
-      } else {
-        note(fmt::format("warning: `{}` failed (exit {}); {} left out", quoted_command(argv),
-                         exported.exit_code, file));
-      }
-    }
+    write_ncu_exports(bundle, ncu.path, report_file);
     try {
       // A metric list of the user's own that yields nothing is a failed capture; a preset
       // metric this GPU lacks (another architecture) only thins out the verdicts.

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdio>
+
+#include "capture/child_process.h"
 
 namespace kprof::cli {
 
@@ -39,6 +42,26 @@ std::string render_diagnoses(const std::vector<capture::Diagnosis>& diagnoses) {
     text += fmt::format("{} [{}] {}\n    → {}\n", d.failure ? "FAILED" : "warning", d.id, d.what, d.next);
   }
   return text;
+}
+
+void write_ncu_exports(capture::EvidenceBundle& bundle, const std::string& ncu_path,
+                       const std::string& report_file) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> exports = {
+      {"raw.csv", {ncu_path, "--import", report_file, "--csv", "--page", "raw"}},
+      {"speed_of_light.csv",
+       {ncu_path, "--import", report_file, "--csv", "--page", "details", "--section", "SpeedOfLight"}}};
+  for (const auto& [file, argv] : exports) {
+    capture::ChildRequest request;
+    request.argv = argv;
+    request.timeout = std::chrono::minutes(10);
+    capture::ChildResult exported = capture::run_child(request);
+    if (exported.started && exported.exit_code == 0 && !exported.out.empty()) {
+      bundle.write(file, exported.out);
+    } else {
+      note(fmt::format("warning: `{}` failed (exit {}); {} left out", quoted_command(argv),
+                       exported.exit_code, file));
+    }
+  }
 }
 
 }  // namespace kprof::cli

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "capture/evidence_bundle.h"
 #include "capture/ncu_diagnosis.h"
 
 namespace kprof::cli {
@@ -17,5 +18,9 @@ std::string quoted_command(const std::vector<std::string>& argv);
 nlohmann::json diagnoses_json(const std::vector<capture::Diagnosis>& diagnoses);
 // "FAILED [id] what\n    → next\n" per diagnosis.
 std::string render_diagnoses(const std::vector<capture::Diagnosis>& diagnoses);
+// ncu's own exports of the report into the bundle: raw.csv (--page raw) and speed_of_light.csv
+// (--page details --section SpeedOfLight); a failed export is noted and left out.
+void write_ncu_exports(capture::EvidenceBundle& bundle, const std::string& ncu_path,
+                       const std::string& report_file);
 
 }  // namespace kprof::cli

@@ -17,6 +17,7 @@
 #include "capture/evidence_bundle.h"
 #include "capture/ncu_command.h"
 #include "capture/ncu_diagnosis.h"
+#include "capture/ncu_locator.h"
 #include "cli/analyze_command.h"
 #include "cli/capture_support.h"
 #include "cli/command.h"
@@ -300,9 +301,22 @@ bool capture_in_pod(const K8sOptions& options, const Cluster& cluster, const Pod
         k8s::KubectlResult copied = cluster.kubectl.run({"cp", "-n", ns, where.pod + ":" + in_pod + ".ncu-rep", report, "-c", where.container},
                                                         std::chrono::minutes(30));
         if (copied.exit_code != 0) {
+          // kubectl cp runs `tar` in the container; images without it still have cat.
+          k8s::KubectlResult tar = cluster.kubectl.run({"exec", "-n", ns, where.pod, "-c", where.container, "--", "tar", "--version"});
+          if (tar.exit_code != 0) {
+            note(fmt::format("capture {}: the container has no tar for kubectl cp; copying through `cat`", index));
+            k8s::KubectlResult cat = cluster.kubectl.run({"exec", "-n", ns, where.pod, "-c", where.container, "--", "cat", in_pod + ".ncu-rep"},
+                                                         std::chrono::minutes(30));
+            if (cat.exit_code == 0) {
+              write_file_atomically(report, cat.out);
+              copied = cat;
+            }
+          }
+        }
+        if (copied.exit_code != 0) {
           diagnoses.push_back({"copy_failed", true,
                                fmt::format("kubectl cp of {}.ncu-rep failed: {}", in_pod, one_line(copied.err)),
-                               "the container needs `tar` for kubectl cp; check that the file is still there"});
+                               "check that the file is still in the pod (kubectl exec … ls -l)"});
           break;
         }
         outside = fs::exists(report) ? sha256_file_hex(report) : "";
@@ -320,6 +334,9 @@ bool capture_in_pod(const K8sOptions& options, const Cluster& cluster, const Pod
   }
   std::string analysis_table;
   if (fs::exists(report) && outside == inside) {
+    // ncu's own CSV exports when this machine has an ncu (the report is read locally).
+    capture::NcuLocation local_ncu = capture::locate_ncu("");
+    if (!local_ncu.path.empty()) write_ncu_exports(bundle, local_ncu.path, report);
     try {
       BundleAnalysis analysis = analyze_for_bundle(report);
       std::string destination = bundle.final_path();

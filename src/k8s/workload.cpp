@@ -60,62 +60,90 @@ const ContainerInfo* TargetInfo::container(const std::string& name) const {
   return nullptr;
 }
 
+namespace {
+
+// kubectl's JSON is trusted for shape no more than any input: a field of the wrong type reads as
+// absent instead of throwing.
+const nlohmann::json& member(const nlohmann::json& object, const char* key) {
+  static const nlohmann::json kNull;
+  if (!object.is_object()) return kNull;
+  auto it = object.find(key);
+  return it == object.end() ? kNull : *it;
+}
+
+std::string text(const nlohmann::json& object, const char* key) {
+  const nlohmann::json& value = member(object, key);
+  return value.is_string() ? value.get<std::string>() : "";
+}
+
+const nlohmann::json& items(const nlohmann::json& list) {
+  static const nlohmann::json kEmpty = nlohmann::json::array();
+  const nlohmann::json& value = member(list, "items");
+  return value.is_array() ? value : kEmpty;
+}
+
+}  // namespace
+
 TargetInfo parse_target(const nlohmann::json& deployment, const nlohmann::json& pods,
                         const nlohmann::json& services) {
   TargetInfo target;
   target.deployment_json = deployment;
-  const nlohmann::json& metadata = deployment.value("metadata", nlohmann::json::object());
-  target.deployment = metadata.value("name", "");
-  target.namespace_name = metadata.value("namespace", "default");
-  target.revision = metadata.value("annotations", nlohmann::json::object())
-                        .value("deployment.kubernetes.io/revision", "");
-  const nlohmann::json& spec = deployment.value("spec", nlohmann::json::object());
-  target.replicas = spec.value("replicas", 1);
-  target.match_labels = string_map(spec.value("selector", nlohmann::json::object()).value("matchLabels", nlohmann::json::object()));
-  const nlohmann::json& pod_template = spec.value("template", nlohmann::json::object());
-  target.template_labels = string_map(pod_template.value("metadata", nlohmann::json::object()).value("labels", nlohmann::json::object()));
-  for (const auto& c : pod_template.value("spec", nlohmann::json::object()).value("containers", nlohmann::json::array())) {
+  const nlohmann::json& metadata = member(deployment, "metadata");
+  target.deployment = text(metadata, "name");
+  target.namespace_name = text(metadata, "namespace");
+  if (target.namespace_name.empty()) target.namespace_name = "default";
+  target.revision = text(member(metadata, "annotations"), "deployment.kubernetes.io/revision");
+  const nlohmann::json& spec = member(deployment, "spec");
+  const nlohmann::json& replicas = member(spec, "replicas");
+  target.replicas = replicas.is_number_integer() ? replicas.get<int>() : 1;
+  target.match_labels = string_map(member(member(spec, "selector"), "matchLabels"));
+  const nlohmann::json& pod_template = member(spec, "template");
+  target.template_labels = string_map(member(member(pod_template, "metadata"), "labels"));
+  const nlohmann::json& containers = member(member(pod_template, "spec"), "containers");
+  for (const auto& c : containers.is_array() ? containers : nlohmann::json::array()) {
     ContainerInfo info;
-    info.name = c.value("name", "");
-    info.image = c.value("image", "");
-    info.command = strings(c.value("command", nlohmann::json::array()));
-    info.args = strings(c.value("args", nlohmann::json::array()));
-    for (const auto& e : c.value("env", nlohmann::json::array())) {
-      std::string name = e.value("name", "");
-      std::string value = e.contains("value") ? e.value("value", "") : "<from " + e.value("valueFrom", nlohmann::json::object()).dump() + ">";
+    info.name = text(c, "name");
+    info.image = text(c, "image");
+    info.command = strings(member(c, "command"));
+    info.args = strings(member(c, "args"));
+    const nlohmann::json& env = member(c, "env");
+    for (const auto& e : env.is_array() ? env : nlohmann::json::array()) {
+      std::string name = text(e, "name");
+      std::string value = member(e, "value").is_string() ? text(e, "value") : "<from " + member(e, "valueFrom").dump() + ">";
       info.env.emplace_back(name, value);
       if (name == "CUDA_INJECTION64_PATH") info.injection = value;
     }
-    const auto& resources = c.value("resources", nlohmann::json::object());
-    info.gpus = resources.value("limits", nlohmann::json::object()).value("nvidia.com/gpu", "");
+    const nlohmann::json& gpus = member(member(member(c, "resources"), "limits"), "nvidia.com/gpu");
+    info.gpus = gpus.is_string() ? gpus.get<std::string>() : gpus.is_number() ? gpus.dump() : "";
     std::vector<std::string> argv = info.command;
     argv.insert(argv.end(), info.args.begin(), info.args.end());
     info.gpu_memory_utilization = flag_value(argv, "--gpu-memory-utilization");
     if (!info.gpu_memory_utilization) info.gpu_memory_utilization = flag_value(argv, "--mem-fraction-static");
-    for (size_t i = 0; i + 2 < argv.size(); ++i) {
-      std::string program = argv[i].substr(argv[i].rfind('/') == std::string::npos ? 0 : argv[i].rfind('/') + 1);
+    for (const std::string& arg : argv) {
+      std::string program = arg.substr(arg.rfind('/') == std::string::npos ? 0 : arg.rfind('/') + 1);
       if (program == "ncu" && std::find(argv.begin(), argv.end(), "launch") != argv.end()) {
         info.under_ncu_launch = true;
       }
     }
     target.containers.push_back(std::move(info));
   }
-  for (const auto& p : pods.value("items", nlohmann::json::array())) {
+  for (const auto& p : items(pods)) {
     PodInfo pod;
-    pod.name = p["metadata"].value("name", "");
-    pod.node = p.value("spec", nlohmann::json::object()).value("nodeName", "");
-    pod.phase = p.value("status", nlohmann::json::object()).value("phase", "");
-    for (const auto& s : p.value("status", nlohmann::json::object()).value("containerStatuses", nlohmann::json::array())) {
-      pod.image_ids[s.value("name", "")] = s.value("imageID", "");
+    pod.name = text(member(p, "metadata"), "name");
+    pod.node = text(member(p, "spec"), "nodeName");
+    pod.phase = text(member(p, "status"), "phase");
+    const nlohmann::json& statuses = member(member(p, "status"), "containerStatuses");
+    for (const auto& st : statuses.is_array() ? statuses : nlohmann::json::array()) {
+      pod.image_ids[text(st, "name")] = text(st, "imageID");
     }
-    for (const auto& e : p.value("spec", nlohmann::json::object()).value("ephemeralContainers", nlohmann::json::array())) {
-      pod.ephemeral_containers.push_back(e.value("name", ""));
+    const nlohmann::json& ephemeral = member(member(p, "spec"), "ephemeralContainers");
+    for (const auto& e : ephemeral.is_array() ? ephemeral : nlohmann::json::array()) {
+      pod.ephemeral_containers.push_back(text(e, "name"));
     }
     target.pods.push_back(std::move(pod));
   }
-  for (const auto& s : services.value("items", nlohmann::json::array())) {
-    ServiceInfo service{s["metadata"].value("name", ""),
-                        string_map(s.value("spec", nlohmann::json::object()).value("selector", nlohmann::json::object()))};
+  for (const auto& sv : items(services)) {
+    ServiceInfo service{text(member(sv, "metadata"), "name"), string_map(member(member(sv, "spec"), "selector"))};
     if (selects(service.selector, target.template_labels)) target.services.push_back(service);
   }
   return target;
@@ -183,7 +211,18 @@ std::string sister_name(const std::string& deployment, const std::string& run_id
   return base + suffix;
 }
 
+nlohmann::json sister_deployment_unchecked(const TargetInfo& target, const SisterOptions& options);
+
 nlohmann::json sister_deployment(const TargetInfo& target, const SisterOptions& options) {
+  try {
+    return sister_deployment_unchecked(target, options);
+  } catch (const nlohmann::json::exception& error) {
+    throw std::invalid_argument(fmt::format(
+        "the Deployment {} has fields of unexpected types; kprof cannot copy it: {}", target.deployment, error.what()));
+  }
+}
+
+nlohmann::json sister_deployment_unchecked(const TargetInfo& target, const SisterOptions& options) {
   const ContainerInfo* server = target.container(options.container);
   if (!server) throw std::invalid_argument(fmt::format("no container \"{}\" in {}", options.container, target.deployment));
   if (server->command.empty()) {

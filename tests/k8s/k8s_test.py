@@ -67,8 +67,12 @@ class Cluster:
         os.makedirs(self.home)
 
     def env(self, kubectl):
+        # A local ncu (the stand-in replaying the attach recording) makes kprof add ncu's CSV exports.
         return dict(os.environ, KUBECONFIG=self.kubeconfig, HOME=self.home, REAL_KUBECTL=kubectl,
-                    KUBECTL_LOG=os.path.join(self.dir, "kubectl-argv.jsonl"), KUBECTL_REMOTE_COMMAND_WEBSOCKETS="true")
+                    KUBECTL_LOG=os.path.join(self.dir, "kubectl-argv.jsonl"), KUBECTL_REMOTE_COMMAND_WEBSOCKETS="true",
+                    KPROF_NCU=os.path.join(SUPPORT, "fake_ncu.py"),
+                    FAKE_NCU_VERSION=os.path.join(DATA, "h200/ncu-outputs/ncu_version.txt"),
+                    FAKE_NCU_RECORDING=os.path.join(DATA, "h200/capture-recordings/attach_1"))
 
     def kprof(self, *args, kubectl=None, background=False):
         command = [KPROF, *args]
@@ -182,6 +186,9 @@ class K8sTest(unittest.TestCase):
             self.assertEqual(digest, k["sha256_copied"])
             self.assertEqual(digest, hashlib.sha256(recorded).hexdigest())
             self.assertEqual(len(json.load(open(os.path.join(bundle, "analysis.json")))["kernels"]), 2)
+            raw = subprocess.run(["zstd", "-dc", os.path.join(DATA, "h200/capture-recordings/attach_1/raw.csv.zst")],
+                                 capture_output=True, check=True).stdout
+            self.assertEqual(open(os.path.join(bundle, "raw.csv"), "rb").read(), raw)  # ncu's export, local ncu
         receipt = json.load(open(glob.glob(os.path.join(c.dir, "run", "kprof-sister-receipt-*.json"))[0]))
         self.assertEqual(receipt["status"], "ok")
         self.assertEqual(receipt["leftovers"], [])
@@ -214,6 +221,16 @@ class K8sTest(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(c.dir, "run", "capture-1", "report.ncu-rep")))
         receipt = json.load(open(glob.glob(os.path.join(c.dir, "run", "kprof-sister-receipt-*.json"))[0]))
         self.assertEqual(receipt["leftovers"], [])
+
+    def test_image_without_tar_is_copied_through_cat(self):
+        c = self.cluster("vllm_single_replica.json", "no-tar")
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-k", "k_alpha", "-o", "run")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("no tar for kubectl cp; copying through `cat`", r.stderr)
+        m = json.load(open(os.path.join(c.dir, "run", "capture-1", "manifest.json")))
+        self.assertEqual(m["kubernetes"]["sha256_in_pod"], m["kubernetes"]["sha256_copied"])
+        data = open(os.path.join(c.dir, "run", "capture-1", "report.ncu-rep"), "rb").read()
+        self.assertEqual(hashlib.sha256(data).hexdigest(), m["kubernetes"]["sha256_in_pod"])
 
     def wait_for_attach(self, c, timeout=60):
         for _ in range(timeout * 10):

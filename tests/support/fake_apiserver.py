@@ -14,7 +14,8 @@ and writes its report into the pod).
 usage: fake_apiserver.py OBJECTS.json STATE_DIR [--port-file F] [--fail RULE]...
 RULE: forbid:VERB:RESOURCE (403), no-ephemeral (404 on pods/ephemeralcontainers),
       server-version:MINOR, slow-exec:SECONDS (the attach exec waits first), cp-missing (tar
-      finds no file, as when the report vanished before kubectl cp).
+      finds no file, as when the report vanished before kubectl cp), no-tar (an image without
+      tar: kubectl cp cannot work there).
 Environment: FAKE_ATTACH_RECORDING (a capture-recordings folder: ncu-stdout.txt, report.ncu-rep.zst)."""
 import base64
 import hashlib
@@ -366,6 +367,15 @@ def run_in_pod(ns, pod, container, command):
     if prog == "test" and command[1:2] == ["-s"]:
         path = local(command[2])
         return b"", b"", 0 if os.path.exists(path) and os.path.getsize(path) > 0 else 1
+    if prog == "tar" and "no-tar" in rules:
+        return b"", b'exec: "tar": executable file not found in $PATH\n', 127
+    if prog == "tar" and command[1:2] == ["--version"]:
+        return b"tar (GNU tar) 1.35\n", b"", 0
+    if prog == "cat" and len(command) == 2:
+        path = local(command[1])
+        if not os.path.isfile(path):
+            return b"", f"cat: {command[1]}: No such file or directory\n".encode(), 1
+        return open(path, "rb").read(), b"", 0
     if prog == "tar" and "cp-missing" in rules:
         return b"", f"tar: {command[-1]}: Cannot stat: No such file or directory\ntar: Exiting with failure status due to previous errors\n".encode(), 2
     if prog == "tar" and command[1:3] == ["cf", "-"]:
