@@ -56,6 +56,40 @@ std::string signal_name(int code) {
 
 }  // namespace
 
+std::vector<std::string> closest_kernel_names(const std::string& filter,
+                                              std::vector<std::string> names, size_t count) {
+  std::string wanted = filter.rfind("regex:", 0) == 0 ? filter.substr(6) : filter;
+  auto lower = [](std::string text) {
+    for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+  };
+  wanted = lower(wanted);
+  // Longest common substring, O(|a|·|b|) with one row: names and filters are short.
+  auto common = [&](const std::string& name) {
+    std::string text = lower(name);
+    std::vector<size_t> row(wanted.size() + 1, 0);
+    size_t best = 0;
+    for (size_t i = 1; i <= text.size(); ++i) {
+      size_t diagonal = 0;
+      for (size_t j = 1; j <= wanted.size(); ++j) {
+        size_t above = row[j];
+        row[j] = text[i - 1] == wanted[j - 1] ? diagonal + 1 : 0;
+        best = std::max(best, row[j]);
+        diagonal = above;
+      }
+    }
+    return best;
+  };
+  std::vector<std::pair<size_t, std::string>> scored;
+  for (std::string& name : names) scored.emplace_back(common(name), std::move(name));
+  std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  std::vector<std::string> out;
+  for (size_t i = 0; i < scored.size() && i < count; ++i) out.push_back(scored[i].second);
+  return out;
+}
+
 NcuProgress parse_progress(std::string_view output) {
   NcuProgress progress;
   static const RE2 kPasses("- (\\d+) pass(?:es)?\\s*$");
@@ -201,12 +235,12 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
     // cause (it prints the --target-processes hint as well whenever application-only is given).
     if (!progress.available_kernels.empty()) {
       std::string names;
-      for (size_t i = 0; i < progress.available_kernels.size() && i < 5; ++i) {
-        names += (i ? ", " : "") + progress.available_kernels[i];
+      for (const std::string& name : closest_kernel_names(settings.kernel_name, progress.available_kernels, 5)) {
+        names += (names.empty() ? "" : ", ") + name;
       }
       found.push_back({"no_kernel_matched", true,
                        fmt::format("the kernel filter \"{}\" matched none of the {} kernels the "
-                                   "application launched: {}",
+                                   "application launched; closest: {}",
                                    settings.kernel_name, progress.available_kernels.size(), names),
                        "use --kernel-name regex:PART of one of those names (matched against "
                        "the function name unless --kernel-name-base says otherwise)"});

@@ -33,6 +33,11 @@ struct Diagnosis {
 };
 
 NcuProgress parse_progress(std::string_view output);
+
+// The names closest to a kernel filter that matched nothing, closest first: ranked by the
+// longest run of the filter's characters found in the name (case-insensitive), then by name.
+std::vector<std::string> closest_kernel_names(const std::string& filter,
+                                              std::vector<std::string> names, size_t count);
 std::vector<Diagnosis> diagnose(const NcuRun& run);
 
 }  // namespace kprof::capture

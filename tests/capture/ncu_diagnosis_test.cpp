@@ -122,5 +122,23 @@ TEST(NcuDiagnosis, NotRecordedPermissionAndVersionSkew) {
   EXPECT_EQ(diagnose(same).front().id, "profiler_library_failed");
 }
 
+// Ranking on the 24 real kernel names of big_full (ncu's function-name export).
+TEST(NcuDiagnosis, ClosestKernelNamesComeFirst) {
+  std::vector<std::string> names;
+  std::ifstream in(std::string(KPROF_DATA_DIR) + "/h200/kernel_names_big_full_function.csv");
+  for (std::string line; std::getline(in, line);) {
+    size_t comma = line.find("\",\"");
+    if (comma != std::string::npos) names.push_back(line.substr(comma + 3, line.size() - comma - 4));
+  }
+  ASSERT_EQ(names.size(), 24u);
+  // A typo'd filter: "sdpa_sm90_flsh" is closest to the sm90 flash attention kernel.
+  std::vector<std::string> closest = closest_kernel_names("regex:SDPA_sm90_flsh", names, 3);
+  ASSERT_EQ(closest.size(), 3u);
+  EXPECT_NE(closest[0].find("sdpa_sm90"), std::string::npos) << closest[0];
+  closest = closest_kernel_names("regex:splitk", names, 2);
+  EXPECT_NE(closest[0].find("splitK"), std::string::npos);
+  EXPECT_EQ(closest_kernel_names("x", {"b", "a"}, 5), (std::vector<std::string>{"a", "b"}));
+}
+
 }  // namespace
 }  // namespace kprof::capture
