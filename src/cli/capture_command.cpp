@@ -173,6 +173,9 @@ std::vector<std::string> metrics_not_collected(const std::string& metric_list,
 ExitCode run_capture(const CaptureOptions& options, Output& output) {
   // Progress goes to stderr while ncu runs; a closed reader must not kill the capture.
   std::signal(SIGPIPE, SIG_IGN);
+  // Ctrl-C at any moment (also between ncu and its exports) ends in an .incomplete bundle,
+  // never in a .partial folder left behind.
+  capture::keep_interrupts();
   capture::NcuLocation ncu = capture::locate_ncu(options.ncu);
   if (ncu.path.empty()) {
     throw NotReady(fmt::format("ncu not found ({}); install Nsight Compute, put ncu on PATH, or "
