@@ -14,7 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) return 0;
   auto field = [&](const char* key) { return doc.contains(key) ? doc[key] : nlohmann::json(); };
-  kprof::k8s::TargetInfo target = kprof::k8s::parse_target(field("deployment"), field("pods"), field("services"));
+  kprof::k8s::TargetInfo target =
+      kprof::k8s::parse_target(field("deployment"), field("pods"), field("services"));
   for (const kprof::k8s::ContainerInfo& container : target.containers) {
     kprof::k8s::assess(target, container, 31);
   }

@@ -177,8 +177,8 @@ ChildResult run_child(const ChildRequest& request) {
   sigset_t none;
   sigemptyset(&none);
   posix_spawnattr_setsigmask(&attributes, &none);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
-                                            POSIX_SPAWN_SETSIGMASK);
+  posix_spawnattr_setflags(&attributes,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
 
   std::vector<char*> argv;
   for (const std::string& arg : request.argv) argv.push_back(const_cast<char*>(arg.c_str()));
@@ -192,8 +192,7 @@ ChildResult run_child(const ChildRequest& request) {
   if (!g_keep_interrupts) g_interrupt = 0;
   Clock::time_point start = Clock::now();
   pid_t pid = 0;
-  int spawn_error =
-      posix_spawnp(&pid, argv[0], &actions, &attributes, argv.data(), envp.data());
+  int spawn_error = posix_spawnp(&pid, argv[0], &actions, &attributes, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
   out_write.close();

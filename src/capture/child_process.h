@@ -13,10 +13,10 @@
 namespace kprof::capture {
 
 struct ChildRequest {
-  std::vector<std::string> argv;                            // argv[0] is a path or a PATH name
-  std::vector<std::pair<std::string, std::string>> env;     // added to (or replacing in) ours
-  std::optional<std::chrono::milliseconds> timeout;         // wall clock, then the group is stopped
-  std::chrono::milliseconds grace{5000};                    // after SIGINT, before SIGKILL
+  std::vector<std::string> argv;                         // argv[0] is a path or a PATH name
+  std::vector<std::pair<std::string, std::string>> env;  // added to (or replacing in) ours
+  std::optional<std::chrono::milliseconds> timeout;      // wall clock, then the group is stopped
+  std::chrono::milliseconds grace{5000};                 // after SIGINT, before SIGKILL
   // Called with each complete line (without '\n') of stdout or stderr as it arrives; returning
   // true asks for the process group to be sent SIGINT (used to detach an ncu attach client).
   std::function<bool(const std::string& line, bool from_stderr)> on_line;
@@ -28,15 +28,15 @@ struct ChildRequest {
 };
 
 struct ChildResult {
-  bool started = false;     // false: could not be executed (start_error says why)
+  bool started = false;  // false: could not be executed (start_error says why)
   std::string start_error;
-  int exit_code = -1;       // the exit status, or 128 + signal when killed by a signal
-  int signal = 0;           // the signal that ended it, 0 when it exited
-  bool timed_out = false;   // stopped by kprof because the timeout passed
-  bool interrupted = false; // stopped by kprof because kprof got SIGINT or SIGTERM
+  int exit_code = -1;           // the exit status, or 128 + signal when killed by a signal
+  int signal = 0;               // the signal that ended it, 0 when it exited
+  bool timed_out = false;       // stopped by kprof because the timeout passed
+  bool interrupted = false;     // stopped by kprof because kprof got SIGINT or SIGTERM
   bool stop_requested = false;  // stopped by kprof because on_line asked for it
-  std::string out, err;     // everything it printed
-  std::string combined;     // stdout and stderr interleaved in the order they were read
+  std::string out, err;         // everything it printed
+  std::string combined;         // stdout and stderr interleaved in the order they were read
   std::chrono::milliseconds elapsed{0};
 };
 

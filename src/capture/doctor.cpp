@@ -59,7 +59,8 @@ SystemFacts gather_system_facts(const std::string& root, const std::string& ncu_
     facts.driver_version = trim(*text);
   } else if (auto text = read_text(root + "/proc/driver/nvidia/version")) {
     std::string version;
-    if (RE2::PartialMatch(*text, "Kernel Module(?: for \\S+)?\\s+(\\d+\\.\\d+(?:\\.\\d+)?)", &version)) {
+    if (RE2::PartialMatch(*text, "Kernel Module(?: for \\S+)?\\s+(\\d+\\.\\d+(?:\\.\\d+)?)",
+                          &version)) {
       facts.driver_version = version;
     }
   }
@@ -67,7 +68,8 @@ SystemFacts gather_system_facts(const std::string& root, const std::string& ncu_
     auto text = read_text(root + candidate);
     if (!text) continue;
     std::string version;
-    if (RE2::PartialMatch(*text, "\"cuda\"\\s*:\\s*\\{[^}]*\"version\"\\s*:\\s*\"([0-9.]+)\"", &version) ||
+    if (RE2::PartialMatch(*text, "\"cuda\"\\s*:\\s*\\{[^}]*\"version\"\\s*:\\s*\"([0-9.]+)\"",
+                          &version) ||
         RE2::PartialMatch(*text, "CUDA Version ([0-9.]+)", &version)) {
       facts.cuda_toolkit_version = version;
       facts.cuda_toolkit_source = candidate;
@@ -105,7 +107,8 @@ std::vector<Check> run_doctor_checks(const SystemFacts& facts) {
   using S = Check::Status;
   std::vector<Check> checks;
   if (facts.ncu_path.empty()) {
-    checks.push_back({"ncu", S::kFailed, fmt::format("not found (looked in {})", facts.ncu_searched),
+    checks.push_back({"ncu", S::kFailed,
+                      fmt::format("not found (looked in {})", facts.ncu_searched),
                       "install Nsight Compute (the CUDA toolkit's nsight-compute package) or "
                       "pass --ncu PATH / set KPROF_NCU"});
   } else if (facts.ncu_version.empty()) {
@@ -113,21 +116,22 @@ std::vector<Check> run_doctor_checks(const SystemFacts& facts) {
                       fmt::format("{} does not answer --version", facts.ncu_path),
                       "run it by hand: a broken install or a missing library"});
   } else {
-    checks.push_back({"ncu", S::kOk,
-                      fmt::format("{}: {}{}", facts.ncu_path, facts.ncu_version,
-                                  facts.ncu_is_script
-                                      ? " (a wrapper script: it runs the newest Nsight Compute "
-                                        "installed; this is that version)"
-                                      : ""),
-                      ""});
+    checks.push_back(
+        {"ncu", S::kOk,
+         fmt::format("{}: {}{}", facts.ncu_path, facts.ncu_version,
+                     facts.ncu_is_script ? " (a wrapper script: it runs the newest Nsight Compute "
+                                           "installed; this is that version)"
+                                         : ""),
+         ""});
   }
   std::optional<int> driver_major = cuda_major_of_driver(facts.driver_version);
   if (facts.driver_version.empty()) {
     checks.push_back({"driver", facts.device_nodes ? S::kWarning : S::kFailed,
                       "no NVIDIA kernel driver version found (/sys/module/nvidia/version, "
                       "/proc/driver/nvidia/version)",
-                      facts.device_nodes ? "" : "no GPU driver here: run on the GPU host or in a "
-                                                "container that has the GPU"});
+                      facts.device_nodes ? ""
+                                         : "no GPU driver here: run on the GPU host or in a "
+                                           "container that has the GPU"});
   } else {
     checks.push_back({"driver", S::kOk,
                       fmt::format("{} (supports CUDA up to {}.x)", facts.driver_version,

@@ -20,9 +20,9 @@ struct SystemFacts {
   std::string cuda_toolkit_source;
   std::optional<int> profiling_admin_only;  // RmProfilingAdminOnly from the driver's params
   unsigned effective_uid = 0;
-  std::map<std::string, std::string> env;   // the variables doctor looks at
-  std::string proc_version;          // /proc/version
-  bool device_nodes = false;         // /dev/nvidiactl present
+  std::map<std::string, std::string> env;  // the variables doctor looks at
+  std::string proc_version;                // /proc/version
+  bool device_nodes = false;               // /dev/nvidiactl present
 };
 
 struct Check {

@@ -25,7 +25,8 @@ EvidenceBundle::EvidenceBundle(std::string final_path) : final_path_(std::move(f
   while (final_path_.size() > 1 && final_path_.back() == '/') final_path_.pop_back();
   std::error_code error;
   if (fs::exists(final_path_, error)) {
-    unwritable(final_path_, "already exists; choose another --output (kprof never overwrites a bundle)");
+    unwritable(final_path_,
+               "already exists; choose another --output (kprof never overwrites a bundle)");
   }
   staging_path_ = final_path_ + ".partial-" + std::to_string(getpid());
   fs::remove_all(staging_path_, error);
@@ -37,7 +38,8 @@ EvidenceBundle::EvidenceBundle(std::string final_path) : final_path_(std::move(f
 EvidenceBundle::~EvidenceBundle() {
   if (finished_) return;
   try {
-    abandon({{"schema", "kprof.bundle/1"}, {"status", "incomplete"},
+    abandon({{"schema", "kprof.bundle/1"},
+             {"status", "incomplete"},
              {"incomplete_reason", "kprof stopped before the capture finished"}});
   } catch (...) {
   }
@@ -58,7 +60,8 @@ std::string EvidenceBundle::finish(nlohmann::json manifest, const std::string& d
     if (!entry.is_regular_file()) continue;
     std::string name = entry.path().filename().string();
     if (name == "manifest.json") continue;
-    files[name] = {{"bytes", entry.file_size()}, {"sha256", sha256_file_hex(entry.path().string())}};
+    files[name] = {{"bytes", entry.file_size()},
+                   {"sha256", sha256_file_hex(entry.path().string())}};
   }
   manifest["files"] = files;
   write("manifest.json", manifest.dump(1) + "\n");

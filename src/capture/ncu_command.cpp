@@ -28,13 +28,16 @@ const std::vector<std::string>& triage_arguments() {
   static const std::vector<std::string> kArguments = [] {
     std::vector<std::string> metrics = {
         // DRAM bandwidth and its peak, as the roofline sections compute them (no extra pass).
-        "dram__bytes.sum.per_second", "dram__bytes.sum.peak_sustained",
+        "dram__bytes.sum.per_second",
+        "dram__bytes.sum.peak_sustained",
         "dram__cycles_elapsed.avg.per_second",
         // FP32/FP64/FP16 FLOP rates: SASS instruction counts (one instrumented pass).
         "smsp__cycles_elapsed.avg.per_second",
     };
-    for (const char* op : {"fadd", "fmul", "ffma", "dadd", "dmul", "dfma", "hadd", "hmul", "hfma"}) {
-      metrics.push_back(fmt::format("smsp__sass_thread_inst_executed_op_{}_pred_on.sum.per_cycle_elapsed", op));
+    for (const char* op :
+         {"fadd", "fmul", "ffma", "dadd", "dmul", "dfma", "hadd", "hmul", "hfma"}) {
+      metrics.push_back(
+          fmt::format("smsp__sass_thread_inst_executed_op_{}_pred_on.sum.per_cycle_elapsed", op));
     }
     // Tensor FLOP rates of BF16 and FP16 inputs (LLM GEMMs and attention): one pass each on
     // the H200. FP8/TF32/INT8 would cost one more each; tensor work in those precisions is
@@ -59,20 +62,28 @@ const std::vector<std::string>& triage_arguments() {
 
 std::vector<std::string> preset_arguments(Preset preset) {
   switch (preset) {
-    case Preset::kTriage: return triage_arguments();
-    case Preset::kBasic: return {"--set", "basic"};
-    case Preset::kFull: return {"--set", "full"};
-    case Preset::kCustom: return {};
+    case Preset::kTriage:
+      return triage_arguments();
+    case Preset::kBasic:
+      return {"--set", "basic"};
+    case Preset::kFull:
+      return {"--set", "full"};
+    case Preset::kCustom:
+      return {};
   }
   return {};
 }
 
 std::string preset_name(Preset preset) {
   switch (preset) {
-    case Preset::kTriage: return "triage";
-    case Preset::kBasic: return "basic";
-    case Preset::kFull: return "full";
-    case Preset::kCustom: return "custom";
+    case Preset::kTriage:
+      return "triage";
+    case Preset::kBasic:
+      return "basic";
+    case Preset::kFull:
+      return "full";
+    case Preset::kCustom:
+      return "custom";
   }
   return "";
 }
@@ -89,10 +100,12 @@ AttachEndpoint parse_endpoint(const std::string& text) {
   std::string port_text;
   if (!text.empty() && text.front() == '[') {
     size_t close = text.find(']');
-    if (close == std::string::npos) refuse(fmt::format("attach endpoint \"{}\": missing ']'", text));
+    if (close == std::string::npos)
+      refuse(fmt::format("attach endpoint \"{}\": missing ']'", text));
     endpoint.host = text.substr(1, close - 1);
     if (close + 1 < text.size()) {
-      if (text[close + 1] != ':') refuse(fmt::format("attach endpoint \"{}\": expected ':PORT' after ']'", text));
+      if (text[close + 1] != ':')
+        refuse(fmt::format("attach endpoint \"{}\": expected ':PORT' after ']'", text));
       port_text = text.substr(close + 2);
     }
   } else {
@@ -105,7 +118,8 @@ AttachEndpoint parse_endpoint(const std::string& text) {
   }
   if (endpoint.host.empty()) refuse(fmt::format("attach endpoint \"{}\": no host", text));
   for (char c : endpoint.host) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == ':' || c == '_')) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == ':' ||
+          c == '_')) {
       refuse(fmt::format("attach endpoint \"{}\": '{}' cannot be part of a host name", text, c));
     }
   }
@@ -115,7 +129,8 @@ AttachEndpoint parse_endpoint(const std::string& text) {
                   std::all_of(port_text.begin(), port_text.end(), ::isdigit);
     if (digits) port = std::stoi(port_text);
     if (!digits || port < 1 || port > 65535) {
-      refuse(fmt::format("attach endpoint \"{}\": the port must be a number from 1 to 65535", text));
+      refuse(
+          fmt::format("attach endpoint \"{}\": the port must be a number from 1 to 65535", text));
     }
     endpoint.port = port;
   }
@@ -136,20 +151,23 @@ NcuCommand build_ncu_command(const CaptureSpec& spec) {
     refuse("give either --attach HOST[:PORT] or a command after --, not both");
   }
   if (!spec.attach && spec.target.empty()) {
-    refuse("nothing to capture: give the command after -- (kprof capture -- ./app ARGS) or "
-           "--attach HOST[:PORT] for a process started under `ncu --mode launch`");
+    refuse(
+        "nothing to capture: give the command after -- (kprof capture -- ./app ARGS) or "
+        "--attach HOST[:PORT] for a process started under `ncu --mode launch`");
   }
   if (!spec.target.empty()) {
     const std::string program = basename_of(spec.target.front());
     if (program == "env") {
-      refuse("the command starts with `env`: ncu would profile env, which launches no kernel; "
-             "put the variables on kprof instead: kprof capture --env NAME=VALUE -- APP");
+      refuse(
+          "the command starts with `env`: ncu would profile env, which launches no kernel; "
+          "put the variables on kprof instead: kprof capture --env NAME=VALUE -- APP");
     }
     if (is_shell(spec.target.front()) && !spec.children) {
-      refuse(fmt::format("the command is a shell ({}): ncu would profile the shell, which "
-                         "launches no kernel; run the program directly, or add --children to "
-                         "profile the processes it starts",
-                         program));
+      refuse(
+          fmt::format("the command is a shell ({}): ncu would profile the shell, which "
+                      "launches no kernel; run the program directly, or add --children to "
+                      "profile the processes it starts",
+                      program));
     }
   }
   if (spec.preset == Preset::kCustom && spec.sections.empty() && spec.metrics.empty()) {
@@ -162,13 +180,15 @@ NcuCommand build_ncu_command(const CaptureSpec& spec) {
   switch (spec.safety) {
     case Safety::kSingleReplica:
       if (spec.kernel_regex.empty()) {
-        refuse("--safety single-replica needs one kernel regex (-k): a single replica cannot "
-               "afford replaying every kernel it runs");
+        refuse(
+            "--safety single-replica needs one kernel regex (-k): a single replica cannot "
+            "afford replaying every kernel it runs");
       }
       if (*launch_count > 3) refuse("--safety single-replica allows at most --launch-count 3");
       if (heavy) {
-        refuse("--safety single-replica allows only --preset triage or basic: --set full "
-               "replays each kernel ~38 times and can push the server past its liveness probe");
+        refuse(
+            "--safety single-replica allows only --preset triage or basic: --set full "
+            "replays each kernel ~38 times and can push the server past its liveness probe");
       }
       break;
     case Safety::kMultiReplica:
@@ -178,8 +198,9 @@ NcuCommand build_ncu_command(const CaptureSpec& spec) {
       break;
   }
   if (spec.preset == Preset::kFull && spec.kernel_regex.empty() && !launch_count && !spec.force) {
-    refuse("refusing an unscoped --preset full: it replays every kernel the program launches "
-           "~38 times; scope it with -k REGEX and/or --launch-count N, or pass --force");
+    refuse(
+        "refusing an unscoped --preset full: it replays every kernel the program launches "
+        "~38 times; scope it with -k REGEX and/or --launch-count N, or pass --force");
   }
 
   // An option given through extra_ncu_args replaces kprof's own choice for it.
@@ -207,7 +228,8 @@ NcuCommand build_ncu_command(const CaptureSpec& spec) {
   if (!spec.kernel_name_base.empty()) {
     argv.insert(argv.end(), {"--kernel-name-base", spec.kernel_name_base});
   }
-  if (spec.launch_skip) argv.insert(argv.end(), {"--launch-skip", std::to_string(*spec.launch_skip)});
+  if (spec.launch_skip)
+    argv.insert(argv.end(), {"--launch-skip", std::to_string(*spec.launch_skip)});
   if (launch_count) argv.insert(argv.end(), {"--launch-count", std::to_string(*launch_count)});
   // Launch mode: profile from the start with the application's cudaProfilerStart/Stop ignored.
   // ncu 2025.3 rejects --profile-from-start next to --disable-profiler-start-stop ("Ignoring
@@ -224,7 +246,8 @@ NcuCommand build_ncu_command(const CaptureSpec& spec) {
       argv.insert(argv.end(), {"--target-processes", spec.children ? "all" : "application-only"});
     }
   }
-  if (!overridden("--clock-control")) argv.insert(argv.end(), {"--clock-control", spec.clock_control});
+  if (!overridden("--clock-control"))
+    argv.insert(argv.end(), {"--clock-control", spec.clock_control});
   if (!spec.replay_mode.empty() && !overridden("--replay-mode")) {
     argv.insert(argv.end(), {"--replay-mode", spec.replay_mode});
   }

@@ -28,17 +28,17 @@ struct CaptureSpec {
   std::vector<std::string> sections;  // custom preset: --section each
   std::string metrics;                // custom preset: --metrics (comma list)
   std::string kernel_regex;
-  std::string kernel_name_base;       // function | demangled | mangled; ncu's default when empty
+  std::string kernel_name_base;  // function | demangled | mangled; ncu's default when empty
   std::optional<std::int64_t> launch_skip, launch_count;
   std::string clock_control = "none";
-  bool children = false;              // --target-processes all
-  std::string replay_mode;            // kernel | application | range …; ncu's default when empty
+  bool children = false;    // --target-processes all
+  std::string replay_mode;  // kernel | application | range …; ncu's default when empty
   bool honor_profiler_start_stop = false;
   Safety safety = Safety::kNone;
-  bool force = false;                 // allow an unscoped --set full
+  bool force = false;                       // allow an unscoped --set full
   std::vector<std::string> extra_ncu_args;  // verbatim, for options kprof does not model
-  std::string export_path;            // report path without .ncu-rep
-  std::vector<std::string> target;    // the application's argv (launch mode)
+  std::string export_path;                  // report path without .ncu-rep
+  std::vector<std::string> target;          // the application's argv (launch mode)
   std::optional<AttachEndpoint> attach;
 };
 

@@ -45,12 +45,18 @@ bool has_option(const std::vector<std::string>& argv, std::string_view option) {
 std::string signal_name(int code) {
   // ncu reports a target killed by signal N as "error code (N)".
   switch (code) {
-    case SIGSEGV: return " (SIGSEGV: a segmentation fault)";
-    case SIGABRT: return " (SIGABRT: an abort, e.g. a failed assertion)";
-    case SIGKILL: return " (SIGKILL: killed, e.g. out of memory)";
-    case SIGBUS: return " (SIGBUS)";
-    case SIGFPE: return " (SIGFPE)";
-    default: return "";
+    case SIGSEGV:
+      return " (SIGSEGV: a segmentation fault)";
+    case SIGABRT:
+      return " (SIGABRT: an abort, e.g. a failed assertion)";
+    case SIGKILL:
+      return " (SIGKILL: killed, e.g. out of memory)";
+    case SIGBUS:
+      return " (SIGBUS)";
+    case SIGFPE:
+      return " (SIGFPE)";
+    default:
+      return "";
   }
 }
 
@@ -161,9 +167,10 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
   // CUDA 13 driver): matched loosely, and the versions are quoted from ncu's own lines.
   static const RE2 kDriverVersion("(?i)driver[^0-9\\n]{0,40}?(\\d+)\\.(\\d+)");
   static const RE2 kRuntimeVersion("(?i)runtime[^0-9\\n]{0,40}?(\\d+)\\.(\\d+)");
-  bool library_failed = RE2::PartialMatch(
-      out, "(?i)(failed to (load|initialize|initialise)[^\\n]*(profil|inject|cupti))|"
-           "(cupti[^\\n]*(error|fail))");
+  bool library_failed =
+      RE2::PartialMatch(out,
+                        "(?i)(failed to (load|initialize|initialise)[^\\n]*(profil|inject|cupti))|"
+                        "(cupti[^\\n]*(error|fail))");
   int driver_major = 0, driver_minor = 0, runtime_major = 0, runtime_minor = 0;
   bool versions = false;
   for (std::string_view line : lines_of(out)) {
@@ -179,15 +186,15 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
                      "use an ncu and application built for the driver's CUDA major, or upgrade "
                      "the driver; `kprof doctor` compares them"});
   } else if (library_failed) {
-    found.push_back({"profiler_library_failed", true,
-                     "ncu's profiler library (CUPTI injection) did not load or initialise in the "
-                     "application",
-                     "run `kprof doctor` (driver vs CUDA versions, sandbox, CUDA_INJECTION64_PATH)"});
+    found.push_back(
+        {"profiler_library_failed", true,
+         "ncu's profiler library (CUPTI injection) did not load or initialise in the "
+         "application",
+         "run `kprof doctor` (driver vs CUDA versions, sandbox, CUDA_INJECTION64_PATH)"});
   }
   std::string section;
   if (RE2::PartialMatch(out, "Option '--section ([^']+)' did not match any section", &section)) {
-    found.push_back({"unknown_section", true,
-                     fmt::format("no section is called \"{}\"", section),
+    found.push_back({"unknown_section", true, fmt::format("no section is called \"{}\"", section),
                      "`ncu --list-sections` lists the section identifiers"});
   }
   if (contains(out, "No metrics to collect found in sections.")) {
@@ -218,8 +225,7 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
   int code = 0;
   if (RE2::PartialMatch(out, "The application returned an error code \\((\\d+)\\)", &code)) {
     found.push_back({"target_failed", true,
-                     fmt::format("the application exited with code {}{}{}", code,
-                                 signal_name(code),
+                     fmt::format("the application exited with code {}{}{}", code, signal_name(code),
                                  progress.report_paths.empty()
                                      ? ""
                                      : fmt::format("; {} kernel{} were profiled and the report "
@@ -235,7 +241,8 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
     // cause (it prints the --target-processes hint as well whenever application-only is given).
     if (!progress.available_kernels.empty()) {
       std::string names;
-      for (const std::string& name : closest_kernel_names(settings.kernel_name, progress.available_kernels, 5)) {
+      for (const std::string& name :
+           closest_kernel_names(settings.kernel_name, progress.available_kernels, 5)) {
         names += (names.empty() ? "" : ", ") + name;
       }
       found.push_back({"no_kernel_matched", true,
@@ -281,7 +288,8 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
                        "kernels the application runs"});
     }
   }
-  bool failed = std::any_of(found.begin(), found.end(), [](const Diagnosis& d) { return d.failure; });
+  bool failed =
+      std::any_of(found.begin(), found.end(), [](const Diagnosis& d) { return d.failure; });
   if (!failed && settings.launch_count && progress.kernels_profiled < *settings.launch_count &&
       !settings.disable_profiler_start_stop && progress.processes_connected > 0) {
     found.push_back({"fewer_kernels_than_requested", false,

@@ -20,8 +20,8 @@ struct NcuRun {
 struct NcuProgress {
   size_t processes_connected = 0;
   size_t kernels_profiled = 0;
-  std::optional<int> passes_per_kernel;   // "- 38 passes"
-  std::vector<std::string> report_paths;  // "==PROF== Report: …"
+  std::optional<int> passes_per_kernel;        // "- 38 passes"
+  std::vector<std::string> report_paths;       // "==PROF== Report: …"
   std::vector<std::string> available_kernels;  // ncu's list after "No kernels were profiled."
 };
 

@@ -2,6 +2,7 @@
 // shows progress, diagnoses what went wrong, and writes an evidence bundle with the analysis.
 #include <fmt/format.h>
 #include <netdb.h>
+#include <re2/re2.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -13,17 +14,16 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <re2/re2.h>
 
 #include "capture/child_process.h"
 #include "capture/evidence_bundle.h"
 #include "capture/ncu_command.h"
 #include "capture/ncu_diagnosis.h"
-#include "cli/analyze_command.h"
-#include "cli/command.h"
-#include "cli/capture_support.h"
-#include "cli/selection.h"
 #include "capture/ncu_locator.h"
+#include "cli/analyze_command.h"
+#include "cli/capture_support.h"
+#include "cli/command.h"
+#include "cli/selection.h"
 
 namespace kprof::cli {
 namespace {
@@ -90,7 +90,8 @@ capture::CaptureSpec to_spec(const CaptureOptions& options, const std::string& n
   spec.kernel_regex = options.kernel_regex;
   if (!spec.kernel_regex.empty()) {
     RE2 check(spec.kernel_regex, RE2::Quiet);
-    if (!check.ok()) throw UsageError(fmt::format("-k \"{}\": {}", spec.kernel_regex, check.error()));
+    if (!check.ok())
+      throw UsageError(fmt::format("-k \"{}\": {}", spec.kernel_regex, check.error()));
   }
   spec.kernel_name_base = options.kernel_name_base;
   spec.launch_skip = options.launch_skip;
@@ -104,8 +105,8 @@ capture::CaptureSpec to_spec(const CaptureOptions& options, const std::string& n
   } else if (options.safety == "multi-replica") {
     spec.safety = capture::Safety::kMultiReplica;
   } else if (options.safety != "none") {
-    throw UsageError(fmt::format("--safety {}: expected none, single-replica or multi-replica",
-                                 options.safety));
+    throw UsageError(
+        fmt::format("--safety {}: expected none, single-replica or multi-replica", options.safety));
   }
   spec.force = options.force;
   spec.extra_ncu_args = options.ncu_args;
@@ -137,8 +138,6 @@ bool endpoint_reachable(const capture::AttachEndpoint& endpoint) {
   return ok;
 }
 
-
-
 std::string passes_summary(const std::vector<int>& passes) {
   if (passes.empty()) return "";
   auto [low, high] = std::minmax_element(passes.begin(), passes.end());
@@ -169,7 +168,6 @@ std::vector<std::string> metrics_not_collected(const std::string& metric_list,
   return missing;
 }
 
-
 ExitCode run_capture(const CaptureOptions& options, Output& output) {
   // Progress goes to stderr while ncu runs; a closed reader must not kill the capture.
   std::signal(SIGPIPE, SIG_IGN);
@@ -178,15 +176,15 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
   capture::keep_interrupts();
   capture::NcuLocation ncu = capture::locate_ncu(options.ncu);
   if (ncu.path.empty()) {
-    throw NotReady(fmt::format("ncu not found ({}); install Nsight Compute, put ncu on PATH, or "
-                               "pass --ncu PATH — `kprof doctor` checks the whole setup",
-                               ncu.searched));
+    throw NotReady(
+        fmt::format("ncu not found ({}); install Nsight Compute, put ncu on PATH, or "
+                    "pass --ncu PATH — `kprof doctor` checks the whole setup",
+                    ncu.searched));
   }
   capture::CaptureSpec spec = to_spec(options, ncu.path);
   std::vector<std::pair<std::string, std::string>> env = parse_env(options.env);
-  std::string output_path = options.output.empty()
-                                ? "kprof-capture-" + utc_now("%Y%m%d-%H%M%S")
-                                : options.output;
+  std::string output_path =
+      options.output.empty() ? "kprof-capture-" + utc_now("%Y%m%d-%H%M%S") : options.output;
   // Refusals come before anything is created or run.
   spec.export_path = "report";  // placeholder; checked for refusal only
   try {
@@ -264,11 +262,12 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
   }
   bool detached = spec.attach && result.stop_requested;
   if (result.timed_out) {
-    diagnoses.push_back({"timeout", true,
-                         fmt::format("the capture ran past --timeout {} s; ncu and its target were "
-                                     "stopped (SIGINT to the process group, SIGKILL after 5 s)",
-                                     options.timeout_s),
-                         "scope the capture (-k, --launch-count, --preset triage) or allow more time"});
+    diagnoses.push_back(
+        {"timeout", true,
+         fmt::format("the capture ran past --timeout {} s; ncu and its target were "
+                     "stopped (SIGINT to the process group, SIGKILL after 5 s)",
+                     options.timeout_s),
+         "scope the capture (-k, --launch-count, --preset triage) or allow more time"});
   }
   if (result.interrupted) {
     diagnoses.push_back({"interrupted", true,
@@ -345,7 +344,9 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
   bool incomplete = result.timed_out || result.interrupted || capture::interrupt_received();
   nlohmann::json manifest = {
       {"schema", "kprof.bundle/1"},
-      {"status", incomplete ? "incomplete" : failed ? "failed" : "ok"},
+      {"status", incomplete ? "incomplete"
+                 : failed   ? "failed"
+                            : "ok"},
       {"tool", {{"name", "kprof"}, {"version", KPROF_VERSION}, {"argv", output.argv}}},
       {"ncu",
        {{"path", ncu.path},
@@ -359,7 +360,8 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
       {"sections", spec.sections},
       {"metrics", spec.metrics},
       {"kernel_regex", spec.kernel_regex},
-      {"launch_skip", spec.launch_skip ? nlohmann::json(*spec.launch_skip) : nlohmann::json(nullptr)},
+      {"launch_skip",
+       spec.launch_skip ? nlohmann::json(*spec.launch_skip) : nlohmann::json(nullptr)},
       {"launch_count", expected ? nlohmann::json(*expected) : nlohmann::json(nullptr)},
       {"replay_mode", spec.replay_mode.empty() ? "kernel" : spec.replay_mode},
       {"clock_control", spec.clock_control},
@@ -373,14 +375,17 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
       {"progress",
        {{"kernels_profiled", profiled},
         {"passes_per_kernel", passes},
-        {"passes_min", passes.empty() ? nlohmann::json(nullptr) : nlohmann::json(*std::min_element(passes.begin(), passes.end()))},
-        {"passes_max", passes.empty() ? nlohmann::json(nullptr) : nlohmann::json(*std::max_element(passes.begin(), passes.end()))}}},
+        {"passes_min", passes.empty()
+                           ? nlohmann::json(nullptr)
+                           : nlohmann::json(*std::min_element(passes.begin(), passes.end()))},
+        {"passes_max", passes.empty()
+                           ? nlohmann::json(nullptr)
+                           : nlohmann::json(*std::max_element(passes.begin(), passes.end()))}}},
       {"warnings", command.warnings},
       {"diagnoses", diagnoses_json(diagnoses)},
   };
   if (spec.attach) {
-    manifest["attach"] = {{"host", spec.attach->host},
-                          {"port", spec.attach->port.value_or(49152)}};
+    manifest["attach"] = {{"host", spec.attach->host}, {"port", spec.attach->port.value_or(49152)}};
   } else {
     nlohmann::json env_json = nlohmann::json::object();
     for (const auto& [name, value] : env) env_json[name] = value;
@@ -393,7 +398,8 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
   std::string destination = bundle.final_path() + (incomplete ? ".incomplete" : "");
   auto relocate = [&](std::string text) {
     const std::string& from = bundle.staging_path();
-    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + destination.size())) {
+    for (size_t at = text.find(from); at != std::string::npos;
+         at = text.find(from, at + destination.size())) {
       text.replace(at, from.size(), destination);
     }
     return text;
@@ -403,11 +409,13 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
 
   std::string text = options.json ? manifest.dump(1) + "\n" : relocate(analysis_text);
   output.stderr_text += render_diagnoses(diagnoses);
-  output.stderr_text += fmt::format(
-      "kprof: {} {}: {} kernel{} profiled{}; bundle {}\n",
-      incomplete ? "capture incomplete" : failed ? "capture failed" : "captured",
-      fmt::format("in {:.1f} s", result.elapsed.count() / 1000.0), profiled,
-      profiled == 1 ? "" : "s", passes_summary(passes), written);
+  output.stderr_text +=
+      fmt::format("kprof: {} {}: {} kernel{} profiled{}; bundle {}\n",
+                  incomplete ? "capture incomplete"
+                  : failed   ? "capture failed"
+                             : "captured",
+                  fmt::format("in {:.1f} s", result.elapsed.count() / 1000.0), profiled,
+                  profiled == 1 ? "" : "s", passes_summary(passes), written);
   output.stdout_text = text;
   if (incomplete) return ExitCode::kIncomplete;
   return failed ? ExitCode::kCaptureFailed : ExitCode::kOk;
@@ -435,7 +443,8 @@ void define_capture(CLI::App& parent, Runner& runner) {
       "  triage  SpeedOfLight, Occupancy, LaunchStats + DRAM peak, FP32/64/16 and tensor\n"
       "          FLOP rates, PC-sampled warp stalls: every verdict field (default)\n"
       "  basic   --set basic (10 passes): no FLOP/s, no stalls\n"
-      "  full    --set full (38 passes): refused unscoped (no -k, no --launch-count) unless --force\n"
+      "  full    --set full (38 passes): refused unscoped (no -k, no --launch-count) unless "
+      "--force\n"
       "  --section/--metrics replace the preset with your own list.\n\n"
       "Safety presets for servers: --safety single-replica needs -k, allows --launch-count <= 3\n"
       "and triage/basic only; --safety multi-replica allows full with --launch-count <= 5.\n\n"
@@ -443,41 +452,60 @@ void define_capture(CLI::App& parent, Runner& runner) {
       "what to do); 8 timed out or interrupted (bundle NAME.incomplete); 9 ncu not found.\n\n"
       "Examples:\n"
       "  kprof capture -k 'gemm|nvjet' --launch-skip 50 --launch-count 5 -- python3 serve_step.py\n"
-      "  kprof capture --preset full -k flash --launch-count 2 --env CUDA_VISIBLE_DEVICES=1 -- ./app\n"
+      "  kprof capture --preset full -k flash --launch-count 2 --env CUDA_VISIBLE_DEVICES=1 -- "
+      "./app\n"
       "  ncu --mode launch ./server &   # then, once per capture:\n"
       "  kprof capture --attach 127.0.0.1 -k attention --launch-count 3 -o att1");
   command->add_option("--preset", options->preset, "triage (default), basic or full")
       ->capture_default_str();
-  command->add_option("--section", options->sections, "ncu section (repeatable); replaces the preset");
+  command->add_option("--section", options->sections,
+                      "ncu section (repeatable); replaces the preset");
   command->add_option("--metrics", options->metrics, "ncu metric list; replaces the preset");
   command->add_option("-k,--kernel-name", options->kernel_regex,
                       "Only kernels whose name matches this regex (ncu --kernel-name regex:…)");
-  command->add_option("--kernel-name-base", options->kernel_name_base,
-                      "Name the regex matches: function (ncu's default), demangled or mangled")
+  command
+      ->add_option("--kernel-name-base", options->kernel_name_base,
+                   "Name the regex matches: function (ncu's default), demangled or mangled")
       ->check(CLI::IsMember({"function", "demangled", "mangled"}));
-  command->add_option("--launch-skip", options->launch_skip, "Skip this many matching launches first (warm-up)");
-  command->add_option("-c,--launch-count", options->launch_count, "Profile this many matching launches");
-  command->add_option("--clock-control", options->clock_control, "none (default: leave clocks alone) or base")
+  command->add_option("--launch-skip", options->launch_skip,
+                      "Skip this many matching launches first (warm-up)");
+  command->add_option("-c,--launch-count", options->launch_count,
+                      "Profile this many matching launches");
+  command
+      ->add_option("--clock-control", options->clock_control,
+                   "none (default: leave clocks alone) or base")
       ->check(CLI::IsMember({"none", "base"}))
       ->capture_default_str();
-  command->add_option("--env", options->env, "NAME=VALUE for the target, set on the ncu process (repeatable)");
-  command->add_flag("--children", options->children, "Also profile child processes (--target-processes all)");
-  command->add_option("--replay-mode", options->replay_mode, "kernel (ncu's default), application, range, app-range")
+  command->add_option("--env", options->env,
+                      "NAME=VALUE for the target, set on the ncu process (repeatable)");
+  command->add_flag("--children", options->children,
+                    "Also profile child processes (--target-processes all)");
+  command
+      ->add_option("--replay-mode", options->replay_mode,
+                   "kernel (ncu's default), application, range, app-range")
       ->check(CLI::IsMember({"kernel", "application", "range", "app-range"}));
   command->add_flag("--honor-profiler-start-stop", options->honor_start_stop,
                     "Let the application's cudaProfilerStart/Stop calls start and stop profiling");
   command->add_option("--safety", options->safety, "none, single-replica or multi-replica")
       ->capture_default_str();
   command->add_flag("--force", options->force, "Allow an unscoped --preset full");
-  command->add_option("--ncu", options->ncu, "ncu to run (default: $KPROF_NCU, PATH, /usr/local/cuda/bin/ncu)");
-  command->add_option("--ncu-arg", options->ncu_args, "Extra ncu argument, passed as is (repeatable)");
-  command->add_option("-o,--output", options->output, "Bundle folder (default kprof-capture-UTCTIME; never overwritten)");
-  command->add_option("--timeout", options->timeout_s, "Stop ncu and its target after this many seconds (0: none)");
+  command->add_option("--ncu", options->ncu,
+                      "ncu to run (default: $KPROF_NCU, PATH, /usr/local/cuda/bin/ncu)");
+  command->add_option("--ncu-arg", options->ncu_args,
+                      "Extra ncu argument, passed as is (repeatable)");
+  command->add_option("-o,--output", options->output,
+                      "Bundle folder (default kprof-capture-UTCTIME; never overwritten)");
+  command->add_option("--timeout", options->timeout_s,
+                      "Stop ncu and its target after this many seconds (0: none)");
   command->add_option("--campaign", options->campaign, "Label recorded in the manifest");
   command->add_option("--cell", options->cell, "Cell id recorded in the manifest");
-  command->add_option("--revision", options->revision, "Deployment revision recorded in the manifest");
-  command->add_option("--attach", options->attach, "Attach to HOST[:PORT] (a process under `ncu --mode launch`) instead of running a command");
-  command->add_flag("--json", options->json, "Print the manifest (JSON) instead of the verdict table");
+  command->add_option("--revision", options->revision,
+                      "Deployment revision recorded in the manifest");
+  command->add_option(
+      "--attach", options->attach,
+      "Attach to HOST[:PORT] (a process under `ncu --mode launch`) instead of running a command");
+  command->add_flag("--json", options->json,
+                    "Print the manifest (JSON) instead of the verdict table");
   command->add_option("COMMAND", options->target, "The program and its arguments, after --");
   command->callback([&runner, options] {
     runner = [options](Output& output) { return run_capture(*options, output); };

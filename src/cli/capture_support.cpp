@@ -17,7 +17,8 @@ void note(const std::string& text) {
 std::string quoted_command(const std::vector<std::string>& argv) {
   std::string out;
   for (const std::string& arg : argv) {
-    bool plain = !arg.empty() && arg.find_first_of(" \t\n'\"\\$`;&|<>()*?[]{}!#~") == std::string::npos;
+    bool plain =
+        !arg.empty() && arg.find_first_of(" \t\n'\"\\$`;&|<>()*?[]{}!#~") == std::string::npos;
     std::string shown = plain ? arg : "'" + [&] {
       std::string escaped;
       for (char c : arg) escaped += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -39,7 +40,8 @@ nlohmann::json diagnoses_json(const std::vector<capture::Diagnosis>& diagnoses) 
 std::string render_diagnoses(const std::vector<capture::Diagnosis>& diagnoses) {
   std::string text;
   for (const auto& d : diagnoses) {
-    text += fmt::format("{} [{}] {}\n    → {}\n", d.failure ? "FAILED" : "warning", d.id, d.what, d.next);
+    text += fmt::format("{} [{}] {}\n    → {}\n", d.failure ? "FAILED" : "warning", d.id, d.what,
+                        d.next);
   }
   return text;
 }
@@ -49,7 +51,8 @@ void write_ncu_exports(capture::EvidenceBundle& bundle, const std::string& ncu_p
   const std::vector<std::pair<std::string, std::vector<std::string>>> exports = {
       {"raw.csv", {ncu_path, "--import", report_file, "--csv", "--page", "raw"}},
       {"speed_of_light.csv",
-       {ncu_path, "--import", report_file, "--csv", "--page", "details", "--section", "SpeedOfLight"}}};
+       {ncu_path, "--import", report_file, "--csv", "--page", "details", "--section",
+        "SpeedOfLight"}}};
   for (const auto& [file, argv] : exports) {
     capture::ChildRequest request;
     request.argv = argv;

@@ -20,10 +20,14 @@ struct DoctorOptions {
 
 const char* status_text(capture::Check::Status status) {
   switch (status) {
-    case capture::Check::Status::kOk: return "ok";
-    case capture::Check::Status::kWarning: return "warning";
-    case capture::Check::Status::kFailed: return "FAILED";
-    case capture::Check::Status::kInfo: return "info";
+    case capture::Check::Status::kOk:
+      return "ok";
+    case capture::Check::Status::kWarning:
+      return "warning";
+    case capture::Check::Status::kFailed:
+      return "FAILED";
+    case capture::Check::Status::kInfo:
+      return "info";
   }
   return "";
 }
@@ -38,22 +42,21 @@ ExitCode run_doctor(const DoctorOptions& options, Output& output) {
   if (options.json) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& c : checks) {
-      list.push_back({{"check", c.name}, {"status", status_text(c.status)}, {"detail", c.detail},
+      list.push_back({{"check", c.name},
+                      {"status", status_text(c.status)},
+                      {"detail", c.detail},
                       {"next", c.next}});
     }
-    output.stdout_text = nlohmann::json{{"schema", "kprof.doctor/1"},
-                                        {"ready", !failed},
-                                        {"checks", list}}
-                             .dump(1) +
-                         "\n";
+    output.stdout_text =
+        nlohmann::json{{"schema", "kprof.doctor/1"}, {"ready", !failed}, {"checks", list}}.dump(1) +
+        "\n";
   } else {
     std::string text;
     for (const auto& c : checks) {
       text += fmt::format("{:<8} {:<22} {}\n", status_text(c.status), c.name, c.detail);
       if (!c.next.empty()) text += fmt::format("{:<31}→ {}\n", "", c.next);
     }
-    text += failed ? "not ready to capture: fix the FAILED checks above\n"
-                   : "ready to capture\n";
+    text += failed ? "not ready to capture: fix the FAILED checks above\n" : "ready to capture\n";
     output.stdout_text = text;
   }
   return failed ? ExitCode::kNotReady : ExitCode::kOk;
@@ -76,7 +79,8 @@ void define_doctor(CLI::App& parent, Runner& runner) {
       "Examples:\n"
       "  kprof doctor\n"
       "  kprof doctor --root /mnt/node-root --json   # read another root filesystem's files");
-  command->add_option("--ncu", options->ncu, "ncu to check (default: $KPROF_NCU, PATH, /usr/local/cuda/bin/ncu)");
+  command->add_option("--ncu", options->ncu,
+                      "ncu to check (default: $KPROF_NCU, PATH, /usr/local/cuda/bin/ncu)");
   command->add_option("--root", options->root,
                       "Read /proc, /sys, /dev and /usr/local/cuda under this folder instead of /");
   command->add_flag("--json", options->json, "Print JSON (schema kprof.doctor/1)");

@@ -63,15 +63,18 @@ std::string kubectl_path(const std::string& given) {
   }
   std::string found = capture::find_executable(wanted);
   if (found.empty()) {
-    throw NotReady(fmt::format("kubectl not found ({}); install it or pass --kubectl PATH", wanted));
+    throw NotReady(
+        fmt::format("kubectl not found ({}); install it or pass --kubectl PATH", wanted));
   }
   return found;
 }
 
 std::string hint_for(const std::string& kind) {
   if (kind == "not_found") return "check the namespace (-n) and the name";
-  if (kind == "forbidden") return "your RBAC role lacks this verb; ask for it or use a context that has it";
-  if (kind == "ephemeral_disabled") return "this cluster has ephemeral containers disabled: use `kprof k8s sister`";
+  if (kind == "forbidden")
+    return "your RBAC role lacks this verb; ask for it or use a context that has it";
+  if (kind == "ephemeral_disabled")
+    return "this cluster has ephemeral containers disabled: use `kprof k8s sister`";
   if (kind == "unknown_flag") return "this kubectl is too old for the option; upgrade kubectl";
   if (kind == "unreachable") return "check the context and that the API server is reachable";
   return "see kubectl's message above";
@@ -94,7 +97,8 @@ std::string run_id() {
 // kubectl's multi-line message as one line.
 std::string one_line(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at)) text.replace(at, 1, "; ");
+  for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at))
+    text.replace(at, 1, "; ");
   return text;
 }
 
@@ -111,7 +115,8 @@ struct Cluster {
 };
 
 Cluster read_cluster(const K8sOptions& options) {
-  Cluster cluster{k8s::Kubectl(kubectl_path(options.kubectl), options.context, options.kubeconfig), {}, {}};
+  Cluster cluster{
+      k8s::Kubectl(kubectl_path(options.kubectl), options.context, options.kubeconfig), {}, {}};
   try {
     k8s::KubectlResult version = cluster.kubectl.run({"version", "-o", "json"});
     try {
@@ -120,22 +125,31 @@ Cluster read_cluster(const K8sOptions& options) {
     }
     json deployment;
     if (!options.deployment.empty()) {
-      deployment = cluster.kubectl.get_json({"get", "deployment", options.deployment, "-n", options.namespace_name, "-o", "json"});
+      deployment = cluster.kubectl.get_json(
+          {"get", "deployment", options.deployment, "-n", options.namespace_name, "-o", "json"});
     }
     json pods = json{{"items", json::array()}};
     if (!options.pod.empty()) {
-      pods["items"].push_back(cluster.kubectl.get_json({"get", "pod", options.pod, "-n", options.namespace_name, "-o", "json"}));
+      pods["items"].push_back(cluster.kubectl.get_json(
+          {"get", "pod", options.pod, "-n", options.namespace_name, "-o", "json"}));
       if (deployment.is_null()) {
         // A pod alone: its own spec stands for the template.
         const json& pod = pods["items"][0];
-        deployment = {{"metadata", {{"name", pod["metadata"].value("name", "")}, {"namespace", options.namespace_name}}},
-                      {"spec", {{"replicas", 1}, {"template", {{"metadata", pod["metadata"]}, {"spec", pod["spec"]}}}}}};
+        deployment = {
+            {"metadata",
+             {{"name", pod["metadata"].value("name", "")}, {"namespace", options.namespace_name}}},
+            {"spec",
+             {{"replicas", 1},
+              {"template", {{"metadata", pod["metadata"]}, {"spec", pod["spec"]}}}}}};
       }
     } else {
-      std::string selector = selector_text(k8s::parse_target(deployment, json::object(), json::object()).match_labels);
-      pods = cluster.kubectl.get_json({"get", "pods", "-n", options.namespace_name, "-l", selector, "-o", "json"});
+      std::string selector =
+          selector_text(k8s::parse_target(deployment, json::object(), json::object()).match_labels);
+      pods = cluster.kubectl.get_json(
+          {"get", "pods", "-n", options.namespace_name, "-l", selector, "-o", "json"});
     }
-    json services = cluster.kubectl.get_json({"get", "services", "-n", options.namespace_name, "-o", "json"});
+    json services =
+        cluster.kubectl.get_json({"get", "services", "-n", options.namespace_name, "-o", "json"});
     cluster.target = k8s::parse_target(deployment, pods, services);
   } catch (const k8s::KubectlError& error) {
     fail_kubectl(error);
@@ -187,41 +201,78 @@ std::string yaml_text(const json& value) {
 ExitCode run_preflight(const K8sOptions& options, Output& output) {
   Cluster cluster = read_cluster(options);
   const k8s::ContainerInfo& container = server_container(cluster, options.container);
-  k8s::Assessment assessment = k8s::assess(cluster.target, container, cluster.versions.client_minor);
+  k8s::Assessment assessment =
+      k8s::assess(cluster.target, container, cluster.versions.client_minor);
   const k8s::TargetInfo& t = cluster.target;
   if (options.json_output) {
     json pods = json::array();
-    for (const auto& p : t.pods) pods.push_back({{"name", p.name}, {"node", p.node}, {"phase", p.phase}, {"image_ids", p.image_ids}});
+    for (const auto& p : t.pods)
+      pods.push_back(
+          {{"name", p.name}, {"node", p.node}, {"phase", p.phase}, {"image_ids", p.image_ids}});
     json env = json::object();
     for (const auto& [k, v] : container.env) env[k] = v;
     json services = json::array();
     for (const auto& s : t.services) services.push_back(s.name);
-    output.stdout_text = json{{"schema", "kprof.k8s-preflight/1"},
-                              {"kubectl", {{"client", cluster.versions.client_text}, {"server", cluster.versions.server_text},
-                                           {"debug_custom_supported", cluster.versions.client_minor >= k8s::kCustomMinimumMinor}}},
-                              {"namespace", t.namespace_name}, {"deployment", t.deployment}, {"revision", t.revision},
-                              {"replicas", t.replicas}, {"pods", pods}, {"services", services},
-                              {"container", {{"name", container.name}, {"image", container.image}, {"command", container.command},
-                                             {"args", container.args}, {"env", env}, {"gpus", container.gpus},
-                                             {"gpu_memory_utilization", container.gpu_memory_utilization ? json(*container.gpu_memory_utilization) : json(nullptr)},
-                                             {"under_ncu_launch", container.under_ncu_launch}}},
-                              {"recommendation", {{"method", assessment.method}, {"safety", assessment.safety},
-                                                  {"reasons", assessment.reasons}, {"warnings", assessment.warnings}}}}
-                             .dump(1) + "\n";
+    output.stdout_text =
+        json{{"schema", "kprof.k8s-preflight/1"},
+             {"kubectl",
+              {{"client", cluster.versions.client_text},
+               {"server", cluster.versions.server_text},
+               {"debug_custom_supported",
+                cluster.versions.client_minor >= k8s::kCustomMinimumMinor}}},
+             {"namespace", t.namespace_name},
+             {"deployment", t.deployment},
+             {"revision", t.revision},
+             {"replicas", t.replicas},
+             {"pods", pods},
+             {"services", services},
+             {"container",
+              {{"name", container.name},
+               {"image", container.image},
+               {"command", container.command},
+               {"args", container.args},
+               {"env", env},
+               {"gpus", container.gpus},
+               {"gpu_memory_utilization", container.gpu_memory_utilization
+                                              ? json(*container.gpu_memory_utilization)
+                                              : json(nullptr)},
+               {"under_ncu_launch", container.under_ncu_launch}}},
+             {"recommendation",
+              {{"method", assessment.method},
+               {"safety", assessment.safety},
+               {"reasons", assessment.reasons},
+               {"warnings", assessment.warnings}}}}
+            .dump(1) +
+        "\n";
     return ExitCode::kOk;
   }
-  std::string text = fmt::format("deployment {}/{} (revision {}): {} replica{}, services {}\n", t.namespace_name, t.deployment,
-                                 t.revision.empty() ? "?" : t.revision, t.replicas, t.replicas == 1 ? "" : "s",
-                                 t.services.empty() ? "none" : [&] { std::string s; for (const auto& x : t.services) s += (s.empty() ? "" : ", ") + x.name; return s; }());
-  for (const auto& p : t.pods) text += fmt::format("  pod {} on {} ({})\n", p.name, p.node.empty() ? "?" : p.node, p.phase);
-  text += fmt::format("container {}: {}\n  command: {}\n  gpus: {}{}\n", container.name, container.image,
-                      quoted_command([&] { auto v = container.command; v.insert(v.end(), container.args.begin(), container.args.end()); return v; }()),
-                      container.gpus.empty() ? "none" : container.gpus,
-                      container.gpu_memory_utilization ? fmt::format(", GPU memory fraction {:.2f}", *container.gpu_memory_utilization) : "");
-  text += fmt::format("kubectl: client {}, server {}; `kubectl debug --custom`: {}\n", cluster.versions.client_text,
-                      cluster.versions.server_text.empty() ? "?" : cluster.versions.server_text,
-                      cluster.versions.client_minor >= k8s::kCustomMinimumMinor ? "yes" : "no (kubectl < 1.31)");
-  text += fmt::format("recommended: kprof k8s {} with --safety {}\n", assessment.method, assessment.safety);
+  std::string text = fmt::format(
+      "deployment {}/{} (revision {}): {} replica{}, services {}\n", t.namespace_name, t.deployment,
+      t.revision.empty() ? "?" : t.revision, t.replicas, t.replicas == 1 ? "" : "s",
+      t.services.empty() ? "none" : [&] {
+        std::string s;
+        for (const auto& x : t.services) s += (s.empty() ? "" : ", ") + x.name;
+        return s;
+      }());
+  for (const auto& p : t.pods)
+    text += fmt::format("  pod {} on {} ({})\n", p.name, p.node.empty() ? "?" : p.node, p.phase);
+  text += fmt::format(
+      "container {}: {}\n  command: {}\n  gpus: {}{}\n", container.name, container.image,
+      quoted_command([&] {
+        auto v = container.command;
+        v.insert(v.end(), container.args.begin(), container.args.end());
+        return v;
+      }()),
+      container.gpus.empty() ? "none" : container.gpus,
+      container.gpu_memory_utilization
+          ? fmt::format(", GPU memory fraction {:.2f}", *container.gpu_memory_utilization)
+          : "");
+  text += fmt::format(
+      "kubectl: client {}, server {}; `kubectl debug --custom`: {}\n", cluster.versions.client_text,
+      cluster.versions.server_text.empty() ? "?" : cluster.versions.server_text,
+      cluster.versions.client_minor >= k8s::kCustomMinimumMinor ? "yes" : "no (kubectl < 1.31)");
+  text += fmt::format("recommended: kprof k8s {} with --safety {}\n", assessment.method,
+                      assessment.safety);
   for (const auto& r : assessment.reasons) text += "  because " + r + "\n";
   for (const auto& w : assessment.warnings) text += "  warning: " + w + "\n";
   output.stdout_text = text;
@@ -242,16 +293,19 @@ struct PodTarget {
   std::string pod, container, node, image, image_id;
 };
 
-capture::CaptureSpec pod_capture_spec(const K8sOptions& options, const std::string& ncu, const std::string& safety) {
+capture::CaptureSpec pod_capture_spec(const K8sOptions& options, const std::string& ncu,
+                                      const std::string& safety) {
   capture::CaptureSpec spec;
   spec.ncu = ncu;
   auto preset = capture::parse_preset(options.preset);
-  if (!preset) throw UsageError(fmt::format("--preset {}: expected triage, basic or full", options.preset));
+  if (!preset)
+    throw UsageError(fmt::format("--preset {}: expected triage, basic or full", options.preset));
   spec.preset = *preset;
   spec.kernel_regex = options.kernel_regex;
   spec.launch_skip = options.launch_skip;
   spec.launch_count = options.launch_count;
-  spec.safety = safety == "single-replica" ? capture::Safety::kSingleReplica : capture::Safety::kMultiReplica;
+  spec.safety =
+      safety == "single-replica" ? capture::Safety::kSingleReplica : capture::Safety::kMultiReplica;
   spec.force = options.force;
   spec.attach = capture::AttachEndpoint{"127.0.0.1", std::nullopt};
   return spec;
@@ -271,42 +325,59 @@ bool capture_in_pod(const K8sOptions& options, const Cluster& cluster, const Pod
   } catch (const std::invalid_argument& error) {
     throw UsageError(error.what());
   }
-  fs::path out_dir = options.output.empty() ? fs::path(receipt.path()).parent_path() : fs::path(options.output);
+  fs::path out_dir =
+      options.output.empty() ? fs::path(receipt.path()).parent_path() : fs::path(options.output);
   fs::create_directories(out_dir);
   capture::EvidenceBundle bundle((out_dir / fmt::format("capture-{}", index)).string());
-  std::vector<std::string> exec = {"exec", "-n", ns, where.pod, "-c", where.container, "--", "sh", "-c", kAttachScript, "kprof-attach", in_pod};
+  std::vector<std::string> exec = {"exec",          "-n",  ns,   where.pod, "-c",
+                                   where.container, "--",  "sh", "-c",      kAttachScript,
+                                   "kprof-attach",  in_pod};
   exec.insert(exec.end(), command.argv.begin(), command.argv.end());
-  note(fmt::format("capture {}: attaching in {}/{} ({}): {}", index, where.pod, where.container, method, quoted_command(command.argv)));
+  note(fmt::format("capture {}: attaching in {}/{} ({}): {}", index, where.pod, where.container,
+                   method, quoted_command(command.argv)));
   std::string started = k8s::utc_timestamp();
-  k8s::KubectlResult attached = cluster.kubectl.run(exec, std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000)));
+  k8s::KubectlResult attached = cluster.kubectl.run(
+      exec, std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000)));
   bundle.write("ncu-stdout.txt", attached.out);
   bundle.write("ncu-stderr.txt", attached.err);
-  std::vector<capture::Diagnosis> diagnoses = capture::diagnose({command.argv, attached.out + attached.err, attached.exit_code});
+  std::vector<capture::Diagnosis> diagnoses =
+      capture::diagnose({command.argv, attached.out + attached.err, attached.exit_code});
   capture::NcuProgress progress = capture::parse_progress(attached.out);
-  for (size_t i = 0; i < progress.kernels_profiled; ++i) note(fmt::format("capture {}: kernel {} profiled", index, i + 1));
-  bool failed = std::any_of(diagnoses.begin(), diagnoses.end(), [](const auto& d) { return d.failure; });
+  for (size_t i = 0; i < progress.kernels_profiled; ++i)
+    note(fmt::format("capture {}: kernel {} profiled", index, i + 1));
+  bool failed =
+      std::any_of(diagnoses.begin(), diagnoses.end(), [](const auto& d) { return d.failure; });
 
   // Copy-out, verified: the digest inside the pod must equal the copy's.
   std::string report = bundle.path_of("report.ncu-rep");
   std::string inside, outside;
   if (!failed && !attached.interrupted) {
-    k8s::KubectlResult digest = cluster.kubectl.run({"exec", "-n", ns, where.pod, "-c", where.container, "--", "sha256sum", in_pod + ".ncu-rep"});
+    k8s::KubectlResult digest =
+        cluster.kubectl.run({"exec", "-n", ns, where.pod, "-c", where.container, "--", "sha256sum",
+                             in_pod + ".ncu-rep"});
     if (digest.exit_code != 0) {
-      diagnoses.push_back({"report_missing_in_pod", true,
-                           fmt::format("no report at {}.ncu-rep in the pod: {}", in_pod, one_line(digest.err)),
-                           "read ncu's output in the bundle; the capture did not finish"});
+      diagnoses.push_back(
+          {"report_missing_in_pod", true,
+           fmt::format("no report at {}.ncu-rep in the pod: {}", in_pod, one_line(digest.err)),
+           "read ncu's output in the bundle; the capture did not finish"});
     } else {
       inside = digest.out.substr(0, 64);
       for (int attempt = 1; attempt <= 2 && outside != inside; ++attempt) {
-        k8s::KubectlResult copied = cluster.kubectl.run({"cp", "-n", ns, where.pod + ":" + in_pod + ".ncu-rep", report, "-c", where.container},
-                                                        std::chrono::minutes(30));
+        k8s::KubectlResult copied = cluster.kubectl.run(
+            {"cp", "-n", ns, where.pod + ":" + in_pod + ".ncu-rep", report, "-c", where.container},
+            std::chrono::minutes(30));
         if (copied.exit_code != 0) {
           // kubectl cp runs `tar` in the container; images without it still have cat.
-          k8s::KubectlResult tar = cluster.kubectl.run({"exec", "-n", ns, where.pod, "-c", where.container, "--", "tar", "--version"});
+          k8s::KubectlResult tar = cluster.kubectl.run(
+              {"exec", "-n", ns, where.pod, "-c", where.container, "--", "tar", "--version"});
           if (tar.exit_code != 0) {
-            note(fmt::format("capture {}: the container has no tar for kubectl cp; copying through `cat`", index));
-            k8s::KubectlResult cat = cluster.kubectl.run({"exec", "-n", ns, where.pod, "-c", where.container, "--", "cat", in_pod + ".ncu-rep"},
-                                                         std::chrono::minutes(30));
+            note(fmt::format(
+                "capture {}: the container has no tar for kubectl cp; copying through `cat`",
+                index));
+            k8s::KubectlResult cat =
+                cluster.kubectl.run({"exec", "-n", ns, where.pod, "-c", where.container, "--",
+                                     "cat", in_pod + ".ncu-rep"},
+                                    std::chrono::minutes(30));
             if (cat.exit_code == 0) {
               write_file_atomically(report, cat.out);
               copied = cat;
@@ -314,23 +385,28 @@ bool capture_in_pod(const K8sOptions& options, const Cluster& cluster, const Pod
           }
         }
         if (copied.exit_code != 0) {
-          diagnoses.push_back({"copy_failed", true,
-                               fmt::format("kubectl cp of {}.ncu-rep failed: {}", in_pod, one_line(copied.err)),
-                               "check that the file is still in the pod (kubectl exec … ls -l)"});
+          diagnoses.push_back(
+              {"copy_failed", true,
+               fmt::format("kubectl cp of {}.ncu-rep failed: {}", in_pod, one_line(copied.err)),
+               "check that the file is still in the pod (kubectl exec … ls -l)"});
           break;
         }
         outside = fs::exists(report) ? sha256_file_hex(report) : "";
-        if (outside != inside) note(fmt::format("capture {}: copy digest {} ≠ pod's {} (truncated?), copying again", index, outside.substr(0, 12), inside.substr(0, 12)));
+        if (outside != inside)
+          note(fmt::format("capture {}: copy digest {} ≠ pod's {} (truncated?), copying again",
+                           index, outside.substr(0, 12), inside.substr(0, 12)));
       }
       if (!inside.empty() && !outside.empty() && outside != inside) {
-        diagnoses.push_back({"copy_corrupted", true, "the copied report's SHA-256 differs from the pod's twice",
+        diagnoses.push_back({"copy_corrupted", true,
+                             "the copied report's SHA-256 differs from the pod's twice",
                              "copy it by hand (kubectl exec … cat > file) and compare sha256sum"});
         fs::remove(report);
       }
     }
   }
   if (attached.interrupted) {
-    diagnoses.push_back({"interrupted", true, "kprof was interrupted during the capture", "the receipt lists what to clean up"});
+    diagnoses.push_back({"interrupted", true, "kprof was interrupted during the capture",
+                         "the receipt lists what to clean up"});
   }
   std::string analysis_table;
   if (fs::exists(report) && outside == inside) {
@@ -341,7 +417,8 @@ bool capture_in_pod(const K8sOptions& options, const Cluster& cluster, const Pod
       BundleAnalysis analysis = analyze_for_bundle(report);
       std::string destination = bundle.final_path();
       auto relocate = [&](std::string text) {
-        for (size_t at = text.find(bundle.staging_path()); at != std::string::npos; at = text.find(bundle.staging_path(), at)) {
+        for (size_t at = text.find(bundle.staging_path()); at != std::string::npos;
+             at = text.find(bundle.staging_path(), at)) {
           text.replace(at, bundle.staging_path().size(), destination);
         }
         return text;
@@ -349,20 +426,29 @@ bool capture_in_pod(const K8sOptions& options, const Cluster& cluster, const Pod
       bundle.write("analysis.json", relocate(analysis.json));
       analysis_table = relocate(analysis.table);
     } catch (const InputError& error) {
-      diagnoses.push_back({"report_unreadable", true, error.what(), "keep the bundle and compare with ncu --import"});
+      diagnoses.push_back({"report_unreadable", true, error.what(),
+                           "keep the bundle and compare with ncu --import"});
     }
   }
   failed = std::any_of(diagnoses.begin(), diagnoses.end(), [](const auto& d) { return d.failure; });
   json manifest = {
       {"schema", "kprof.bundle/1"},
-      {"status", attached.interrupted ? "incomplete" : failed ? "failed" : "ok"},
+      {"status", attached.interrupted ? "incomplete"
+                 : failed             ? "failed"
+                                      : "ok"},
       {"tool", {{"name", "kprof"}, {"version", KPROF_VERSION}}},
-      {"ncu", {{"path", spec.ncu}, {"argv", command.argv}, {"exit_code", attached.exit_code}, {"detached_by_kprof", attached.exit_code == 130}}},
+      {"ncu",
+       {{"path", spec.ncu},
+        {"argv", command.argv},
+        {"exit_code", attached.exit_code},
+        {"detached_by_kprof", attached.exit_code == 130}}},
       {"preset", capture::preset_name(spec.preset)},
       {"preset_arguments", capture::preset_arguments(spec.preset)},
       {"kernel_regex", spec.kernel_regex},
       {"launch_skip", spec.launch_skip ? json(*spec.launch_skip) : json(nullptr)},
-      {"launch_count", capture::effective_launch_count(spec) ? json(*capture::effective_launch_count(spec)) : json(nullptr)},
+      {"launch_count", capture::effective_launch_count(spec)
+                           ? json(*capture::effective_launch_count(spec))
+                           : json(nullptr)},
       {"replay_mode", "kernel"},
       {"clock_control", spec.clock_control},
       {"attach", {{"host", "127.0.0.1"}, {"port", 49152}}},
@@ -370,23 +456,35 @@ bool capture_in_pod(const K8sOptions& options, const Cluster& cluster, const Pod
       {"cell_id", options.cell},
       {"deployment_revision", cluster.target.revision},
       {"kubernetes",
-       {{"method", method}, {"namespace", ns}, {"deployment", cluster.target.deployment}, {"pod", where.pod},
-        {"container", where.container}, {"node", where.node}, {"image", where.image}, {"image_digest", where.image_id},
-        {"report_in_pod", in_pod + ".ncu-rep"}, {"sha256_in_pod", inside}, {"sha256_copied", outside},
-        {"cleanup_receipt", fs::absolute(receipt.path()).string()}, {"kubectl", cluster.kubectl.path()},
+       {{"method", method},
+        {"namespace", ns},
+        {"deployment", cluster.target.deployment},
+        {"pod", where.pod},
+        {"container", where.container},
+        {"node", where.node},
+        {"image", where.image},
+        {"image_digest", where.image_id},
+        {"report_in_pod", in_pod + ".ncu-rep"},
+        {"sha256_in_pod", inside},
+        {"sha256_copied", outside},
+        {"cleanup_receipt", fs::absolute(receipt.path()).string()},
+        {"kubectl", cluster.kubectl.path()},
         {"kubectl_exec", exec}}},
       {"started_at", started},
       {"ended_at", k8s::utc_timestamp()},
-      {"progress", {{"kernels_profiled", progress.kernels_profiled},
-                    {"passes_per_kernel", progress.passes_per_kernel ? json(*progress.passes_per_kernel) : json(nullptr)}}},
+      {"progress",
+       {{"kernels_profiled", progress.kernels_profiled},
+        {"passes_per_kernel",
+         progress.passes_per_kernel ? json(*progress.passes_per_kernel) : json(nullptr)}}},
       {"warnings", command.warnings},
       {"diagnoses", diagnoses_json(diagnoses)},
   };
   std::string written = attached.interrupted ? bundle.abandon(manifest) : bundle.commit(manifest);
   bundles.push_back(written);
   std::fputs(render_diagnoses(diagnoses).c_str(), stderr);
-  note(fmt::format("capture {} {}: {} kernel{} profiled; bundle {}", index, failed ? "failed" : "done",
-                   progress.kernels_profiled, progress.kernels_profiled == 1 ? "" : "s", written));
+  note(fmt::format("capture {} {}: {} kernel{} profiled; bundle {}", index,
+                   failed ? "failed" : "done", progress.kernels_profiled,
+                   progress.kernels_profiled == 1 ? "" : "s", written));
   if (!analysis_table.empty()) std::fputs(analysis_table.c_str(), stdout);
   std::fflush(stdout);
   return !failed;
@@ -394,7 +492,8 @@ bool capture_in_pod(const K8sOptions& options, const Cluster& cluster, const Pod
 
 template <typename Predicate>
 bool wait_for(double timeout_s, Predicate ready) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
   while (std::chrono::steady_clock::now() < deadline) {
     if (capture::interrupt_received()) return false;
     if (ready()) return true;
@@ -417,11 +516,14 @@ ExitCode finish(k8s::CleanupReceipt& receipt, bool all_ok, bool kubernetes_faile
   std::string status = capture::interrupt_received() ? "interrupted" : all_ok ? "ok" : "failed";
   receipt.finish(status);
   auto left = receipt.leftovers();
-  output.stderr_text += fmt::format("kprof: cleanup receipt {} ({}; {} leftover{})\n", receipt.path(), status, left.size(), left.size() == 1 ? "" : "s");
+  output.stderr_text +=
+      fmt::format("kprof: cleanup receipt {} ({}; {} leftover{})\n", receipt.path(), status,
+                  left.size(), left.size() == 1 ? "" : "s");
   for (const auto& object : left) {
-    output.stderr_text += fmt::format("  left: {} {}/{} — remove with `kprof k8s cleanup --receipt {}`\n",
-                                      object["kind"].get<std::string>(), object["namespace"].get<std::string>(),
-                                      object["name"].get<std::string>(), receipt.path());
+    output.stderr_text +=
+        fmt::format("  left: {} {}/{} — remove with `kprof k8s cleanup --receipt {}`\n",
+                    object["kind"].get<std::string>(), object["namespace"].get<std::string>(),
+                    object["name"].get<std::string>(), receipt.path());
   }
   if (status == "interrupted") return ExitCode::kIncomplete;
   if (kubernetes_failed) return ExitCode::kK8sFailed;
@@ -429,10 +531,14 @@ ExitCode finish(k8s::CleanupReceipt& receipt, bool all_ok, bool kubernetes_faile
 }
 
 ExitCode run_sister(const K8sOptions& options, Output& output) {
-  if (options.ncu_image.empty()) throw UsageError("--ncu-image is required: an image holding Nsight Compute (e.g. nvcr.io/nvidia/cuda:13.0.0-devel-ubuntu24.04)");
+  if (options.ncu_image.empty())
+    throw UsageError(
+        "--ncu-image is required: an image holding Nsight Compute (e.g. "
+        "nvcr.io/nvidia/cuda:13.0.0-devel-ubuntu24.04)");
   Cluster cluster = read_cluster(options);
   const k8s::ContainerInfo& container = server_container(cluster, options.container);
-  k8s::Assessment assessment = k8s::assess(cluster.target, container, cluster.versions.client_minor);
+  k8s::Assessment assessment =
+      k8s::assess(cluster.target, container, cluster.versions.client_minor);
   k8s::SisterOptions sister{container.name, options.ncu_image, options.ncu_dir, run_id()};
   json manifest;
   try {
@@ -441,14 +547,19 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
     throw UsageError(error.what());
   }
   std::vector<std::string> problems = k8s::check_sister(manifest, cluster.target);
-  if (!problems.empty()) throw std::logic_error("generated sister Deployment fails kprof's checks: " + problems.front());
+  if (!problems.empty())
+    throw std::logic_error("generated sister Deployment fails kprof's checks: " + problems.front());
   if (options.dry_run) {
     output.stdout_text = options.json_output ? manifest.dump(1) + "\n" : yaml_text(manifest);
     return ExitCode::kOk;
   }
   // Refusals of the capture itself come before anything is created.
   try {
-    capture::build_ncu_command([&] { auto s = pod_capture_spec(options, std::string(k8s::kNcuMount) + "/ncu", assessment.safety); s.export_path = "x"; return s; }());
+    capture::build_ncu_command([&] {
+      auto s = pod_capture_spec(options, std::string(k8s::kNcuMount) + "/ncu", assessment.safety);
+      s.export_path = "x";
+      return s;
+    }());
   } catch (const std::invalid_argument& error) {
     throw UsageError(error.what());
   }
@@ -463,7 +574,9 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
   try {
     // Recorded before creating: a kprof killed right after the create still leaves a receipt.
     receipt.created("Deployment", ns, name, true, "sister of " + cluster.target.deployment);
-    note(fmt::format("creating Deployment {}/{} (the server under `ncu --mode launch`, outside the Service)", ns, name));
+    note(fmt::format(
+        "creating Deployment {}/{} (the server under `ncu --mode launch`, outside the Service)", ns,
+        name));
     cluster.kubectl.check({"create", "-n", ns, "-f", manifest_file.string(), "-o", "name"});
     std::string selector = "kprof.dev/run=" + sister.run_id;
     PodTarget where{"", container.name, "", container.image, ""};
@@ -480,21 +593,33 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
       }
       return false;
     });
-    if (!running) throw K8sFailed(capture::interrupt_received() ? "interrupted while waiting for the sister pod" : "the sister pod did not reach Running in time (--ready-timeout)");
-    note(fmt::format("pod {} running on {}; waiting for the server to wait for ncu", where.pod, where.node));
+    if (!running)
+      throw K8sFailed(capture::interrupt_received()
+                          ? "interrupted while waiting for the sister pod"
+                          : "the sister pod did not reach Running in time (--ready-timeout)");
+    note(fmt::format("pod {} running on {}; waiting for the server to wait for ncu", where.pod,
+                     where.node));
     bool waiting = wait_for(options.ready_timeout_s, [&] {
-      k8s::KubectlResult logs = cluster.kubectl.run({"logs", "-n", ns, where.pod, "-c", container.name, "--tail", "200"});
-      return logs.exit_code == 0 && logs.out.find("Waiting for profiler to attach") != std::string::npos;
+      k8s::KubectlResult logs =
+          cluster.kubectl.run({"logs", "-n", ns, where.pod, "-c", container.name, "--tail", "200"});
+      return logs.exit_code == 0 &&
+             logs.out.find("Waiting for profiler to attach") != std::string::npos;
     });
-    if (!waiting) throw K8sFailed(capture::interrupt_received() ? "interrupted while waiting for the server" : "the server never printed ncu's \"Waiting for profiler to attach\" (--ready-timeout)");
+    if (!waiting)
+      throw K8sFailed(capture::interrupt_received() ? "interrupted while waiting for the server"
+                                                    : "the server never printed ncu's \"Waiting "
+                                                      "for profiler to attach\" (--ready-timeout)");
     for (int i = 1; i <= options.captures && !capture::interrupt_received(); ++i) {
-      capture::CaptureSpec spec = pod_capture_spec(options, std::string(k8s::kNcuMount) + "/ncu", assessment.safety);
-      if (!capture_in_pod(options, cluster, where, spec, i, "sister", receipt, bundles)) all_ok = false;
+      capture::CaptureSpec spec =
+          pod_capture_spec(options, std::string(k8s::kNcuMount) + "/ncu", assessment.safety);
+      if (!capture_in_pod(options, cluster, where, spec, i, "sister", receipt, bundles))
+        all_ok = false;
     }
   } catch (const k8s::KubectlError& error) {
     all_ok = false;
     kubernetes_failed = true;
-    output.stderr_text += fmt::format("kprof: {} [{}] → {}\n", error.what(), error.kind, hint_for(error.kind));
+    output.stderr_text +=
+        fmt::format("kprof: {} [{}] → {}\n", error.what(), error.kind, hint_for(error.kind));
   } catch (const K8sFailed& error) {
     all_ok = false;
     kubernetes_failed = true;
@@ -502,49 +627,65 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
   }
   // Always: delete what was created (also after SIGINT/SIGTERM).
   cluster.kubectl.cleaning();
-  k8s::KubectlResult deleted = cluster.kubectl.run({"delete", "deployment", name, "-n", ns, "--ignore-not-found", "--wait=false"});
+  k8s::KubectlResult deleted = cluster.kubectl.run(
+      {"delete", "deployment", name, "-n", ns, "--ignore-not-found", "--wait=false"});
   if (deleted.exit_code == 0) {
     receipt.deleted("Deployment", ns, name);
     note(fmt::format("deleted Deployment {}/{}", ns, name));
   } else {
     all_ok = false;
     kubernetes_failed = true;
-    output.stderr_text += fmt::format("kprof: could not delete Deployment {}/{}: {}\n", ns, name, deleted.err);
+    output.stderr_text +=
+        fmt::format("kprof: could not delete Deployment {}/{}: {}\n", ns, name, deleted.err);
   }
   return finish(receipt, all_ok, kubernetes_failed, output);
 }
 
 ExitCode run_sidecar(const K8sOptions& options, Output& output) {
-  if (options.image.empty()) throw UsageError("--image is required: an image holding Nsight Compute for the profiler container");
-  if (options.pod.empty() && options.deployment.empty()) throw UsageError("give --pod NAME or a DEPLOYMENT");
+  if (options.image.empty())
+    throw UsageError(
+        "--image is required: an image holding Nsight Compute for the profiler container");
+  if (options.pod.empty() && options.deployment.empty())
+    throw UsageError("give --pod NAME or a DEPLOYMENT");
   Cluster cluster = read_cluster(options);
   const k8s::ContainerInfo& container = server_container(cluster, options.container);
   if (!container.under_ncu_launch) {
-    throw UsageError(fmt::format("container {} does not run under `ncu --mode launch`, so nothing in the pod can attach "
-                                 "to it: use `kprof k8s sister` (see `kprof k8s preflight`)", container.name));
+    throw UsageError(fmt::format(
+        "container {} does not run under `ncu --mode launch`, so nothing in the pod can attach "
+        "to it: use `kprof k8s sister` (see `kprof k8s preflight`)",
+        container.name));
   }
   if (cluster.target.pods.empty()) throw K8sFailed("no pod to attach a profiler container to");
-  k8s::Assessment assessment = k8s::assess(cluster.target, container, cluster.versions.client_minor);
+  k8s::Assessment assessment =
+      k8s::assess(cluster.target, container, cluster.versions.client_minor);
   try {
-    capture::build_ncu_command([&] { auto s = pod_capture_spec(options, options.ncu_path, assessment.safety); s.export_path = "x"; return s; }());
+    capture::build_ncu_command([&] {
+      auto s = pod_capture_spec(options, options.ncu_path, assessment.safety);
+      s.export_path = "x";
+      return s;
+    }());
   } catch (const std::invalid_argument& error) {
     throw UsageError(error.what());
   }
   capture::keep_interrupts();
   const std::string& ns = options.namespace_name;
   const k8s::PodInfo& pod = cluster.target.pods.front();
-  std::string name = "kprof-ncu-" + run_id();  // a fresh name each time: ephemeral containers stay in the spec
+  std::string name =
+      "kprof-ncu-" + run_id();  // a fresh name each time: ephemeral containers stay in the spec
   k8s::CleanupReceipt receipt(receipt_path(options, "sidecar"), "sidecar", options.context);
   std::string profile = options.profile;
   if (profile == "sysadmin" && cluster.versions.client_minor < 30) {
     // kubectl learnt the sysadmin profile in 1.30.
-    note(fmt::format("kubectl 1.{} has no --profile sysadmin (1.30+): using general, so ncu can read counters only "
-                     "where the node allows it to all users (RmProfilingAdminOnly: 0)",
-                     cluster.versions.client_minor));
+    note(
+        fmt::format("kubectl 1.{} has no --profile sysadmin (1.30+): using general, so ncu can "
+                    "read counters only "
+                    "where the node allows it to all users (RmProfilingAdminOnly: 0)",
+                    cluster.versions.client_minor));
     profile = "general";
   }
-  std::vector<std::string> debug = {"debug", "-n", ns, pod.name, "--image", options.image, "--target", container.name,
-                                    "--container", name, "--profile", profile};
+  std::vector<std::string> debug = {"debug",       "-n",          ns,          pod.name,
+                                    "--image",     options.image, "--target",  container.name,
+                                    "--container", name,          "--profile", profile};
   if (cluster.versions.client_minor >= k8s::kCustomMinimumMinor) {
     json custom = k8s::ephemeral_custom_spec();
     std::vector<std::string> problems = k8s::check_ephemeral_custom(custom);
@@ -553,21 +694,27 @@ ExitCode run_sidecar(const K8sOptions& options, Output& output) {
     write_file_atomically(custom_file.string(), custom.dump() + "\n");
     debug.insert(debug.end(), {"--custom", custom_file.string()});
   } else {
-    note(fmt::format("kubectl 1.{} has no `debug --custom` (1.{}+): the profiler container gets its capabilities from --profile {} only",
-                     cluster.versions.client_minor, k8s::kCustomMinimumMinor, options.profile));
+    note(
+        fmt::format("kubectl 1.{} has no `debug --custom` (1.{}+): the profiler container gets its "
+                    "capabilities from --profile {} only",
+                    cluster.versions.client_minor, k8s::kCustomMinimumMinor, options.profile));
   }
   debug.insert(debug.end(), {"--", "sleep", std::to_string(options.lifetime_s)});
   bool all_ok = true, kubernetes_failed = false;
   std::vector<std::string> bundles;
   try {
     receipt.created("EphemeralContainer", ns, pod.name + "/" + name, false,
-                    fmt::format("ephemeral containers cannot be removed from a pod; its process (sleep {}) ends by itself", options.lifetime_s));
-    note(fmt::format("adding profiler container {} to pod {}/{} (kubectl debug --profile {})", name, ns, pod.name, options.profile));
+                    fmt::format("ephemeral containers cannot be removed from a pod; its process "
+                                "(sleep {}) ends by itself",
+                                options.lifetime_s));
+    note(fmt::format("adding profiler container {} to pod {}/{} (kubectl debug --profile {})", name,
+                     ns, pod.name, options.profile));
     cluster.kubectl.check(debug);
     bool running = wait_for(options.ready_timeout_s, [&] {
       json p = cluster.kubectl.get_json({"get", "pod", pod.name, "-n", ns, "-o", "json"});
       for (const auto& s : p["status"].value("ephemeralContainerStatuses", json::array())) {
-        if (s.value("name", "") == name && s.value("state", json::object()).contains("running")) return true;
+        if (s.value("name", "") == name && s.value("state", json::object()).contains("running"))
+          return true;
       }
       return false;
     });
@@ -578,12 +725,14 @@ ExitCode run_sidecar(const K8sOptions& options, Output& output) {
     where.image = container.image;
     for (int i = 1; i <= options.captures && !capture::interrupt_received(); ++i) {
       capture::CaptureSpec spec = pod_capture_spec(options, options.ncu_path, assessment.safety);
-      if (!capture_in_pod(options, cluster, where, spec, i, "sidecar", receipt, bundles)) all_ok = false;
+      if (!capture_in_pod(options, cluster, where, spec, i, "sidecar", receipt, bundles))
+        all_ok = false;
     }
   } catch (const k8s::KubectlError& error) {
     all_ok = false;
     kubernetes_failed = true;
-    output.stderr_text += fmt::format("kprof: {} [{}] → {}\n", error.what(), error.kind, hint_for(error.kind));
+    output.stderr_text +=
+        fmt::format("kprof: {} [{}] → {}\n", error.what(), error.kind, hint_for(error.kind));
   } catch (const K8sFailed& error) {
     all_ok = false;
     kubernetes_failed = true;
@@ -600,7 +749,8 @@ ExitCode run_cleanup(const K8sOptions& options, Output& output) {
   for (const json& object : receipt.leftovers()) {
     std::string kind = object["kind"], ns = object["namespace"], name = object["name"];
     if (kind != "Deployment") continue;
-    k8s::KubectlResult deleted = kubectl.run({"delete", "deployment", name, "-n", ns, "--ignore-not-found", "--wait=false"});
+    k8s::KubectlResult deleted =
+        kubectl.run({"delete", "deployment", name, "-n", ns, "--ignore-not-found", "--wait=false"});
     if (deleted.exit_code == 0) {
       receipt.deleted(kind, ns, name);
       text += fmt::format("deleted Deployment {}/{}\n", ns, name);
@@ -611,34 +761,48 @@ ExitCode run_cleanup(const K8sOptions& options, Output& output) {
   }
   for (const json& object : receipt.json()["objects"]) {
     if (!object.value("removable", true)) {
-      text += fmt::format("cannot remove {} {}/{}: {}\n", object["kind"].get<std::string>(), object["namespace"].get<std::string>(),
-                          object["name"].get<std::string>(), object.value("note", ""));
+      text += fmt::format("cannot remove {} {}/{}: {}\n", object["kind"].get<std::string>(),
+                          object["namespace"].get<std::string>(), object["name"].get<std::string>(),
+                          object.value("note", ""));
     }
   }
   receipt.finish(all_ok ? "cleaned" : "cleanup-failed");
-  text += fmt::format("{} leftover{} in {}\n", receipt.leftovers().size(), receipt.leftovers().size() == 1 ? "" : "s", receipt.path());
+  text += fmt::format("{} leftover{} in {}\n", receipt.leftovers().size(),
+                      receipt.leftovers().size() == 1 ? "" : "s", receipt.path());
   output.stdout_text = text;
   return all_ok ? ExitCode::kOk : ExitCode::kK8sFailed;
 }
 
 void add_cluster_options(CLI::App* command, K8sOptions& options) {
-  command->add_option("--kubectl", options.kubectl, "kubectl to run (default: $KPROF_KUBECTL, then PATH)");
+  command->add_option("--kubectl", options.kubectl,
+                      "kubectl to run (default: $KPROF_KUBECTL, then PATH)");
   command->add_option("--context", options.context, "kubeconfig context");
   command->add_option("--kubeconfig", options.kubeconfig, "kubeconfig file (default: kubectl's)");
   command->add_option("-n,--namespace", options.namespace_name, "Namespace")->capture_default_str();
 }
 
 void add_capture_options(CLI::App* command, K8sOptions& options) {
-  command->add_option("--preset", options.preset, "triage (default), basic or full")->capture_default_str();
-  command->add_option("-k,--kernel-name", options.kernel_regex, "Only kernels whose name matches this regex");
-  command->add_option("--launch-skip", options.launch_skip, "Skip this many matching launches first");
-  command->add_option("-c,--launch-count", options.launch_count, "Profile this many matching launches per capture");
-  command->add_option("--captures", options.captures, "Attach, capture and detach this many times")->capture_default_str();
-  command->add_option("--timeout", options.timeout_s, "Seconds one capture may take")->capture_default_str();
-  command->add_option("--ready-timeout", options.ready_timeout_s, "Seconds to wait for the pod/container to be ready")->capture_default_str();
+  command->add_option("--preset", options.preset, "triage (default), basic or full")
+      ->capture_default_str();
+  command->add_option("-k,--kernel-name", options.kernel_regex,
+                      "Only kernels whose name matches this regex");
+  command->add_option("--launch-skip", options.launch_skip,
+                      "Skip this many matching launches first");
+  command->add_option("-c,--launch-count", options.launch_count,
+                      "Profile this many matching launches per capture");
+  command->add_option("--captures", options.captures, "Attach, capture and detach this many times")
+      ->capture_default_str();
+  command->add_option("--timeout", options.timeout_s, "Seconds one capture may take")
+      ->capture_default_str();
+  command
+      ->add_option("--ready-timeout", options.ready_timeout_s,
+                   "Seconds to wait for the pod/container to be ready")
+      ->capture_default_str();
   command->add_flag("--force", options.force, "Allow an unscoped --preset full");
-  command->add_option("-o,--output", options.output, "Folder for the bundles (capture-N), the receipt and generated objects");
-  command->add_option("--receipt", options.receipt, "Cleanup receipt path (default in the output folder)");
+  command->add_option("-o,--output", options.output,
+                      "Folder for the bundles (capture-N), the receipt and generated objects");
+  command->add_option("--receipt", options.receipt,
+                      "Cleanup receipt path (default in the output folder)");
   command->add_option("--campaign", options.campaign, "Label recorded in each bundle's manifest");
   command->add_option("--cell", options.cell, "Cell id recorded in each bundle's manifest");
 }
@@ -646,62 +810,87 @@ void add_capture_options(CLI::App* command, K8sOptions& options) {
 }  // namespace
 
 void define_k8s(CLI::App& parent, Runner& runner) {
-  CLI::App* k8s = parent.add_subcommand("k8s", "Capture from a live Kubernetes deployment (preflight, sister, sidecar, cleanup)");
+  CLI::App* k8s = parent.add_subcommand(
+      "k8s", "Capture from a live Kubernetes deployment (preflight, sister, sidecar, cleanup)");
   k8s->require_subcommand(1);
   k8s->footer(
-      "All through your kubectl (exec'd with an argv; no shell). Start with `preflight`, which reads\n"
+      "All through your kubectl (exec'd with an argv; no shell). Start with `preflight`, which "
+      "reads\n"
       "the Deployment, its pods and Services and recommends a method and a safety preset:\n"
       "  sister   a copy of the Deployment (same image, args, env minus CUDA_INJECTION64_PATH,\n"
       "           1 replica, labels no Service selects, ncu copied in by an initContainer, the\n"
-      "           server under `ncu --mode launch`); kprof attaches, captures, detaches (the server\n"
+      "           server under `ncu --mode launch`); kprof attaches, captures, detaches (the "
+      "server\n"
       "           keeps running), repeats --captures times, then deletes it.\n"
       "  sidecar  an ephemeral profiler container (kubectl debug --profile, --target, --custom on\n"
       "           kubectl >= 1.31) in a pod whose server already runs under `ncu --mode launch`.\n"
       "Each report is copied out with kubectl cp, its SHA-256 checked against the pod's, into an\n"
-      "evidence bundle (capture-N/) whose manifest records the pod, node, image digest and revision.\n"
-      "A cleanup receipt (JSON) lists what was created and deleted; it is written after every step,\n"
-      "so it survives failures, SIGINT and SIGTERM; `kprof k8s cleanup --receipt R` removes leftovers.\n\n"
+      "evidence bundle (capture-N/) whose manifest records the pod, node, image digest and "
+      "revision.\n"
+      "A cleanup receipt (JSON) lists what was created and deleted; it is written after every "
+      "step,\n"
+      "so it survives failures, SIGINT and SIGTERM; `kprof k8s cleanup --receipt R` removes "
+      "leftovers.\n\n"
       "Exit codes: 0 ok; 7 a capture failed; 8 interrupted (cleanup done, receipt written);\n"
-      "9 kubectl not found; 10 a Kubernetes call failed (not found, forbidden, ephemeral containers\n"
+      "9 kubectl not found; 10 a Kubernetes call failed (not found, forbidden, ephemeral "
+      "containers\n"
       "disabled, …: the message says which and what to do).\n\n"
       "Examples:\n"
       "  kprof k8s preflight -n serving llama-70b\n"
-      "  kprof k8s sister -n serving llama-70b --ncu-image nvcr.io/nvidia/cuda:13.0.0-devel-ubuntu24.04 --dry-run\n"
-      "  kprof k8s sister -n serving llama-70b --ncu-image IMAGE -k 'gemm|attention' --captures 3 -o llama-run\n"
+      "  kprof k8s sister -n serving llama-70b --ncu-image "
+      "nvcr.io/nvidia/cuda:13.0.0-devel-ubuntu24.04 --dry-run\n"
+      "  kprof k8s sister -n serving llama-70b --ncu-image IMAGE -k 'gemm|attention' --captures 3 "
+      "-o llama-run\n"
       "  kprof k8s cleanup --receipt llama-run/kprof-sister-receipt-….json");
 
   auto preflight = std::make_shared<K8sOptions>();
-  CLI::App* c = k8s->add_subcommand("preflight", "Read the target and recommend sidecar or sister and a safety preset");
+  CLI::App* c = k8s->add_subcommand(
+      "preflight", "Read the target and recommend sidecar or sister and a safety preset");
   add_cluster_options(c, *preflight);
   c->add_option("DEPLOYMENT", preflight->deployment, "Deployment name")->required();
   c->add_option("--container", preflight->container, "Server container (default: the first)");
   c->add_flag("--json", preflight->json_output, "Print JSON (kprof.k8s-preflight/1)");
-  c->callback([&runner, preflight] { runner = [preflight](Output& o) { return run_preflight(*preflight, o); }; });
+  c->callback([&runner, preflight] {
+    runner = [preflight](Output& o) { return run_preflight(*preflight, o); };
+  });
 
   auto sister = std::make_shared<K8sOptions>();
-  c = k8s->add_subcommand("sister", "Serve the same model under ncu in a copy of the Deployment, capture, delete it");
+  c = k8s->add_subcommand(
+      "sister", "Serve the same model under ncu in a copy of the Deployment, capture, delete it");
   add_cluster_options(c, *sister);
   add_capture_options(c, *sister);
   c->add_option("DEPLOYMENT", sister->deployment, "Deployment to copy")->required();
   c->add_option("--container", sister->container, "Server container (default: the first)");
-  c->add_option("--ncu-image", sister->ncu_image, "Image holding Nsight Compute, copied in by an initContainer");
-  c->add_option("--ncu-dir", sister->ncu_dir, "Nsight Compute's folder in that image")->capture_default_str();
-  c->add_flag("--dry-run", sister->dry_run, "Print the Deployment (YAML; JSON with --json) and create nothing");
+  c->add_option("--ncu-image", sister->ncu_image,
+                "Image holding Nsight Compute, copied in by an initContainer");
+  c->add_option("--ncu-dir", sister->ncu_dir, "Nsight Compute's folder in that image")
+      ->capture_default_str();
+  c->add_flag("--dry-run", sister->dry_run,
+              "Print the Deployment (YAML; JSON with --json) and create nothing");
   c->add_flag("--json", sister->json_output, "With --dry-run: JSON instead of YAML");
-  c->callback([&runner, sister] { runner = [sister](Output& o) { return run_sister(*sister, o); }; });
+  c->callback(
+      [&runner, sister] { runner = [sister](Output& o) { return run_sister(*sister, o); }; });
 
   auto sidecar = std::make_shared<K8sOptions>();
-  c = k8s->add_subcommand("sidecar", "Add an ephemeral profiler container to a pod running under ncu --mode launch; capture");
+  c = k8s->add_subcommand(
+      "sidecar",
+      "Add an ephemeral profiler container to a pod running under ncu --mode launch; capture");
   add_cluster_options(c, *sidecar);
   add_capture_options(c, *sidecar);
   c->add_option("DEPLOYMENT", sidecar->deployment, "Deployment whose first pod to use");
   c->add_option("--pod", sidecar->pod, "A pod, instead of a Deployment");
-  c->add_option("--container", sidecar->container, "Server container to --target (default: the first)");
+  c->add_option("--container", sidecar->container,
+                "Server container to --target (default: the first)");
   c->add_option("--image", sidecar->image, "Image of the profiler container (holding ncu)");
   c->add_option("--ncu-path", sidecar->ncu_path, "ncu inside that image")->capture_default_str();
-  c->add_option("--profile", sidecar->profile, "kubectl debug --profile (sysadmin gives the capabilities ncu needs)")->capture_default_str();
-  c->add_option("--lifetime", sidecar->lifetime_s, "Seconds the profiler container lives (it cannot be removed)")->capture_default_str();
-  c->callback([&runner, sidecar] { runner = [sidecar](Output& o) { return run_sidecar(*sidecar, o); }; });
+  c->add_option("--profile", sidecar->profile,
+                "kubectl debug --profile (sysadmin gives the capabilities ncu needs)")
+      ->capture_default_str();
+  c->add_option("--lifetime", sidecar->lifetime_s,
+                "Seconds the profiler container lives (it cannot be removed)")
+      ->capture_default_str();
+  c->callback(
+      [&runner, sidecar] { runner = [sidecar](Output& o) { return run_sidecar(*sidecar, o); }; });
 
   auto cleanup = std::make_shared<K8sOptions>();
   c = k8s->add_subcommand("cleanup", "Remove what a receipt lists as left over");
@@ -709,7 +898,8 @@ void define_k8s(CLI::App& parent, Runner& runner) {
   c->add_option("--kubectl", cleanup->kubectl, "kubectl to run");
   c->add_option("--context", cleanup->context, "kubeconfig context");
   c->add_option("--kubeconfig", cleanup->kubeconfig, "kubeconfig file");
-  c->callback([&runner, cleanup] { runner = [cleanup](Output& o) { return run_cleanup(*cleanup, o); }; });
+  c->callback(
+      [&runner, cleanup] { runner = [cleanup](Output& o) { return run_cleanup(*cleanup, o); }; });
 }
 
 }  // namespace kprof::cli

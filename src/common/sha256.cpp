@@ -49,8 +49,7 @@ std::string sha256_hex(std::string_view bytes) {
 std::string sha256_file_hex(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw InputError(ExitCode::kInputUnreadable, path, InputPosition::none(),
-                     std::strerror(errno));
+    throw InputError(ExitCode::kInputUnreadable, path, InputPosition::none(), std::strerror(errno));
   }
   Digest digest;
   std::unique_ptr<char[]> buffer(new char[1 << 20]);

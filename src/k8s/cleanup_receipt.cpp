@@ -34,10 +34,13 @@ CleanupReceipt CleanupReceipt::load(const std::string& path) {
   try {
     receipt.json_ = nlohmann::json::parse(file.bytes);
   } catch (const nlohmann::json::parse_error& error) {
-    throw InputError(ExitCode::kInputInvalid, path, InputPosition::byte(error.byte), "not JSON: " + std::string(error.what()));
+    throw InputError(ExitCode::kInputInvalid, path, InputPosition::byte(error.byte),
+                     "not JSON: " + std::string(error.what()));
   }
-  if (receipt.json_.value("schema", "") != "kprof.cleanup-receipt/1" || !receipt.json_["objects"].is_array()) {
-    throw InputError(ExitCode::kInputInvalid, path, InputPosition::none(), "not a kprof cleanup receipt (schema kprof.cleanup-receipt/1)");
+  if (receipt.json_.value("schema", "") != "kprof.cleanup-receipt/1" ||
+      !receipt.json_["objects"].is_array()) {
+    throw InputError(ExitCode::kInputInvalid, path, InputPosition::none(),
+                     "not a kprof cleanup receipt (schema kprof.cleanup-receipt/1)");
   }
   return receipt;
 }

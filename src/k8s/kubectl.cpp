@@ -14,7 +14,8 @@ std::string classify_failure(const std::string& text) {
   if (has("unknown flag")) return "unknown_flag";
   if (has("(Forbidden)") || has("is forbidden") || has("Forbidden")) return "forbidden";
   if (has("(NotFound)") || has("not found")) return "not_found";
-  if (has("Unable to connect") || has("connection refused") || has("no such host")) return "unreachable";
+  if (has("Unable to connect") || has("connection refused") || has("no such host"))
+    return "unreachable";
   return "other";
 }
 
@@ -39,18 +40,21 @@ KubectlResult Kubectl::run(std::vector<std::string> args, std::chrono::milliseco
   result.interrupted = child.interrupted;
   result.out = std::move(child.out);
   result.err = child.started ? std::move(child.err) : child.start_error;
-  if (child.timed_out) result.err += fmt::format("\n(kprof stopped kubectl after {} s)", timeout.count() / 1000);
+  if (child.timed_out)
+    result.err += fmt::format("\n(kprof stopped kubectl after {} s)", timeout.count() / 1000);
   return result;
 }
 
-KubectlResult Kubectl::check(std::vector<std::string> args, std::chrono::milliseconds timeout) const {
+KubectlResult Kubectl::check(std::vector<std::string> args,
+                             std::chrono::milliseconds timeout) const {
   KubectlResult result = run(std::move(args), timeout);
   if (!result.started) {
     throw KubectlError("unreachable", fmt::format("cannot run {}: {}", path_, result.err));
   }
   if (result.exit_code != 0) {
     std::string message = result.err;
-    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+    while (!message.empty() && (message.back() == '\n' || message.back() == ' '))
+      message.pop_back();
     std::string shown;
     for (size_t i = 1; i < result.argv.size(); ++i) shown += " " + result.argv[i];
     throw KubectlError(classify_failure(result.err),

@@ -109,7 +109,9 @@ TargetInfo parse_target(const nlohmann::json& deployment, const nlohmann::json& 
     const nlohmann::json& env = member(c, "env");
     for (const auto& e : env.is_array() ? env : nlohmann::json::array()) {
       std::string name = text(e, "name");
-      std::string value = member(e, "value").is_string() ? text(e, "value") : "<from " + member(e, "valueFrom").dump() + ">";
+      std::string value = member(e, "value").is_string()
+                              ? text(e, "value")
+                              : "<from " + member(e, "valueFrom").dump() + ">";
       info.env.emplace_back(name, value);
       if (name == "CUDA_INJECTION64_PATH") info.injection = value;
     }
@@ -118,9 +120,11 @@ TargetInfo parse_target(const nlohmann::json& deployment, const nlohmann::json& 
     std::vector<std::string> argv = info.command;
     argv.insert(argv.end(), info.args.begin(), info.args.end());
     info.gpu_memory_utilization = flag_value(argv, "--gpu-memory-utilization");
-    if (!info.gpu_memory_utilization) info.gpu_memory_utilization = flag_value(argv, "--mem-fraction-static");
+    if (!info.gpu_memory_utilization)
+      info.gpu_memory_utilization = flag_value(argv, "--mem-fraction-static");
     for (const std::string& arg : argv) {
-      std::string program = arg.substr(arg.rfind('/') == std::string::npos ? 0 : arg.rfind('/') + 1);
+      std::string program =
+          arg.substr(arg.rfind('/') == std::string::npos ? 0 : arg.rfind('/') + 1);
       if (program == "ncu" && std::find(argv.begin(), argv.end(), "launch") != argv.end()) {
         info.under_ncu_launch = true;
       }
@@ -143,7 +147,8 @@ TargetInfo parse_target(const nlohmann::json& deployment, const nlohmann::json& 
     target.pods.push_back(std::move(pod));
   }
   for (const auto& sv : items(services)) {
-    ServiceInfo service{text(member(sv, "metadata"), "name"), string_map(member(member(sv, "spec"), "selector"))};
+    ServiceInfo service{text(member(sv, "metadata"), "name"),
+                        string_map(member(member(sv, "spec"), "selector"))};
     if (selects(service.selector, target.template_labels)) target.services.push_back(service);
   }
   return target;
@@ -164,8 +169,9 @@ Assessment assess(const TargetInfo& target, const ContainerInfo& container, int 
         "process it launched: a sister Deployment serves the same model under ncu, outside "
         "the Service",
         container.name));
-    a.reasons.push_back("ephemeral containers cannot be given GPUs, so a sidecar could not run "
-                        "its own copy of the server either");
+    a.reasons.push_back(
+        "ephemeral containers cannot be given GPUs, so a sidecar could not run "
+        "its own copy of the server either");
   }
   if (target.replicas <= 1) {
     a.safety = "single-replica";
@@ -174,9 +180,10 @@ Assessment assess(const TargetInfo& target, const ContainerInfo& container, int 
         "so captures are scoped to one kernel regex, at most 3 launches, triage or basic");
   } else {
     a.safety = "multi-replica";
-    a.reasons.push_back(fmt::format("{} replicas: one may be slowed; --preset full with up to 5 "
-                                    "launches is allowed",
-                                    target.replicas));
+    a.reasons.push_back(
+        fmt::format("{} replicas: one may be slowed; --preset full with up to 5 "
+                    "launches is allowed",
+                    target.replicas));
   }
   if (container.gpu_memory_utilization && *container.gpu_memory_utilization >= 0.85) {
     a.warnings.push_back(fmt::format(
@@ -206,7 +213,8 @@ Assessment assess(const TargetInfo& target, const ContainerInfo& container, int 
 std::string sister_name(const std::string& deployment, const std::string& run_id) {
   // Pod names add "-<hash>-<5>" (17 characters) to a Deployment's name; stay a DNS label.
   std::string suffix = "-kprof-" + run_id;
-  std::string base = deployment.substr(0, std::min<size_t>(deployment.size(), 63 - 17 - suffix.size()));
+  std::string base =
+      deployment.substr(0, std::min<size_t>(deployment.size(), 63 - 17 - suffix.size()));
   while (!base.empty() && base.back() == '-') base.pop_back();
   return base + suffix;
 }
@@ -217,14 +225,17 @@ nlohmann::json sister_deployment(const TargetInfo& target, const SisterOptions& 
   try {
     return sister_deployment_unchecked(target, options);
   } catch (const nlohmann::json::exception& error) {
-    throw std::invalid_argument(fmt::format(
-        "the Deployment {} has fields of unexpected types; kprof cannot copy it: {}", target.deployment, error.what()));
+    throw std::invalid_argument(
+        fmt::format("the Deployment {} has fields of unexpected types; kprof cannot copy it: {}",
+                    target.deployment, error.what()));
   }
 }
 
 nlohmann::json sister_deployment_unchecked(const TargetInfo& target, const SisterOptions& options) {
   const ContainerInfo* server = target.container(options.container);
-  if (!server) throw std::invalid_argument(fmt::format("no container \"{}\" in {}", options.container, target.deployment));
+  if (!server)
+    throw std::invalid_argument(
+        fmt::format("no container \"{}\" in {}", options.container, target.deployment));
   if (server->command.empty()) {
     throw std::invalid_argument(fmt::format(
         "container {} has no command in its spec (the image's ENTRYPOINT runs): kprof cannot "
@@ -233,16 +244,17 @@ nlohmann::json sister_deployment_unchecked(const TargetInfo& target, const Siste
   }
   std::string name = sister_name(target.deployment, options.run_id);
   nlohmann::json deployment = target.deployment_json;
-  nlohmann::json metadata = {{"name", name},
-                             {"namespace", target.namespace_name},
-                             {"labels",
-                              {{"app.kubernetes.io/managed-by", "kprof"},
-                               {"kprof.dev/sister-of", target.deployment.substr(0, 63)},
-                               {"kprof.dev/run", options.run_id}}},
-                             {"annotations",
-                              {{"kprof.dev/purpose",
-                                "profiling copy of " + target.deployment +
-                                    " outside its Service; deleted by kprof (see the cleanup receipt)"}}}};
+  nlohmann::json metadata = {
+      {"name", name},
+      {"namespace", target.namespace_name},
+      {"labels",
+       {{"app.kubernetes.io/managed-by", "kprof"},
+        {"kprof.dev/sister-of", target.deployment.substr(0, 63)},
+        {"kprof.dev/run", options.run_id}}},
+      {"annotations",
+       {{"kprof.dev/purpose",
+         "profiling copy of " + target.deployment +
+             " outside its Service; deleted by kprof (see the cleanup receipt)"}}}};
   nlohmann::json pod_template = deployment["spec"]["template"];
   // Labels: only kprof's own, so no Service (which select the original's labels) routes here.
   nlohmann::json labels = {{"kprof.dev/sister-of", target.deployment.substr(0, 63)},
@@ -270,23 +282,24 @@ nlohmann::json sister_deployment_unchecked(const TargetInfo& target, const Siste
   pod["initContainers"].push_back(
       {{"name", "kprof-ncu-install"},
        {"image", options.ncu_image},
-       {"command", nlohmann::json::array({"cp", "-a", options.ncu_dir + "/.", std::string(kNcuMount) + "/"})},
-       {"volumeMounts", nlohmann::json::array({{{"name", "kprof-ncu"}, {"mountPath", kNcuMount}}})}});
+       {"command",
+        nlohmann::json::array({"cp", "-a", options.ncu_dir + "/.", std::string(kNcuMount) + "/"})},
+       {"volumeMounts",
+        nlohmann::json::array({{{"name", "kprof-ncu"}, {"mountPath", kNcuMount}}})}});
   pod["volumes"].push_back({{"name", "kprof-ncu"}, {"emptyDir", nlohmann::json::object()}});
   return {{"apiVersion", "apps/v1"},
           {"kind", "Deployment"},
           {"metadata", metadata},
           {"spec",
-           {{"replicas", 1},
-            {"selector", {{"matchLabels", labels}}},
-            {"template", pod_template}}}};
+           {{"replicas", 1}, {"selector", {{"matchLabels", labels}}}, {"template", pod_template}}}};
 }
 
 std::vector<std::string> check_sister(const nlohmann::json& manifest, const TargetInfo& target) {
   std::vector<std::string> problems;
   std::string name = manifest["metadata"].value("name", "");
   if (!is_dns_label(name) || name.size() > 63 - 17) {
-    problems.push_back(fmt::format("name \"{}\" leaves no room for pod name suffixes within 63 characters", name));
+    problems.push_back(
+        fmt::format("name \"{}\" leaves no room for pod name suffixes within 63 characters", name));
   }
   const nlohmann::json& template_labels = manifest["spec"]["template"]["metadata"]["labels"];
   for (const auto& [key, value] : template_labels.items()) {
@@ -306,13 +319,15 @@ std::vector<std::string> check_sister(const nlohmann::json& manifest, const Targ
       problems.push_back(fmt::format("Service {} would route traffic to the sister", service.name));
     }
   }
-  for (const auto& c : manifest["spec"]["template"]["spec"].value("containers", nlohmann::json::array())) {
+  for (const auto& c :
+       manifest["spec"]["template"]["spec"].value("containers", nlohmann::json::array())) {
     for (const auto& e : c.value("env", nlohmann::json::array())) {
       if (e.value("name", "") == "CUDA_INJECTION64_PATH") {
         problems.push_back("CUDA_INJECTION64_PATH is still set: ncu could not inject itself");
       }
     }
-    if (!is_dns_label(c.value("name", ""))) problems.push_back("container name " + c.value("name", "") + " is not a DNS label");
+    if (!is_dns_label(c.value("name", "")))
+      problems.push_back("container name " + c.value("name", "") + " is not a DNS label");
   }
   if (manifest["spec"].value("replicas", 0) != 1) problems.push_back("replicas must be 1");
   return problems;
@@ -324,8 +339,10 @@ nlohmann::json ephemeral_custom_spec() {
 
 std::vector<std::string> check_ephemeral_custom(const nlohmann::json& spec) {
   std::vector<std::string> problems;
-  for (const char* field : {"ports", "livenessProbe", "readinessProbe", "startupProbe", "resources", "lifecycle"}) {
-    if (spec.contains(field)) problems.push_back(fmt::format("ephemeral containers may not set {}", field));
+  for (const char* field :
+       {"ports", "livenessProbe", "readinessProbe", "startupProbe", "resources", "lifecycle"}) {
+    if (spec.contains(field))
+      problems.push_back(fmt::format("ephemeral containers may not set {}", field));
   }
   return problems;
 }

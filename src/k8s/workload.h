@@ -15,11 +15,13 @@ namespace kprof::k8s {
 struct ContainerInfo {
   std::string name, image;
   std::vector<std::string> command, args;
-  std::vector<std::pair<std::string, std::string>> env;  // literal values; valueFrom shown as "<from …>"
-  std::string gpus;                                      // nvidia.com/gpu limit, "" when none
-  std::optional<double> gpu_memory_utilization;          // --gpu-memory-utilization (vLLM) / --mem-fraction-static (SGLang)
-  std::optional<std::string> injection;                  // CUDA_INJECTION64_PATH already set
-  bool under_ncu_launch = false;                         // command already `ncu --mode launch …`
+  std::vector<std::pair<std::string, std::string>>
+      env;           // literal values; valueFrom shown as "<from …>"
+  std::string gpus;  // nvidia.com/gpu limit, "" when none
+  std::optional<double>
+      gpu_memory_utilization;  // --gpu-memory-utilization (vLLM) / --mem-fraction-static (SGLang)
+  std::optional<std::string> injection;  // CUDA_INJECTION64_PATH already set
+  bool under_ncu_launch = false;         // command already `ncu --mode launch …`
 };
 
 struct PodInfo {
@@ -49,8 +51,8 @@ TargetInfo parse_target(const nlohmann::json& deployment, const nlohmann::json& 
                         const nlohmann::json& services);
 
 struct Assessment {
-  std::string method;   // "sidecar" or "sister"
-  std::string safety;   // "single-replica" or "multi-replica"
+  std::string method;  // "sidecar" or "sister"
+  std::string safety;  // "single-replica" or "multi-replica"
   std::vector<std::string> reasons;
   std::vector<std::string> warnings;
 };
@@ -61,10 +63,10 @@ Assessment assess(const TargetInfo& target, const ContainerInfo& container, int 
 constexpr int kCustomMinimumMinor = 31;
 
 struct SisterOptions {
-  std::string container;      // the server container ("" → first)
-  std::string ncu_image;      // an image holding Nsight Compute
+  std::string container;  // the server container ("" → first)
+  std::string ncu_image;  // an image holding Nsight Compute
   std::string ncu_dir = "/opt/nvidia/nsight-compute/2025.3.1";  // its folder in that image
-  std::string run_id;         // short, [a-z0-9]
+  std::string run_id;                                           // short, [a-z0-9]
 };
 
 // The mount point of the emptyDir the initContainer copies ncu into.

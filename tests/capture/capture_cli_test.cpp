@@ -73,13 +73,17 @@ class Capture : public ::testing::Test {
   fs::path dir_;
 };
 
-std::string recording(const std::string& name) { return data_path("h200/capture-recordings/" + name); }
+std::string recording(const std::string& name) {
+  return data_path("h200/capture-recordings/" + name);
+}
 
 TEST_F(Capture, TriageCaptureWritesACompleteBundle) {
-  auto result = capture(recording("suite_triage"), {"-k", "^k_", "--env", "FOO=bar baz", "--", "./suite"});
+  auto result =
+      capture(recording("suite_triage"), {"-k", "^k_", "--env", "FOO=bar baz", "--", "./suite"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   // Progress while ncu ran, one line per kernel with its passes.
-  EXPECT_NE(result.err.find("kernel 1: k_dram_stream (14 passes)"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("kernel 1: k_dram_stream (14 passes)"), std::string::npos)
+      << result.err;
   EXPECT_NE(result.err.find("kernel 10: k_atomic_one_address (14 passes)"), std::string::npos);
   // The verdict table of the capture on stdout.
   EXPECT_NE(result.out.find("k_fp32_fma"), std::string::npos);
@@ -109,7 +113,8 @@ TEST_F(Capture, TriageCaptureWritesACompleteBundle) {
   }
   // analysis.json is the verdict analysis of the bundle's report.
   nlohmann::json analysis = nlohmann::json::parse(read_file(bundle() + "/analysis.json"));
-  auto again = testing::run_process({KPROF_BINARY, "analyze", "--json", bundle() + "/report.ncu-rep"});
+  auto again =
+      testing::run_process({KPROF_BINARY, "analyze", "--json", bundle() + "/report.ncu-rep"});
   nlohmann::json direct = nlohmann::json::parse(again.out);
   ASSERT_EQ(analysis["kernels"].size(), 10u);
   for (size_t i = 0; i < 10; ++i) {
@@ -147,16 +152,31 @@ TEST_F(Capture, EachRecordedFailureIsDiagnosed) {
   const std::vector<FailureCase> cases = {
       {"no_match", {"-k", "doesnotexist", "--", "./targets", "plain"}, 7, "no_kernel_matched"},
       {"not_cuda", {"--", "/bin/true"}, 7, "no_cuda"},
-      {"children", {"--launch-count", "1", "--", "python3", "-c", "import subprocess"}, 7, "no_cuda"},
-      {"never_started", {"--ncu-arg=--profile-from-start", "--ncu-arg=off", "--", "./targets", "plain"}, 7,
+      {"children",
+       {"--launch-count", "1", "--", "python3", "-c", "import subprocess"},
+       7,
+       "no_cuda"},
+      {"never_started",
+       {"--ncu-arg=--profile-from-start", "--ncu-arg=off", "--", "./targets", "plain"},
+       7,
        "profiling_never_started"},
-      {"unknown_metric", {"--metrics", "no__such_metric.sum", "--", "./targets", "plain"}, 7, "unknown_metric"},
-      {"unknown_section", {"--section", "NoSuchSection", "--", "./targets", "plain"}, 7, "unknown_section"},
-      {"app_replay_random", {"--replay-mode", "application", "--preset", "basic", "--", "./targets", "random"}, 7,
+      {"unknown_metric",
+       {"--metrics", "no__such_metric.sum", "--", "./targets", "plain"},
+       7,
+       "unknown_metric"},
+      {"unknown_section",
+       {"--section", "NoSuchSection", "--", "./targets", "plain"},
+       7,
+       "unknown_section"},
+      {"app_replay_random",
+       {"--replay-mode", "application", "--preset", "basic", "--", "./targets", "random"},
+       7,
        "application_replay_inconsistent"},
       {"target_crash", {"--", "./targets", "crash"}, 7, "target_failed"},
       {"missing_app", {"--", "./no_such_program"}, 7, "missing_application"},
-      {"profiler_stop", {"--honor-profiler-start-stop", "--launch-count", "5", "--", "./targets", "stop"}, 0,
+      {"profiler_stop",
+       {"--honor-profiler-start-stop", "--launch-count", "5", "--", "./targets", "stop"},
+       0,
        "fewer_kernels_than_requested"},
   };
   for (const FailureCase& c : cases) {
@@ -170,7 +190,8 @@ TEST_F(Capture, EachRecordedFailureIsDiagnosed) {
     EXPECT_NE(std::find(ids.begin(), ids.end(), c.diagnosis), ids.end()) << m["diagnoses"].dump();
     EXPECT_EQ(m["status"], c.exit_code == 0 ? "ok" : "failed");
     // One line of what happened and one of what to do, on stderr.
-    EXPECT_NE(result.err.find("[" + std::string(c.diagnosis) + "]"), std::string::npos) << result.err;
+    EXPECT_NE(result.err.find("[" + std::string(c.diagnosis) + "]"), std::string::npos)
+        << result.err;
     EXPECT_NE(result.err.find("    → "), std::string::npos);
   }
 }
@@ -185,7 +206,9 @@ TEST_F(Capture, CrashedTargetsReportIsStillAnalysed) {
 
 TEST_F(Capture, NoMatchNamesTheKernelsTheApplicationRan) {
   auto result = capture(recording("no_match"), {"-k", "doesnotexist", "--", "./targets", "plain"});
-  EXPECT_NE(result.err.find("matched none of the 1 kernels the application launched; closest: k_work"), std::string::npos)
+  EXPECT_NE(
+      result.err.find("matched none of the 1 kernels the application launched; closest: k_work"),
+      std::string::npos)
       << result.err;
 }
 
@@ -214,8 +237,9 @@ class FakeTarget {
 TEST_F(Capture, AttachDetachesOnceTheReportIsWritten) {
   FakeTarget target;
   std::string endpoint = "127.0.0.1:" + std::to_string(target.port());
-  auto result = capture(recording("attach_1"), {"--attach", endpoint, "-k", "k_alpha", "--launch-count", "2",
-                                                "--preset", "basic", "--timeout", "60"});
+  auto result =
+      capture(recording("attach_1"), {"--attach", endpoint, "-k", "k_alpha", "--launch-count", "2",
+                                      "--preset", "basic", "--timeout", "60"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.err.find("kernel 2 of 2: k_alpha (10 passes)"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("detaching from the target"), std::string::npos);
@@ -230,7 +254,8 @@ TEST_F(Capture, AttachDetachesOnceTheReportIsWritten) {
 }
 
 TEST_F(Capture, AttachWithNothingListeningIsDiagnosed) {
-  auto result = capture(recording("attach_nothing"), {"--attach", "127.0.0.1", "--launch-count", "1"});
+  auto result =
+      capture(recording("attach_nothing"), {"--attach", "127.0.0.1", "--launch-count", "1"});
   EXPECT_EQ(result.exit_code, 7);
   EXPECT_NE(result.err.find("[no_attachable_process]"), std::string::npos) << result.err;
 }
@@ -251,7 +276,8 @@ TEST_F(Capture, TimeoutStopsNcuAndItsTargetAndMarksTheBundleIncomplete) {
   std::string pidfile = (dir_ / "target.pid").string();
   setenv("FAKE_NCU_HANG", "1", 1);
   setenv("FAKE_NCU_HANG_PIDFILE", pidfile.c_str(), 1);
-  auto result = capture(recording("suite_triage"), {"--timeout", "2", "-k", "^k_", "--", "./suite"});
+  auto result =
+      capture(recording("suite_triage"), {"--timeout", "2", "-k", "^k_", "--", "./suite"});
   unsetenv("FAKE_NCU_HANG");
   EXPECT_EQ(result.exit_code, 8) << result.err;
   EXPECT_FALSE(fs::exists(bundle()));
@@ -262,7 +288,8 @@ TEST_F(Capture, TimeoutStopsNcuAndItsTargetAndMarksTheBundleIncomplete) {
   EXPECT_TRUE(fs::exists(bundle() + ".incomplete/ncu.log"));  // what ncu printed is kept
   pid_t target = wait_for_pid(pidfile);
   ASSERT_GT(target, 0);
-  for (int i = 0; i < 100 && alive(target); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int i = 0; i < 100 && alive(target); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_FALSE(alive(target)) << "the profiled program outlived the timeout";
   for (const auto& entry : fs::directory_iterator(dir_)) {
     EXPECT_EQ(entry.path().filename().string().find(".partial-"), std::string::npos);
@@ -285,7 +312,8 @@ TEST_F(Capture, CtrlCStopsNcuAndItsTargetAndMarksTheBundleIncomplete) {
   nlohmann::json m = manifest(bundle() + ".incomplete");
   EXPECT_EQ(m["incomplete_reason"], "interrupted");
   pid_t target = wait_for_pid(pidfile);
-  for (int i = 0; i < 100 && alive(target); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int i = 0; i < 100 && alive(target); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_FALSE(alive(target));
 }
 
@@ -327,9 +355,12 @@ TEST_F(Capture, DoctorOnTheH200sRecordedFacts) {
   fs::create_directories(root / "sys/module/nvidia");
   fs::create_directories(root / "dev");
   fs::create_directories(root / "usr/local/cuda/include");
-  fs::copy_file(data_path("h200/ncu-outputs/driver_params.txt"), root / "proc/driver/nvidia/params");
-  fs::copy_file(data_path("h200/ncu-outputs/driver_version.txt"), root / "sys/module/nvidia/version");
-  std::ofstream(root / "usr/local/cuda/include/cuda_runtime_api.h") << "#define CUDART_VERSION  13000\n";
+  fs::copy_file(data_path("h200/ncu-outputs/driver_params.txt"),
+                root / "proc/driver/nvidia/params");
+  fs::copy_file(data_path("h200/ncu-outputs/driver_version.txt"),
+                root / "sys/module/nvidia/version");
+  std::ofstream(root / "usr/local/cuda/include/cuda_runtime_api.h")
+      << "#define CUDART_VERSION  13000\n";
   std::ofstream(root / "dev/nvidiactl") << "";
   unsetenv("CUDA_INJECTION64_PATH");
   auto ready = testing::run_process({KPROF_BINARY, "doctor", "--root", root.string(), "--json"});

@@ -25,7 +25,8 @@ SystemFacts h200() {
 }
 
 const Check* find(const std::vector<Check>& checks, const std::string& name) {
-  auto it = std::find_if(checks.begin(), checks.end(), [&](const Check& c) { return c.name == name; });
+  auto it =
+      std::find_if(checks.begin(), checks.end(), [&](const Check& c) { return c.name == name; });
   return it == checks.end() ? nullptr : &*it;
 }
 
@@ -67,7 +68,8 @@ TEST(Doctor, AdminOnlyCountersFailForNonRootOnly) {
 TEST(Doctor, InjectionVariableAndSandboxAndMissingPieces) {
   SystemFacts facts = h200();
   facts.env["CUDA_INJECTION64_PATH"] = "/opt/other/libinject.so";
-  EXPECT_EQ(find(run_doctor_checks(facts), "CUDA_INJECTION64_PATH")->status, Check::Status::kWarning);
+  EXPECT_EQ(find(run_doctor_checks(facts), "CUDA_INJECTION64_PATH")->status,
+            Check::Status::kWarning);
   facts = h200();
   facts.proc_version = "Linux version 4.4.0 #1 SMP Sun Jan 10 15:06:54 PST 2016";
   EXPECT_EQ(find(run_doctor_checks(facts), "sandbox")->status, Check::Status::kFailed);

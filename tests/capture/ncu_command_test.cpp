@@ -67,7 +67,8 @@ TEST(NcuCommand, TriagePresetIsSectionsPlusTheMeasuredMetricList) {
   EXPECT_EQ(std::count(argv.begin(), argv.end(), "--section"), 3);
   std::string metrics = value_of(argv, "--metrics");
   EXPECT_NE(metrics.find("group:smsp__pcsamp_warp_stall_reasons"), std::string::npos);
-  EXPECT_NE(metrics.find("sm__ops_path_tensor_src_bf16_dst_fp32.sum.per_cycle_elapsed"), std::string::npos);
+  EXPECT_NE(metrics.find("sm__ops_path_tensor_src_bf16_dst_fp32.sum.per_cycle_elapsed"),
+            std::string::npos);
   EXPECT_NE(metrics.find("dram__bytes.sum.peak_sustained"), std::string::npos);
   // A fixed short sampling interval cost up to 3 passes on long kernels: ncu's auto stays.
   EXPECT_FALSE(has(argv, "--warp-sampling-interval"));
@@ -161,8 +162,8 @@ TEST(AttachEndpoint, Parses) {
   EXPECT_EQ(parse_endpoint("gpu-node-3:49152").port, 49152);
   EXPECT_EQ(parse_endpoint("[::1]:50000").host, "::1");
   EXPECT_EQ(parse_endpoint("[::1]:50000").port, 50000);
-  for (const char* bad : {"", ":1", "host:", "host:0", "host:70000", "host:12a", "a b", "h;rm -rf /",
-                          "'h'", "::1:5", "[::1"}) {
+  for (const char* bad : {"", ":1", "host:", "host:0", "host:70000", "host:12a", "a b",
+                          "h;rm -rf /", "'h'", "::1:5", "[::1"}) {
     EXPECT_THROW(parse_endpoint(bad), std::invalid_argument) << bad;
   }
 }

@@ -128,7 +128,8 @@ TEST(NcuDiagnosis, ClosestKernelNamesComeFirst) {
   std::ifstream in(std::string(KPROF_DATA_DIR) + "/h200/kernel_names_big_full_function.csv");
   for (std::string line; std::getline(in, line);) {
     size_t comma = line.find("\",\"");
-    if (comma != std::string::npos) names.push_back(line.substr(comma + 3, line.size() - comma - 4));
+    if (comma != std::string::npos)
+      names.push_back(line.substr(comma + 3, line.size() - comma - 4));
   }
   ASSERT_EQ(names.size(), 24u);
   // A typo'd filter: "sdpa_sm90_flsh" is closest to the sm90 flash attention kernel.

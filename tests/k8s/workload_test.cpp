@@ -17,7 +17,8 @@ nlohmann::json fixture(const std::string& name) {
 
 TargetInfo target(const std::string& name) {
   nlohmann::json objects = fixture(name);
-  return parse_target(objects["deployments"][0], {{"items", objects["pods"]}}, {{"items", objects["services"]}});
+  return parse_target(objects["deployments"][0], {{"items", objects["pods"]}},
+                      {{"items", objects["services"]}});
 }
 
 TEST(Workload, ReadsTheDeployment) {
@@ -46,27 +47,32 @@ TEST(Workload, Assessment) {
   a = assess(multi, *multi.container(""), 29);
   EXPECT_EQ(a.method, "sidecar");
   EXPECT_EQ(a.safety, "multi-replica");
-  bool custom_warning = std::any_of(a.warnings.begin(), a.warnings.end(),
-                                    [](const std::string& w) { return w.find("--custom") != std::string::npos; });
+  bool custom_warning = std::any_of(a.warnings.begin(), a.warnings.end(), [](const std::string& w) {
+    return w.find("--custom") != std::string::npos;
+  });
   EXPECT_TRUE(custom_warning);
 }
 
 TEST(Workload, SisterPassesKprofsChecksAndTheChecksBite) {
   TargetInfo t = target("vllm_single_replica.json");
-  nlohmann::json sister = sister_deployment(t, {"", "nvcr.io/nvidia/cuda:13.0.0-devel", "/opt/nvidia/nsight-compute/2025.3.1", "ab12c"});
+  nlohmann::json sister = sister_deployment(
+      t, {"", "nvcr.io/nvidia/cuda:13.0.0-devel", "/opt/nvidia/nsight-compute/2025.3.1", "ab12c"});
   EXPECT_TRUE(check_sister(sister, t).empty());
   EXPECT_EQ(sister["spec"]["replicas"], 1);
   const nlohmann::json& server = sister["spec"]["template"]["spec"]["containers"][0];
   EXPECT_EQ(server["command"][0], "/kprof-ncu/ncu");
   EXPECT_FALSE(server.contains("livenessProbe"));
-  EXPECT_EQ(sister["spec"]["template"]["spec"]["initContainers"][0]["image"], "nvcr.io/nvidia/cuda:13.0.0-devel");
+  EXPECT_EQ(sister["spec"]["template"]["spec"]["initContainers"][0]["image"],
+            "nvcr.io/nvidia/cuda:13.0.0-devel");
 
   nlohmann::json routed = sister;  // labels the Service selects
   routed["spec"]["template"]["metadata"]["labels"]["app"] = "llama-70b";
   routed["spec"]["selector"]["matchLabels"]["app"] = "llama-70b";
-  EXPECT_NE(check_sister(routed, t).front().find("Service llama-70b would route traffic"), std::string::npos);
+  EXPECT_NE(check_sister(routed, t).front().find("Service llama-70b would route traffic"),
+            std::string::npos);
   nlohmann::json injected = sister;
-  injected["spec"]["template"]["spec"]["containers"][0]["env"].push_back({{"name", "CUDA_INJECTION64_PATH"}, {"value", "x"}});
+  injected["spec"]["template"]["spec"]["containers"][0]["env"].push_back(
+      {{"name", "CUDA_INJECTION64_PATH"}, {"value", "x"}});
   EXPECT_FALSE(check_sister(injected, t).empty());
   nlohmann::json mismatched = sister;
   mismatched["spec"]["selector"]["matchLabels"]["extra"] = "1";
@@ -94,7 +100,8 @@ TEST(Workload, EphemeralContainerRules) {
 TEST(Workload, EntrypointOnlyContainersAreRefused) {
   nlohmann::json objects = fixture("vllm_single_replica.json");
   objects["deployments"][0]["spec"]["template"]["spec"]["containers"][0].erase("command");
-  TargetInfo t = parse_target(objects["deployments"][0], {{"items", objects["pods"]}}, {{"items", objects["services"]}});
+  TargetInfo t = parse_target(objects["deployments"][0], {{"items", objects["pods"]}},
+                              {{"items", objects["services"]}});
   EXPECT_THROW(sister_deployment(t, {"", "img", "/opt/ncu", "ab12c"}), std::invalid_argument);
 }
 
