@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "capture/ncu_locator.h"
+#include "common/text.h"
 
 namespace kprof::capture {
 namespace {
@@ -21,13 +22,6 @@ std::optional<std::string> read_text(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-std::string trim(std::string text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
-  size_t start = 0;
-  while (start < text.size() && std::isspace(static_cast<unsigned char>(text[start]))) ++start;
-  return text.substr(start);
 }
 
 int major_of(const std::string& version) { return std::atoi(version.c_str()); }
@@ -56,7 +50,7 @@ SystemFacts gather_system_facts(const std::string& root, const std::string& ncu_
     facts.ncu_version = ncu_version_line(ncu_path);
   }
   if (auto text = read_text(root + "/sys/module/nvidia/version")) {
-    facts.driver_version = trim(*text);
+    facts.driver_version = std::string(trim(*text));
   } else if (auto text = read_text(root + "/proc/driver/nvidia/version")) {
     std::string version;
     if (RE2::PartialMatch(*text, "Kernel Module(?: for \\S+)?\\s+(\\d+\\.\\d+(?:\\.\\d+)?)",
@@ -97,7 +91,7 @@ SystemFacts gather_system_facts(const std::string& root, const std::string& ncu_
                            "CUDA_VISIBLE_DEVICES", "KUBERNETES_SERVICE_HOST"}) {
     if (const char* value = std::getenv(name)) facts.env[name] = value;
   }
-  facts.proc_version = trim(read_text(root + "/proc/version").value_or(""));
+  facts.proc_version = std::string(trim(read_text(root + "/proc/version").value_or("")));
   std::error_code error;
   facts.device_nodes = std::filesystem::exists(root + "/dev/nvidiactl", error);
   return facts;

@@ -53,6 +53,15 @@ void EvidenceBundle::write(std::string_view file_name, std::string_view content)
   write_file_atomically(path_of(file_name), content);
 }
 
+std::string EvidenceBundle::with_final_paths(std::string text, bool incomplete) const {
+  std::string destination = final_path_ + (incomplete ? ".incomplete" : "");
+  for (size_t at = text.find(staging_path_); at != std::string::npos;
+       at = text.find(staging_path_, at + destination.size())) {
+    text.replace(at, staging_path_.size(), destination);
+  }
+  return text;
+}
+
 std::string EvidenceBundle::finish(nlohmann::json manifest, const std::string& destination) {
   nlohmann::json files = nlohmann::json::object();
   std::error_code error;

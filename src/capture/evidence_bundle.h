@@ -23,6 +23,9 @@ class EvidenceBundle {
   const std::string& staging_path() const { return staging_path_; }
   std::string path_of(std::string_view file_name) const;  // inside the temporary folder
   void write(std::string_view file_name, std::string_view content);
+  // Text written while the bundle is assembled (an analysis naming its report) with the
+  // temporary folder replaced by where the bundle will be: FINAL, or FINAL.incomplete.
+  std::string with_final_paths(std::string text, bool incomplete) const;
 
   // Adds "files" (name → bytes, sha256) to the manifest, writes it, renames the folder to its
   // final path; returns that path.

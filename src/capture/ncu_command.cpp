@@ -5,17 +5,14 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "common/text.h"
+
 namespace kprof::capture {
 namespace {
 
-std::string basename_of(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 bool is_shell(const std::string& program) {
   static const char* kShells[] = {"sh", "bash", "dash", "zsh", "ksh", "fish"};
-  std::string name = basename_of(program);
+  std::string_view name = path_basename(program);
   return std::any_of(std::begin(kShells), std::end(kShells),
                      [&](const char* shell) { return name == shell; });
 }
@@ -156,7 +153,7 @@ NcuCommand build_ncu_command(const CaptureSpec& spec) {
         "--attach HOST[:PORT] for a process started under `ncu --mode launch`");
   }
   if (!spec.target.empty()) {
-    const std::string program = basename_of(spec.target.front());
+    const std::string_view program = path_basename(spec.target.front());
     if (program == "env") {
       refuse(
           "the command starts with `env`: ncu would profile env, which launches no kernel; "

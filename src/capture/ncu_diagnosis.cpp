@@ -31,11 +31,6 @@ std::vector<std::string_view> lines_of(std::string_view text) {
   return lines;
 }
 
-std::string basename_of(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 bool has_option(const std::vector<std::string>& argv, std::string_view option) {
   return std::any_of(argv.begin(), argv.end(), [&](const std::string& arg) {
     return arg == option || arg.rfind(std::string(option) + "=", 0) == 0;
@@ -138,7 +133,8 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
   std::string command = "ncu";
   for (size_t i = 1; i < run.argv.size(); ++i) command += " " + run.argv[i];
   model::ProfilerSettings settings = importers::settings_from_command_line(command);
-  std::string app = settings.application.empty() ? "" : basename_of(settings.application.front());
+  std::string app =
+      settings.application.empty() ? "" : std::string(path_basename(settings.application.front()));
 
   std::string option;
   if (RE2::PartialMatch(out, "unrecognised option '(--[^']+)'", &option)) {

@@ -101,6 +101,56 @@ std::string render_table(const std::vector<model::Report>& reports,
   return out;
 }
 
+// Verdicts for the selected kernels of loaded reports, in the requested order, and their text
+// table (one per report): shared by run_analyze and the bundles of capture and k8s.
+struct AnalyzedReports {
+  std::vector<render::AnalyzedKernel> kernels;
+  std::vector<const model::Report*> reports;
+  std::string table;
+};
+
+AnalyzedReports analyze_loaded(const std::vector<model::Report>& reports,
+                               const std::vector<std::vector<size_t>>& selected,
+                               const AnalyzeOptions& options,
+                               const analysis::AnalysisConfig& config,
+                               const std::optional<timeline::TraceTimeIndex>& trace) {
+  AnalyzedReports result;
+  std::vector<render::AnalyzedKernel>& analyzed = result.kernels;
+  std::vector<const model::Report*>& report_list = result.reports;
+  std::string& text = result.table;
+  for (size_t r = 0; r < reports.size(); ++r) {
+    const model::Report& report = reports[r];
+    report_list.push_back(&report);
+    std::vector<render::AnalyzedKernel> these;
+    for (size_t i : ordered(report, selected[r], options.sort)) {
+      render::AnalyzedKernel k{&report, &report.kernels[i],
+                               analysis::analyze_kernel(report, report.kernels[i], config)};
+      if (trace) {
+        k.joined = true;
+        k.share = trace->share_of(report.kernels[i]);
+      }
+      these.push_back(std::move(k));
+    }
+    if (options.sort == "pipeline") {
+      std::stable_sort(these.begin(), these.end(), [](const auto& a, const auto& b) {
+        double x = a.share ? a.share->fraction_of_pipeline : -1;
+        double y = b.share ? b.share->fraction_of_pipeline : -1;
+        return x > y;
+      });
+    }
+    if (!options.json && !options.csv) {
+      if (r != 0) text += "\n";
+      text += describe_report(report, these.size());
+      text += these.empty() && report.kernels.empty()
+                  ? kNoKernelResults
+                  : render::verdict_table(these, options.thresholds, options.name_width);
+    }
+    analyzed.insert(analyzed.end(), std::make_move_iterator(these.begin()),
+                    std::make_move_iterator(these.end()));
+  }
+  return result;
+}
+
 }  // namespace
 
 ExitCode run_analyze(const AnalyzeOptions& options, Output& output) {
@@ -133,39 +183,10 @@ ExitCode run_analyze(const AnalyzeOptions& options, Output& output) {
                        "no GPU events in this trace: nothing to join the captures to");
     }
   }
-  std::vector<render::AnalyzedKernel> analyzed;
-  std::vector<const model::Report*> report_list;
-  std::string text;
-  for (size_t r = 0; r < reports.size(); ++r) {
-    const model::Report& report = reports[r];
-    report_list.push_back(&report);
-    std::vector<render::AnalyzedKernel> these;
-    for (size_t i : ordered(report, selected[r], options.sort)) {
-      render::AnalyzedKernel k{&report, &report.kernels[i],
-                               analysis::analyze_kernel(report, report.kernels[i], config)};
-      if (trace) {
-        k.joined = true;
-        k.share = trace->share_of(report.kernels[i]);
-      }
-      these.push_back(std::move(k));
-    }
-    if (options.sort == "pipeline") {
-      std::stable_sort(these.begin(), these.end(), [](const auto& a, const auto& b) {
-        double x = a.share ? a.share->fraction_of_pipeline : -1;
-        double y = b.share ? b.share->fraction_of_pipeline : -1;
-        return x > y;
-      });
-    }
-    if (!options.json && !options.csv) {
-      if (r != 0) text += "\n";
-      text += describe_report(report, these.size());
-      text += these.empty() && report.kernels.empty()
-                  ? kNoKernelResults
-                  : render::verdict_table(these, options.thresholds, options.name_width);
-    }
-    analyzed.insert(analyzed.end(), std::make_move_iterator(these.begin()),
-                    std::make_move_iterator(these.end()));
-  }
+  AnalyzedReports result = analyze_loaded(reports, selected, options, config, trace);
+  std::vector<render::AnalyzedKernel>& analyzed = result.kernels;
+  std::vector<const model::Report*>& report_list = result.reports;
+  std::string& text = result.table;
   if (!options.html_path.empty()) {
     std::string page = render::html_report(analyzed, report_list, config, options.trace_path);
     write_file_atomically(options.html_path, page);
@@ -254,12 +275,16 @@ void define_analyze(CLI::App& parent, Runner& runner) {
 BundleAnalysis analyze_for_bundle(const std::string& report_path) {
   AnalyzeOptions options;
   options.paths = {report_path};
-  Output json_output, table_output;
-  options.json = true;
-  run_analyze(options, json_output);
-  options.json = false;
-  run_analyze(options, table_output);
-  return {table_output.stdout_text, json_output.stdout_text};
+  analysis::AnalysisTables tables = analysis::load_analysis_tables("", "", "");
+  analysis::AnalysisConfig config = tables.config(options.thresholds);
+  std::vector<model::Report> reports = load_reports(options.paths);
+  std::vector<std::vector<size_t>> selected = {select_kernels(reports.front(), nullptr)};
+  AnalyzedReports analyzed = analyze_loaded(reports, selected, options, config, std::nullopt);
+  BundleAnalysis bundle;
+  bundle.table = analyzed.table;
+  bundle.json = render::verdict_json(analyzed.kernels, analyzed.reports, config, {}).dump(1) + "\n";
+  bundle.report = std::move(reports.front());
+  return bundle;
 }
 
 }  // namespace kprof::cli

@@ -7,6 +7,7 @@
 
 #include "analysis/verdict.h"
 #include "cli/command.h"
+#include "model/report.h"
 
 namespace kprof::cli {
 
@@ -28,9 +29,11 @@ struct AnalyzeOptions {
 void add_verdict_options(CLI::App& command, AnalyzeOptions& options);
 ExitCode run_analyze(const AnalyzeOptions& options, Output& output);
 
-// The verdict table and kprof.analysis/1 JSON of one report, for an evidence bundle.
+// The verdict table and kprof.analysis/1 JSON of one report, for an evidence bundle; the report
+// is read once and handed back for further checks.
 struct BundleAnalysis {
   std::string table, json;
+  model::Report report;
 };
 BundleAnalysis analyze_for_bundle(const std::string& report_path);
 

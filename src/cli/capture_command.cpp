@@ -24,6 +24,7 @@
 #include "cli/capture_support.h"
 #include "cli/command.h"
 #include "cli/selection.h"
+#include "common/text.h"
 
 namespace kprof::cli {
 namespace {
@@ -51,15 +52,6 @@ struct CaptureOptions {
   bool json = false;
   std::vector<std::string> target;
 };
-
-std::string utc_now(const char* format) {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[64];
-  std::strftime(text, sizeof text, format, &tm);
-  return text;
-}
 
 std::vector<std::pair<std::string, std::string>> parse_env(const std::vector<std::string>& list) {
   static const RE2 kName("[A-Za-z_][A-Za-z0-9_]*");
@@ -148,10 +140,9 @@ std::string passes_summary(const std::vector<int>& passes) {
 // ncu collects nothing for a metric name it does not know and says nothing (seen on the H200:
 // one pass, exit 0): compare the plain names asked for with what the report holds.
 std::vector<std::string> metrics_not_collected(const std::string& metric_list,
-                                               const std::string& report_path) {
+                                               const model::Report& report) {
   std::vector<std::string> missing;
-  std::vector<model::Report> reports = load_reports({report_path});
-  if (reports.empty() || reports.front().kernels.empty()) return missing;
+  if (report.kernels.empty()) return missing;
   size_t start = 0;
   while (start <= metric_list.size()) {
     size_t end = metric_list.find(',', start);
@@ -160,8 +151,8 @@ std::vector<std::string> metrics_not_collected(const std::string& metric_list,
     start = end + 1;
     if (name.empty() || name.find(':') != std::string::npos) continue;  // regex:, group:, …
     bool anywhere = false;
-    for (const model::Kernel& kernel : reports.front().kernels) {
-      if (reports.front().find(kernel, name)) anywhere = true;
+    for (const model::Kernel& kernel : report.kernels) {
+      if (report.find(kernel, name)) anywhere = true;
     }
     if (!anywhere) missing.push_back(name);
   }
@@ -184,19 +175,15 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
   capture::CaptureSpec spec = to_spec(options, ncu.path);
   std::vector<std::pair<std::string, std::string>> env = parse_env(options.env);
   std::string output_path =
-      options.output.empty() ? "kprof-capture-" + utc_now("%Y%m%d-%H%M%S") : options.output;
+      options.output.empty() ? "kprof-capture-" + utc_time("%Y%m%d-%H%M%S") : options.output;
   // Refusals come before anything is created or run.
   spec.export_path = "report";  // placeholder; checked for refusal only
-  try {
-    capture::build_ncu_command(spec);
-  } catch (const std::invalid_argument& error) {
-    throw UsageError(error.what());
-  }
+  build_or_refuse(spec);
 
   capture::EvidenceBundle bundle(output_path);
   spec.export_path = bundle.path_of("report");
   capture::NcuCommand command = capture::build_ncu_command(spec);
-  std::string started_at = utc_now("%Y-%m-%dT%H:%M:%SZ");
+  std::string started_at = utc_time();
   std::string ncu_version = capture::ncu_version_line(ncu.path);
 
   note(fmt::format("capturing with {} ({}), preset {}, into {}", ncu.path,
@@ -247,7 +234,7 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
     };
   }
   capture::ChildResult result = capture::run_child(request);
-  std::string ended_at = utc_now("%Y-%m-%dT%H:%M:%SZ");
+  std::string ended_at = utc_time();
 
   std::vector<capture::Diagnosis> diagnoses;
   if (!result.started) {
@@ -308,6 +295,9 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
   if (report_written) {
     write_ncu_exports(bundle, ncu.path, report_file);
     try {
+      BundleAnalysis analysis = analyze_for_bundle(report_file);
+      analysis_json = analysis.json;
+      analysis_text = analysis.table;
       // A metric list of the user's own that yields nothing is a failed capture; a preset
       // metric this GPU lacks (another architecture) only thins out the verdicts.
       std::string asked = spec.metrics;
@@ -316,21 +306,16 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
       for (size_t i = 0; i + 1 < preset_args.size(); ++i) {
         if (preset_args[i] == "--metrics") asked += (asked.empty() ? "" : ",") + preset_args[i + 1];
       }
-      if (!asked.empty()) {
-        std::vector<std::string> missing = metrics_not_collected(asked, report_file);
-        if (!missing.empty()) {
-          std::string names;
-          for (const std::string& name : missing) names += (names.empty() ? "" : ", ") + name;
-          diagnoses.push_back({"unknown_metric", own_list,
-                               fmt::format("ncu collected nothing for {} (and still exited 0): "
-                                           "not a metric of this ncu and GPU",
-                                           names),
-                               "`ncu --query-metrics` lists the metric names this GPU has"});
-        }
+      std::vector<std::string> missing = metrics_not_collected(asked, analysis.report);
+      if (!missing.empty()) {
+        std::string names;
+        for (const std::string& name : missing) names += (names.empty() ? "" : ", ") + name;
+        diagnoses.push_back({"unknown_metric", own_list,
+                             fmt::format("ncu collected nothing for {} (and still exited 0): "
+                                         "not a metric of this ncu and GPU",
+                                         names),
+                             "`ncu --query-metrics` lists the metric names this GPU has"});
       }
-      BundleAnalysis analysis = analyze_for_bundle(report_file);
-      analysis_json = analysis.json;
-      analysis_text = analysis.table;
     } catch (const InputError& error) {
       diagnoses.push_back({"report_unreadable", true,
                            fmt::format("the report ncu wrote cannot be read: {}", error.what()),
@@ -355,17 +340,6 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
         {"exit_code", result.started ? nlohmann::json(result.exit_code) : nlohmann::json(nullptr)},
         {"signal", result.signal},
         {"detached_by_kprof", detached}}},
-      {"preset", capture::preset_name(spec.preset)},
-      {"preset_arguments", capture::preset_arguments(spec.preset)},
-      {"sections", spec.sections},
-      {"metrics", spec.metrics},
-      {"kernel_regex", spec.kernel_regex},
-      {"launch_skip",
-       spec.launch_skip ? nlohmann::json(*spec.launch_skip) : nlohmann::json(nullptr)},
-      {"launch_count", expected ? nlohmann::json(*expected) : nlohmann::json(nullptr)},
-      {"replay_mode", spec.replay_mode.empty() ? "kernel" : spec.replay_mode},
-      {"clock_control", spec.clock_control},
-      {"target_processes", spec.children ? "all" : "application-only"},
       {"campaign", options.campaign},
       {"cell_id", options.cell},
       {"deployment_revision", options.revision},
@@ -384,6 +358,7 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
       {"warnings", command.warnings},
       {"diagnoses", diagnoses_json(diagnoses)},
   };
+  manifest.update(capture_scope_json(spec));
   if (spec.attach) {
     manifest["attach"] = {{"host", spec.attach->host}, {"port", spec.attach->port.value_or(49152)}};
   } else {
@@ -395,19 +370,12 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
     manifest["incomplete_reason"] = result.timed_out ? "timeout" : "interrupted";
   }
   // The analysis read the report in the temporary folder: name it where it will be.
-  std::string destination = bundle.final_path() + (incomplete ? ".incomplete" : "");
-  auto relocate = [&](std::string text) {
-    const std::string& from = bundle.staging_path();
-    for (size_t at = text.find(from); at != std::string::npos;
-         at = text.find(from, at + destination.size())) {
-      text.replace(at, from.size(), destination);
-    }
-    return text;
-  };
-  if (!analysis_json.empty()) bundle.write("analysis.json", relocate(analysis_json));
+  if (!analysis_json.empty())
+    bundle.write("analysis.json", bundle.with_final_paths(analysis_json, incomplete));
   std::string written = incomplete ? bundle.abandon(manifest) : bundle.commit(manifest);
 
-  std::string text = options.json ? manifest.dump(1) + "\n" : relocate(analysis_text);
+  std::string text =
+      options.json ? manifest.dump(1) + "\n" : bundle.with_final_paths(analysis_text, incomplete);
   output.stderr_text += render_diagnoses(diagnoses);
   output.stderr_text +=
       fmt::format("kprof: {} {}: {} kernel{} profiled{}; bundle {}\n",

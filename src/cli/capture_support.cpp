@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "capture/child_process.h"
+#include "cli/command.h"
 
 namespace kprof::cli {
 
@@ -35,6 +36,33 @@ nlohmann::json diagnoses_json(const std::vector<capture::Diagnosis>& diagnoses) 
     list.push_back({{"id", d.id}, {"failure", d.failure}, {"what", d.what}, {"next", d.next}});
   }
   return list;
+}
+
+capture::NcuCommand build_or_refuse(const capture::CaptureSpec& spec) {
+  try {
+    return capture::build_ncu_command(spec);
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(error.what());
+  }
+}
+
+nlohmann::json capture_scope_json(const capture::CaptureSpec& spec) {
+  std::optional<std::int64_t> launch_count = capture::effective_launch_count(spec);
+  nlohmann::json scope = {
+      {"preset", capture::preset_name(spec.preset)},
+      {"preset_arguments", capture::preset_arguments(spec.preset)},
+      {"sections", spec.sections},
+      {"metrics", spec.metrics},
+      {"kernel_regex", spec.kernel_regex},
+      {"launch_skip",
+       spec.launch_skip ? nlohmann::json(*spec.launch_skip) : nlohmann::json(nullptr)},
+      {"launch_count", launch_count ? nlohmann::json(*launch_count) : nlohmann::json(nullptr)},
+      {"replay_mode", spec.replay_mode.empty() ? "kernel" : spec.replay_mode},
+      {"clock_control", spec.clock_control},
+  };
+  // An attach capture profiles the process it attaches to; ncu takes no --target-processes there.
+  if (!spec.attach) scope["target_processes"] = spec.children ? "all" : "application-only";
+  return scope;
 }
 
 std::string render_diagnoses(const std::vector<capture::Diagnosis>& diagnoses) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "capture/evidence_bundle.h"
+#include "capture/ncu_command.h"
 #include "capture/ncu_diagnosis.h"
 
 namespace kprof::cli {
@@ -16,6 +17,13 @@ void note(const std::string& text);
 // argv shown quoted where a shell would need it (for reading only: nothing is ever run this way).
 std::string quoted_command(const std::vector<std::string>& argv);
 nlohmann::json diagnoses_json(const std::vector<capture::Diagnosis>& diagnoses);
+// build_ncu_command, a refused capture (std::invalid_argument) turned into a usage error.
+capture::NcuCommand build_or_refuse(const capture::CaptureSpec& spec);
+
+// The manifest fields that say what a capture asked ncu for: preset and its options, sections,
+// metrics, kernel regex, launch skip/count, replay mode, clock control, target processes.
+nlohmann::json capture_scope_json(const capture::CaptureSpec& spec);
+
 // "FAILED [id] what\n    → next\n" per diagnosis.
 std::string render_diagnoses(const std::vector<capture::Diagnosis>& diagnoses);
 // ncu's own exports of the report into the bundle: raw.csv (--page raw) and speed_of_light.csv

@@ -23,6 +23,7 @@
 #include "cli/command.h"
 #include "common/file_bytes.h"
 #include "common/sha256.h"
+#include "common/text.h"
 #include "k8s/cleanup_receipt.h"
 #include "k8s/kubectl.h"
 #include "k8s/workload.h"
@@ -81,8 +82,20 @@ std::string hint_for(const std::string& kind) {
 }
 
 // Maps a kubectl failure to one line and exit code 10.
-[[noreturn]] void fail_kubectl(const k8s::KubectlError& error) {
-  throw K8sFailed(fmt::format("{} [{}] → {}", error.what(), error.kind, hint_for(error.kind)));
+// How a sister or sidecar operation went: a Kubernetes failure ends its steps (never the cleanup
+// after them) and is reported once.
+struct Outcome {
+  bool all_ok = true;
+  bool kubernetes_failed = false;
+  void kubernetes_failure(const std::string& message, Output& output) {
+    all_ok = false;
+    kubernetes_failed = true;
+    output.stderr_text += "kprof: " + message + "\n";
+  }
+};
+
+std::string describe(const k8s::KubectlError& error) {
+  return fmt::format("{} [{}] → {}", error.what(), error.kind, hint_for(error.kind));
 }
 
 std::string run_id() {
@@ -152,7 +165,7 @@ Cluster read_cluster(const K8sOptions& options) {
         cluster.kubectl.get_json({"get", "services", "-n", options.namespace_name, "-o", "json"});
     cluster.target = k8s::parse_target(deployment, pods, services);
   } catch (const k8s::KubectlError& error) {
-    fail_kubectl(error);
+    throw K8sFailed(describe(error));
   }
   return cluster;
 }
@@ -308,6 +321,7 @@ capture::CaptureSpec pod_capture_spec(const K8sOptions& options, const std::stri
       safety == "single-replica" ? capture::Safety::kSingleReplica : capture::Safety::kMultiReplica;
   spec.force = options.force;
   spec.attach = capture::AttachEndpoint{"127.0.0.1", std::nullopt};
+  spec.export_path = "/tmp/kprof-capture";  // each capture sets its own
   return spec;
 }
 
@@ -319,12 +333,7 @@ bool capture_in_pod(const K8sOptions& options, const Cluster& cluster, const Pod
   const std::string& ns = options.namespace_name;
   std::string in_pod = fmt::format("/tmp/kprof-{}-capture-{}", getpid(), index);
   spec.export_path = in_pod;
-  capture::NcuCommand command;
-  try {
-    command = capture::build_ncu_command(spec);
-  } catch (const std::invalid_argument& error) {
-    throw UsageError(error.what());
-  }
+  capture::NcuCommand command = build_or_refuse(spec);
   fs::path out_dir =
       options.output.empty() ? fs::path(receipt.path()).parent_path() : fs::path(options.output);
   fs::create_directories(out_dir);
@@ -335,7 +344,7 @@ bool capture_in_pod(const K8sOptions& options, const Cluster& cluster, const Pod
   exec.insert(exec.end(), command.argv.begin(), command.argv.end());
   note(fmt::format("capture {}: attaching in {}/{} ({}): {}", index, where.pod, where.container,
                    method, quoted_command(command.argv)));
-  std::string started = k8s::utc_timestamp();
+  std::string started = utc_time();
   k8s::KubectlResult attached = cluster.kubectl.run(
       exec, std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000)));
   bundle.write("ncu-stdout.txt", attached.out);
@@ -415,16 +424,8 @@ bool capture_in_pod(const K8sOptions& options, const Cluster& cluster, const Pod
     if (!local_ncu.path.empty()) write_ncu_exports(bundle, local_ncu.path, report);
     try {
       BundleAnalysis analysis = analyze_for_bundle(report);
-      std::string destination = bundle.final_path();
-      auto relocate = [&](std::string text) {
-        for (size_t at = text.find(bundle.staging_path()); at != std::string::npos;
-             at = text.find(bundle.staging_path(), at)) {
-          text.replace(at, bundle.staging_path().size(), destination);
-        }
-        return text;
-      };
-      bundle.write("analysis.json", relocate(analysis.json));
-      analysis_table = relocate(analysis.table);
+      bundle.write("analysis.json", bundle.with_final_paths(analysis.json, false));
+      analysis_table = bundle.with_final_paths(analysis.table, false);
     } catch (const InputError& error) {
       diagnoses.push_back({"report_unreadable", true, error.what(),
                            "keep the bundle and compare with ncu --import"});
@@ -442,15 +443,6 @@ bool capture_in_pod(const K8sOptions& options, const Cluster& cluster, const Pod
         {"argv", command.argv},
         {"exit_code", attached.exit_code},
         {"detached_by_kprof", attached.exit_code == 130}}},
-      {"preset", capture::preset_name(spec.preset)},
-      {"preset_arguments", capture::preset_arguments(spec.preset)},
-      {"kernel_regex", spec.kernel_regex},
-      {"launch_skip", spec.launch_skip ? json(*spec.launch_skip) : json(nullptr)},
-      {"launch_count", capture::effective_launch_count(spec)
-                           ? json(*capture::effective_launch_count(spec))
-                           : json(nullptr)},
-      {"replay_mode", "kernel"},
-      {"clock_control", spec.clock_control},
       {"attach", {{"host", "127.0.0.1"}, {"port", 49152}}},
       {"campaign", options.campaign},
       {"cell_id", options.cell},
@@ -471,7 +463,7 @@ bool capture_in_pod(const K8sOptions& options, const Cluster& cluster, const Pod
         {"kubectl", cluster.kubectl.path()},
         {"kubectl_exec", exec}}},
       {"started_at", started},
-      {"ended_at", k8s::utc_timestamp()},
+      {"ended_at", utc_time()},
       {"progress",
        {{"kernels_profiled", progress.kernels_profiled},
         {"passes_per_kernel",
@@ -479,6 +471,7 @@ bool capture_in_pod(const K8sOptions& options, const Cluster& cluster, const Pod
       {"warnings", command.warnings},
       {"diagnoses", diagnoses_json(diagnoses)},
   };
+  manifest.update(capture_scope_json(spec));
   std::string written = attached.interrupted ? bundle.abandon(manifest) : bundle.commit(manifest);
   bundles.push_back(written);
   std::fputs(render_diagnoses(diagnoses).c_str(), stderr);
@@ -506,14 +499,14 @@ std::string receipt_path(const K8sOptions& options, const std::string& kind) {
   if (!options.receipt.empty()) return options.receipt;
   fs::path dir = options.output.empty() ? fs::path(".") : fs::path(options.output);
   fs::create_directories(dir);
-  std::string stamp = k8s::utc_timestamp();
-  stamp.erase(std::remove(stamp.begin(), stamp.end(), ':'), stamp.end());
-  stamp.erase(std::remove(stamp.begin(), stamp.end(), '-'), stamp.end());
+  std::string stamp = utc_time("%Y%m%dT%H%M%SZ");
   return (dir / fmt::format("kprof-{}-receipt-{}.json", kind, stamp)).string();
 }
 
-ExitCode finish(k8s::CleanupReceipt& receipt, bool all_ok, bool kubernetes_failed, Output& output) {
-  std::string status = capture::interrupt_received() ? "interrupted" : all_ok ? "ok" : "failed";
+ExitCode finish(k8s::CleanupReceipt& receipt, const Outcome& outcome, Output& output) {
+  std::string status = capture::interrupt_received() ? "interrupted"
+                       : outcome.all_ok              ? "ok"
+                                                     : "failed";
   receipt.finish(status);
   auto left = receipt.leftovers();
   output.stderr_text +=
@@ -526,8 +519,8 @@ ExitCode finish(k8s::CleanupReceipt& receipt, bool all_ok, bool kubernetes_faile
                     object["name"].get<std::string>(), receipt.path());
   }
   if (status == "interrupted") return ExitCode::kIncomplete;
-  if (kubernetes_failed) return ExitCode::kK8sFailed;
-  return all_ok ? ExitCode::kOk : ExitCode::kCaptureFailed;
+  if (outcome.kubernetes_failed) return ExitCode::kK8sFailed;
+  return outcome.all_ok ? ExitCode::kOk : ExitCode::kCaptureFailed;
 }
 
 ExitCode run_sister(const K8sOptions& options, Output& output) {
@@ -554,22 +547,15 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
     return ExitCode::kOk;
   }
   // Refusals of the capture itself come before anything is created.
-  try {
-    capture::build_ncu_command([&] {
-      auto s = pod_capture_spec(options, std::string(k8s::kNcuMount) + "/ncu", assessment.safety);
-      s.export_path = "x";
-      return s;
-    }());
-  } catch (const std::invalid_argument& error) {
-    throw UsageError(error.what());
-  }
+  build_or_refuse(
+      pod_capture_spec(options, std::string(k8s::kNcuMount) + "/ncu", assessment.safety));
   capture::keep_interrupts();
   const std::string& ns = options.namespace_name;
   std::string name = manifest["metadata"]["name"];
   k8s::CleanupReceipt receipt(receipt_path(options, "sister"), "sister", options.context);
   fs::path manifest_file = fs::path(receipt.path()).parent_path() / (name + ".json");
   write_file_atomically(manifest_file.string(), manifest.dump(1) + "\n");
-  bool all_ok = true, kubernetes_failed = false;
+  Outcome outcome;
   std::vector<std::string> bundles;
   try {
     // Recorded before creating: a kprof killed right after the create still leaves a receipt.
@@ -613,17 +599,12 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
       capture::CaptureSpec spec =
           pod_capture_spec(options, std::string(k8s::kNcuMount) + "/ncu", assessment.safety);
       if (!capture_in_pod(options, cluster, where, spec, i, "sister", receipt, bundles))
-        all_ok = false;
+        outcome.all_ok = false;
     }
   } catch (const k8s::KubectlError& error) {
-    all_ok = false;
-    kubernetes_failed = true;
-    output.stderr_text +=
-        fmt::format("kprof: {} [{}] → {}\n", error.what(), error.kind, hint_for(error.kind));
+    outcome.kubernetes_failure(describe(error), output);
   } catch (const K8sFailed& error) {
-    all_ok = false;
-    kubernetes_failed = true;
-    output.stderr_text += fmt::format("kprof: {}\n", error.what());
+    outcome.kubernetes_failure(error.what(), output);
   }
   // Always: delete what was created (also after SIGINT/SIGTERM).
   cluster.kubectl.cleaning();
@@ -633,12 +614,11 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
     receipt.deleted("Deployment", ns, name);
     note(fmt::format("deleted Deployment {}/{}", ns, name));
   } else {
-    all_ok = false;
-    kubernetes_failed = true;
-    output.stderr_text +=
-        fmt::format("kprof: could not delete Deployment {}/{}: {}\n", ns, name, deleted.err);
+    outcome.kubernetes_failure(
+        fmt::format("could not delete Deployment {}/{}: {}", ns, name, one_line(deleted.err)),
+        output);
   }
-  return finish(receipt, all_ok, kubernetes_failed, output);
+  return finish(receipt, outcome, output);
 }
 
 ExitCode run_sidecar(const K8sOptions& options, Output& output) {
@@ -658,15 +638,7 @@ ExitCode run_sidecar(const K8sOptions& options, Output& output) {
   if (cluster.target.pods.empty()) throw K8sFailed("no pod to attach a profiler container to");
   k8s::Assessment assessment =
       k8s::assess(cluster.target, container, cluster.versions.client_minor);
-  try {
-    capture::build_ncu_command([&] {
-      auto s = pod_capture_spec(options, options.ncu_path, assessment.safety);
-      s.export_path = "x";
-      return s;
-    }());
-  } catch (const std::invalid_argument& error) {
-    throw UsageError(error.what());
-  }
+  build_or_refuse(pod_capture_spec(options, options.ncu_path, assessment.safety));
   capture::keep_interrupts();
   const std::string& ns = options.namespace_name;
   const k8s::PodInfo& pod = cluster.target.pods.front();
@@ -700,7 +672,7 @@ ExitCode run_sidecar(const K8sOptions& options, Output& output) {
                     cluster.versions.client_minor, k8s::kCustomMinimumMinor, options.profile));
   }
   debug.insert(debug.end(), {"--", "sleep", std::to_string(options.lifetime_s)});
-  bool all_ok = true, kubernetes_failed = false;
+  Outcome outcome;
   std::vector<std::string> bundles;
   try {
     receipt.created("EphemeralContainer", ns, pod.name + "/" + name, false,
@@ -726,19 +698,14 @@ ExitCode run_sidecar(const K8sOptions& options, Output& output) {
     for (int i = 1; i <= options.captures && !capture::interrupt_received(); ++i) {
       capture::CaptureSpec spec = pod_capture_spec(options, options.ncu_path, assessment.safety);
       if (!capture_in_pod(options, cluster, where, spec, i, "sidecar", receipt, bundles))
-        all_ok = false;
+        outcome.all_ok = false;
     }
   } catch (const k8s::KubectlError& error) {
-    all_ok = false;
-    kubernetes_failed = true;
-    output.stderr_text +=
-        fmt::format("kprof: {} [{}] → {}\n", error.what(), error.kind, hint_for(error.kind));
+    outcome.kubernetes_failure(describe(error), output);
   } catch (const K8sFailed& error) {
-    all_ok = false;
-    kubernetes_failed = true;
-    output.stderr_text += fmt::format("kprof: {}\n", error.what());
+    outcome.kubernetes_failure(error.what(), output);
   }
-  return finish(receipt, all_ok, kubernetes_failed, output);
+  return finish(receipt, outcome, output);
 }
 
 ExitCode run_cleanup(const K8sOptions& options, Output& output) {

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <ctime>
 
 namespace kprof {
 
@@ -95,6 +96,20 @@ std::string format_number(double value) {
   if (magnitude >= 100) return fmt::format("{:.1f}", value);
   if (magnitude >= 1) return fmt::format("{:.2f}", value);
   return fmt::format("{:.3f}", value);
+}
+
+std::string utc_time(const char* format) {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[64];
+  size_t length = std::strftime(text, sizeof text, format, &tm);
+  return std::string(text, length);
+}
+
+std::string_view path_basename(std::string_view path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
 }  // namespace kprof

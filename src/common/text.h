@@ -27,4 +27,10 @@ std::optional<double> parse_ncu_number(std::string_view text);
 // large ones ("1,980,000", "28.74", "0.146").
 std::string format_number(double value);
 
+// The current time in UTC, formatted with strftime (default ISO 8601, "2026-11-29T21:54:05Z").
+std::string utc_time(const char* format = "%Y-%m-%dT%H:%M:%SZ");
+
+// The last component of a path ("python3" for "/usr/bin/python3").
+std::string_view path_basename(std::string_view path);
+
 }  // namespace kprof

@@ -1,27 +1,17 @@
 #include "k8s/cleanup_receipt.h"
 
-#include <ctime>
-
 #include "common/error.h"
 #include "common/file_bytes.h"
+#include "common/text.h"
 
 namespace kprof::k8s {
-
-std::string utc_timestamp() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
 
 CleanupReceipt::CleanupReceipt(std::string path, std::string operation, std::string context)
     : path_(std::move(path)) {
   json_ = {{"schema", "kprof.cleanup-receipt/1"},
            {"operation", operation},
            {"context", context},
-           {"started_at", utc_timestamp()},
+           {"started_at", utc_time()},
            {"status", "running"},
            {"objects", nlohmann::json::array()}};
   save();
@@ -50,7 +40,7 @@ void CleanupReceipt::created(const std::string& kind, const std::string& namespa
   json_["objects"].push_back({{"kind", kind},
                               {"namespace", namespace_name},
                               {"name", name},
-                              {"created_at", utc_timestamp()},
+                              {"created_at", utc_time()},
                               {"removable", removable},
                               {"deleted_at", nullptr},
                               {"note", note}});
@@ -61,7 +51,7 @@ void CleanupReceipt::deleted(const std::string& kind, const std::string& namespa
                              const std::string& name) {
   for (auto& object : json_["objects"]) {
     if (object["kind"] == kind && object["namespace"] == namespace_name && object["name"] == name) {
-      object["deleted_at"] = utc_timestamp();
+      object["deleted_at"] = utc_time();
     }
   }
   save();
@@ -69,7 +59,7 @@ void CleanupReceipt::deleted(const std::string& kind, const std::string& namespa
 
 void CleanupReceipt::finish(const std::string& status) {
   json_["status"] = status;
-  json_["ended_at"] = utc_timestamp();
+  json_["ended_at"] = utc_time();
   json_["leftovers"] = leftovers();
   save();
 }

@@ -31,6 +31,4 @@ class CleanupReceipt {
   nlohmann::json json_;
 };
 
-std::string utc_timestamp();
-
 }  // namespace kprof::k8s

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "common/text.h"
+
 namespace kprof::k8s {
 namespace {
 
@@ -123,8 +125,7 @@ TargetInfo parse_target(const nlohmann::json& deployment, const nlohmann::json& 
     if (!info.gpu_memory_utilization)
       info.gpu_memory_utilization = flag_value(argv, "--mem-fraction-static");
     for (const std::string& arg : argv) {
-      std::string program =
-          arg.substr(arg.rfind('/') == std::string::npos ? 0 : arg.rfind('/') + 1);
+      std::string_view program = path_basename(arg);
       if (program == "ncu" && std::find(argv.begin(), argv.end(), "launch") != argv.end()) {
         info.under_ncu_launch = true;
       }

@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "common/error.h"
+#include "common/text.h"
 #include "hardware/gpu_specs.h"
 
 namespace kprof::store {
@@ -115,13 +116,6 @@ class Statement {
   sqlite3_stmt* statement_ = nullptr;
 };
 
-std::string now_utc() {
-  std::time_t now = std::time(nullptr);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return buffer;
-}
-
 }  // namespace
 
 FindingsDb::FindingsDb(const std::string& path) : path_(path) {
@@ -206,7 +200,7 @@ std::int64_t FindingsDb::import_report(const model::Report& report, const RunLab
                   "INSERT INTO runs (imported_at, source, format, ncu_version, command_line, gpu, "
                   "cc, campaign, cell, model, engine, framework) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                   path_);
-    run.bind(1, now_utc()).bind(2, report.path)
+    run.bind(1, utc_time()).bind(2, report.path)
         .bind(3, std::string(model::source_format_name(report.format)))
         .bind(4, report.session.ncu_version).bind(5, report.session.command_line).bind(6, gpu)
         .bind(7, device ? device->compute_capability() : std::string())
