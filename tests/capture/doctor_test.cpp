@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace kprof::capture {
 namespace {
@@ -24,10 +25,12 @@ SystemFacts h200() {
   return facts;
 }
 
-const Check* find(const std::vector<Check>& checks, const std::string& name) {
+// A copy: callers pass the temporary result of run_doctor_checks (a pointer into it dangled).
+std::optional<Check> find(const std::vector<Check>& checks, const std::string& name) {
   auto it =
       std::find_if(checks.begin(), checks.end(), [&](const Check& c) { return c.name == name; });
-  return it == checks.end() ? nullptr : &*it;
+  if (it == checks.end()) return std::nullopt;
+  return *it;
 }
 
 bool any_failed(const std::vector<Check>& checks) {
@@ -45,8 +48,8 @@ TEST(Doctor, TheH200IsReady) {
 TEST(Doctor, DriverOlderThanTheToolkitIsAMajorVersionSkew) {
   SystemFacts facts = h200();
   facts.driver_version = "570.86.15";  // a CUDA 12.8 driver under a CUDA 13 toolkit
-  const Check* check = find(run_doctor_checks(facts), "cuda versions");
-  ASSERT_NE(check, nullptr);
+  std::optional<Check> check = find(run_doctor_checks(facts), "cuda versions");
+  ASSERT_TRUE(check.has_value());
   EXPECT_EQ(check->status, Check::Status::kFailed);
   EXPECT_NE(check->detail.find("CUDA 12.x"), std::string::npos);
   EXPECT_EQ(cuda_major_of_driver("535.104.05"), 12);
@@ -58,7 +61,8 @@ TEST(Doctor, AdminOnlyCountersFailForNonRootOnly) {
   SystemFacts facts = h200();
   facts.profiling_admin_only = 1;
   facts.effective_uid = 1000;
-  const Check* check = find(run_doctor_checks(facts), "counter permission");
+  std::optional<Check> check = find(run_doctor_checks(facts), "counter permission");
+  ASSERT_TRUE(check.has_value());
   EXPECT_EQ(check->status, Check::Status::kFailed);
   EXPECT_NE(check->detail.find("ERR_NVGPUCTRPERM"), std::string::npos);
   facts.effective_uid = 0;
