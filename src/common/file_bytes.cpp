@@ -185,6 +185,15 @@ void write_file_atomically(const std::string& path, std::string_view content) {
   std::string folder = slash == std::string::npos ? "." : path.substr(0, slash + 1);
   std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
   if (name.empty() || name == "." || name == "..") throw_unwritable(path, "cannot write", EISDIR);
+  // The destination is replaced, so it must be a file or a link to one (or nothing yet): a link
+  // to a device (/dev/stdout) or a named pipe would be replaced instead of written to.
+  struct stat target {};
+  if (::stat(path.c_str(), &target) == 0 && !S_ISREG(target.st_mode)) {
+    if (S_ISDIR(target.st_mode)) throw_unwritable(path, "cannot write", EISDIR);
+    throw InputError(ExitCode::kOutputUnwritable, path, InputPosition::none(),
+                     "not a regular file (a device, a pipe or a link to one); kprof writes "
+                     "files by replacing them, give a file name");
+  }
 
   // O_EXCL: never an existing file, never a link (planted or not); a random name: nobody can
   // plant anything at it in advance. Mode 0666 less the umask, as any new file.

@@ -44,7 +44,8 @@ bool has_zstd_magic(std::string_view bytes);
 // Writes content to a new file created exclusively (O_EXCL|O_NOFOLLOW, a random name) beside
 // path, syncs it and renames it over path: readers never see a partial file, and a link planted
 // at any name the writer uses is never followed. A link at path itself is replaced, not written
-// through. An existing file's permission bits are kept. On any failure the temporary is removed
+// through; a destination that is not a regular file (a device, a pipe, a link to one) is
+// refused. An existing file's permission bits are kept. On any failure the temporary is removed
 // and an InputError (kOutputUnwritable) names path and the system's reason.
 void write_file_atomically(const std::string& path, std::string_view content);
 

@@ -121,6 +121,26 @@ TEST(WriteFileAtomically, ReplacesASymlinkAtTheDestinationNeverWritesThroughIt) 
   EXPECT_EQ(read_raw(destination), "{}\n");
 }
 
+TEST(WriteFileAtomically, RefusesADestinationThatIsNotAFile) {
+  // Replacing the link /dev/stdout (as root) or a named pipe would surprise everyone: refused,
+  // left as they are.
+  std::string dir = fresh_dir("not-a-file");
+  std::filesystem::create_symlink("/dev/null", dir + "/to-device");
+  ASSERT_EQ(::mkfifo((dir + "/pipe").c_str(), 0644), 0);
+  for (const char* name : {"to-device", "pipe"}) {
+    try {
+      write_file_atomically(dir + "/" + name, "page");
+      FAIL() << "expected an InputError for " << name;
+    } catch (const InputError& error) {
+      EXPECT_EQ(error.code(), ExitCode::kOutputUnwritable);
+      EXPECT_NE(error.message().find("not a regular file"), std::string::npos) << error.what();
+    }
+  }
+  EXPECT_TRUE(std::filesystem::is_symlink(std::filesystem::symlink_status(dir + "/to-device")));
+  EXPECT_TRUE(std::filesystem::is_fifo(std::filesystem::symlink_status(dir + "/pipe")));
+  EXPECT_EQ(entries(dir), (std::vector<std::string>{"pipe", "to-device"}));
+}
+
 TEST(WriteFileAtomically, NewFilesGetTheUsualPermissions) {
   std::string dir = fresh_dir("permissions");
   mode_t mask = ::umask(022);
@@ -144,7 +164,7 @@ TEST(WriteFileAtomically, ReportsTheRealCauseAndItsOwnCode) {
   }
 }
 
-TEST(WriteFileAtomically, LeavesNoTemporaryWhenTheRenameFails) {
+TEST(WriteFileAtomically, AFolderInTheWayIsRefusedAndNothingLeftBehind) {
   std::string dir = fresh_dir("rename-fails");
   std::filesystem::create_directories(dir + "/page.html/inside");  // a non-empty folder in the way
   try {
