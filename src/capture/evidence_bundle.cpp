@@ -1,7 +1,5 @@
 #include "capture/evidence_bundle.h"
 
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -15,8 +13,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A destination kprof refuses to use (exit 3, as documented for capture).
 [[noreturn]] void unwritable(const std::string& path, const std::string& message) {
   throw InputError(ExitCode::kInputUnreadable, path, InputPosition::none(), message);
+}
+
+// A write the system refused: disk full, permission denied, read-only file system (exit 11).
+[[noreturn]] void cannot_write(const std::string& path, const std::string& message) {
+  throw InputError(ExitCode::kOutputUnwritable, path, InputPosition::none(), message);
 }
 
 }  // namespace
@@ -28,11 +32,14 @@ EvidenceBundle::EvidenceBundle(std::string final_path) : final_path_(std::move(f
     unwritable(final_path_,
                "already exists; choose another --output (kprof never overwrites a bundle)");
   }
-  staging_path_ = final_path_ + ".partial-" + std::to_string(getpid());
-  fs::remove_all(staging_path_, error);
-  if (!fs::create_directories(staging_path_, error)) {
-    unwritable(staging_path_, "cannot create the bundle folder: " + error.message());
+  fs::path parent = fs::path(final_path_).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, error)) {
+    fs::create_directories(parent, error);
+    if (error) cannot_write(parent.string(), "cannot create the folder: " + error.message());
   }
+  // A new folder under a random name (never an existing folder or a link planted in advance):
+  // the files written into it cannot land anywhere else.
+  staging_path_ = create_unique_directory(final_path_ + ".partial-");
 }
 
 EvidenceBundle::~EvidenceBundle() {
@@ -80,7 +87,7 @@ std::string EvidenceBundle::finish(nlohmann::json manifest, const std::string& d
     for (int n = 2; fs::exists(target, error); ++n) target = destination + "." + std::to_string(n);
   }
   fs::rename(staging_path_, target, error);
-  if (error) unwritable(target, "cannot rename the bundle into place: " + error.message());
+  if (error) cannot_write(target, "cannot rename the bundle into place: " + error.message());
   finished_ = true;
   return target;
 }

@@ -13,7 +13,8 @@ namespace kprof::capture {
 
 class EvidenceBundle {
  public:
-  // Throws InputError (kInputUnreadable) when final_path exists or the folder cannot be made.
+  // Throws InputError: kInputUnreadable when final_path exists, kOutputUnwritable when the
+  // folder cannot be made (as every write of the bundle that fails).
   explicit EvidenceBundle(std::string final_path);
   ~EvidenceBundle();  // a bundle neither committed nor abandoned is abandoned
   EvidenceBundle(const EvidenceBundle&) = delete;

@@ -25,22 +25,26 @@ struct DbOptions {
   bool json = false;
 };
 
-std::string cell(const std::optional<double>& value) {
-  return value ? format_number(*value) : "—";
+std::string cell(const std::optional<double>& value) { return value ? format_number(*value) : "—"; }
+
+// The store hands out valid UTF-8; should anything slip through, a replacement character is
+// better than a query that fails for good.
+std::string dump(const nlohmann::json& document) {
+  return document.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 ExitCode run_import(const DbOptions& options, Output& output) {
   std::vector<model::Report> reports = load_reports(options.reports);  // all read before writing
   analysis::AnalysisTables tables = analysis::load_analysis_tables();
   analysis::AnalysisConfig config = tables.config();
-  store::FindingsDb db(options.db_path);
-  for (const model::Report& report : reports) {
-    std::int64_t run = db.import_report(report, options.labels, config);
-    output.stdout_text += fmt::format("{}: run {} ({} kernels)\n", report.path, run,
-                                      report.kernels.size());
+  store::FindingsDb db(options.db_path, store::FindingsDb::Access::kWrite);
+  std::vector<std::int64_t> runs = db.import_reports(reports, options.labels, config);
+  for (size_t i = 0; i < reports.size(); ++i) {
+    output.stdout_text += fmt::format("{}: run {} ({} kernels)\n", reports[i].path, runs[i],
+                                      reports[i].kernels.size());
   }
-  output.stdout_text += fmt::format("{}: {} runs, {} kernels\n", options.db_path,
-                                    db.count("runs"), db.count("kernels"));
+  output.stdout_text += fmt::format("{}: {} runs, {} kernels\n", options.db_path, db.count("runs"),
+                                    db.count("kernels"));
   return ExitCode::kOk;
 }
 
@@ -53,18 +57,30 @@ ExitCode run_query(const std::string& what, const DbOptions& options, Output& ou
     if (options.json) {
       nlohmann::json list = nlohmann::json::array();
       for (const auto& r : rows) {
-        list.push_back({{"run", r.run_id}, {"imported_at", r.imported_at}, {"campaign", r.campaign},
-                        {"cell", r.cell}, {"model", r.model}, {"gpu", r.gpu}, {"kernel", r.name},
+        list.push_back({{"run", r.run_id},
+                        {"imported_at", r.imported_at},
+                        {"campaign", r.campaign},
+                        {"cell", r.cell},
+                        {"model", r.model},
+                        {"gpu", r.gpu},
+                        {"kernel", r.name},
                         {"duration_us", render::optional_json(r.duration_us)},
-                        {"roofline", r.roofline}, {"bound_by", r.bound_by},
+                        {"roofline", r.roofline},
+                        {"bound_by", r.bound_by},
                         {"sm_throughput_pct", render::optional_json(r.sm_pct)},
                         {"memory_throughput_pct", render::optional_json(r.memory_pct)}});
       }
-      output.stdout_text = list.dump(1) + "\n";
+      output.stdout_text = dump(list);
       return ExitCode::kOk;
     }
-    TextTable table({{"kernel"}, {"run", TextTable::Align::kRight}, {"imported"}, {"campaign"},
-                     {"model"}, {"gpu"}, {"us", TextTable::Align::kRight}, {"verdict"},
+    TextTable table({{"kernel"},
+                     {"run", TextTable::Align::kRight},
+                     {"imported"},
+                     {"campaign"},
+                     {"model"},
+                     {"gpu"},
+                     {"us", TextTable::Align::kRight},
+                     {"verdict"},
                      {"bound by"}});
     for (const auto& r : rows) {
       table.add_row({render::ellipsize(r.name, 60), std::to_string(r.run_id), r.imported_at,
@@ -82,14 +98,19 @@ ExitCode run_query(const std::string& what, const DbOptions& options, Output& ou
   if (options.json) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& r : rows) {
-      list.push_back({{options.by, r.group}, {"kernel", r.name},
+      list.push_back({{options.by, r.group},
+                      {"kernel", r.name},
                       {"duration_us", render::optional_json(r.duration_us)},
-                      {"roofline", r.roofline}, {"run", r.run_id}});
+                      {"roofline", r.roofline},
+                      {"run", r.run_id}});
     }
-    output.stdout_text = list.dump(1) + "\n";
+    output.stdout_text = dump(list);
     return ExitCode::kOk;
   }
-  TextTable table({{options.by}, {"kernel"}, {"us", TextTable::Align::kRight}, {"verdict"},
+  TextTable table({{options.by},
+                   {"kernel"},
+                   {"us", TextTable::Align::kRight},
+                   {"verdict"},
                    {"run", TextTable::Align::kRight}});
   for (const auto& r : rows) {
     table.add_row({r.group.empty() ? "—" : r.group, render::ellipsize(r.name, 60),
@@ -105,14 +126,17 @@ ExitCode run_facts(const DbOptions& options, Output& output) {
   if (options.json) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& r : rows) {
-      list.push_back({{"gpu", r.gpu}, {"fact", r.fact}, {"value", r.value}, {"unit", r.unit},
+      list.push_back({{"gpu", r.gpu},
+                      {"fact", r.fact},
+                      {"value", r.value},
+                      {"unit", r.unit},
                       {"source", r.source}});
     }
-    output.stdout_text = list.dump(1) + "\n";
+    output.stdout_text = dump(list);
     return ExitCode::kOk;
   }
-  render::TextTable table({{"gpu"}, {"fact"}, {"value", render::TextTable::Align::kRight},
-                           {"unit"}, {"source"}});
+  render::TextTable table(
+      {{"gpu"}, {"fact"}, {"value", render::TextTable::Align::kRight}, {"unit"}, {"source"}});
   for (const auto& r : rows) table.add_row({r.gpu, r.fact, r.value, r.unit, r.source});
   output.stdout_text = table.to_string();
   return ExitCode::kOk;
@@ -128,7 +152,9 @@ void define_db(CLI::App& parent, Runner& runner) {
       "An SQLite file (--db, default ./kprof-findings.db; WAL journal, versioned schema) of runs,\n"
       "their kernels, verdicts and the metrics the verdicts rest on, and hardware facts (the\n"
       "database's datasheet figures and ceilings measured by imported captures). Several\n"
-      "processes may import at once.\n\n"
+      "processes may import at once; an import of several reports is one transaction (all or\n"
+      "none). Queries open the file read-only. kprof marks its databases (application id\n"
+      "\"kprf\") and refuses, untouched, any other SQLite file (exit 4).\n\n"
       "Examples:\n"
       "  kprof db import run.ncu-rep --campaign nightly --model llama-70b --engine vllm\n"
       "  kprof db query history -k nvjet\n"
@@ -138,39 +164,42 @@ void define_db(CLI::App& parent, Runner& runner) {
   db->add_option("--db", options->db_path, "Database file")->capture_default_str();
 
   CLI::App* import = db->add_subcommand("import", "Import reports as runs");
-  import->add_option("REPORT", options->reports, "Nsight Compute reports or CSV exports")->required();
+  import->add_option("REPORT", options->reports, "Nsight Compute reports or CSV exports")
+      ->required();
   import->add_option("--campaign", options->labels.campaign, "Campaign label");
   import->add_option("--cell", options->labels.cell, "Cell id within the campaign");
   import->add_option("--model", options->labels.model, "Model served");
   import->add_option("--engine", options->labels.engine, "Serving engine (vLLM, SGLang, …)");
   import->add_option("--framework", options->labels.framework, "Framework versions");
   import->callback([&runner, options] {
-    runner = [options](Output& output) { return run_import(*options, output); };
-  });
+    runner = [options](Output& output) { return run_import(*options, output);
+};
+}  // namespace kprof::cli
+);
 
-  CLI::App* query = db->add_subcommand("query", "Kernel history across runs, or the worst kernels");
-  query->require_subcommand(1);
-  CLI::App* history = query->add_subcommand("history", "Every run of kernels matching --kernel");
-  history->add_option("-k,--kernel", options->kernel_regex, "Kernel name regex (RE2)");
-  history->add_flag("--json", options->json, "Print JSON");
-  history->callback([&runner, options] {
-    runner = [options](Output& output) { return run_query("history", *options, output); };
-  });
-  CLI::App* worst = query->add_subcommand("worst", "The longest kernels per stage, model or GPU");
-  worst->add_option("--by", options->by, "stage, model or gpu")
-      ->check(CLI::IsMember({"stage", "model", "gpu"}))
-      ->capture_default_str();
-  worst->add_option("-n,--top", options->top, "Kernels per group")->capture_default_str();
-  worst->add_flag("--json", options->json, "Print JSON");
-  worst->callback([&runner, options] {
-    runner = [options](Output& output) { return run_query("worst", *options, output); };
-  });
+CLI::App* query = db->add_subcommand("query", "Kernel history across runs, or the worst kernels");
+query->require_subcommand(1);
+CLI::App* history = query->add_subcommand("history", "Every run of kernels matching --kernel");
+history->add_option("-k,--kernel", options->kernel_regex, "Kernel name regex (RE2)");
+history->add_flag("--json", options->json, "Print JSON");
+history->callback([&runner, options] {
+  runner = [options](Output& output) { return run_query("history", *options, output); };
+});
+CLI::App* worst = query->add_subcommand("worst", "The longest kernels per stage, model or GPU");
+worst->add_option("--by", options->by, "stage, model or gpu")
+    ->check(CLI::IsMember({"stage", "model", "gpu"}))
+    ->capture_default_str();
+worst->add_option("-n,--top", options->top, "Kernels per group")->capture_default_str();
+worst->add_flag("--json", options->json, "Print JSON");
+worst->callback([&runner, options] {
+  runner = [options](Output& output) { return run_query("worst", *options, output); };
+});
 
-  CLI::App* facts = db->add_subcommand("facts", "Hardware facts: datasheet and measured");
-  facts->add_flag("--json", options->json, "Print JSON");
-  facts->callback([&runner, options] {
-    runner = [options](Output& output) { return run_facts(*options, output); };
-  });
+CLI::App* facts = db->add_subcommand("facts", "Hardware facts: datasheet and measured");
+facts->add_flag("--json", options->json, "Print JSON");
+facts->callback([&runner, options] {
+  runner = [options](Output& output) { return run_facts(*options, output); };
+});
 }
 
 }  // namespace kprof::cli

@@ -23,6 +23,7 @@ enum class ExitCode : int {
   kIncomplete = 8,        // capture: timed out or interrupted; the bundle is marked incomplete
   kNotReady = 9,          // a tool kprof drives is missing or cannot profile (doctor's failures)
   kK8sFailed = 10,        // k8s: a Kubernetes call failed (not found, forbidden, disabled feature)
+  kOutputUnwritable = 11, // output could not be written: disk full, permission denied, read-only FS
 };
 
 // Where in an input a problem is: a byte offset (binary formats) or a line (text formats).

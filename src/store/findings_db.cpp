@@ -1,11 +1,16 @@
 #include "store/findings_db.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <re2/re2.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <ctime>
-#include <fstream>
 #include <functional>
 
 #include "common/error.h"
@@ -61,12 +66,85 @@ constexpr const char* kMigrations[] = {
        CREATE INDEX kernels_by_run ON kernels(run_id);)",
 };
 
+constexpr const char* kKprofTables[] = {"hardware_facts", "kernels", "metrics", "runs", "verdicts"};
+
+// Text read back from any database becomes valid UTF-8 (each ill-formed sequence, by maximal
+// subpart as Unicode recommends, one U+FFFD): a name stored by an older kprof or written by hand
+// must not break the JSON of every later query.
+std::string to_valid_utf8(std::string_view text) {
+  static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
+  std::string out;
+  out.reserve(text.size());
+  size_t i = 0;
+  auto at = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  while (i < text.size()) {
+    unsigned char lead = at(i);
+    size_t length = lead < 0x80                    ? 1
+                    : lead >= 0xC2 && lead <= 0xDF ? 2
+                    : lead >= 0xE0 && lead <= 0xEF ? 3
+                    : lead >= 0xF0 && lead <= 0xF4 ? 4
+                                                   : 0;
+    size_t good = length == 0 ? 0 : 1;
+    for (; good > 0 && good < length && i + good < text.size(); ++good) {
+      unsigned char c = at(i + good);
+      unsigned char low = 0x80, high = 0xBF;
+      if (good == 1 && lead == 0xE0) low = 0xA0;   // no overlong forms
+      if (good == 1 && lead == 0xED) high = 0x9F;  // no surrogates
+      if (good == 1 && lead == 0xF0) low = 0x90;   // no overlong forms
+      if (good == 1 && lead == 0xF4) high = 0x8F;  // nothing above U+10FFFF
+      if (c < low || c > high) break;
+    }
+    if (length != 0 && good == length) {
+      out.append(text.substr(i, length));
+      i += length;
+    } else {
+      out.append(kReplacement);
+      i += std::max<size_t>(good, 1);
+    }
+  }
+  return out;
+}
+
+bool is_write_failure(int rc) {
+  switch (rc & 0xFF) {
+    case SQLITE_READONLY:
+    case SQLITE_FULL:
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// One line for a failed SQLite call. The system's reason is SQLite's record of the errno of the
+// failing system call (sqlite3_system_errno), not whatever errno holds by now.
+[[noreturn]] void throw_sqlite(sqlite3* db, int rc, const std::string& path, bool writing) {
+  int system_error = db ? sqlite3_system_errno(db) : 0;
+  std::string message = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  int primary = rc & 0xFF;
+  if (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB) {
+    throw_invalid(path, InputPosition::none(),
+                  fmt::format("corrupted database: {}; it was left untouched", message));
+  }
+  if (is_write_failure(rc)) {
+    if (system_error != 0) message += fmt::format(" ({})", std::strerror(system_error));
+    bool cannot_write = writing || primary == SQLITE_READONLY || primary == SQLITE_FULL;
+    throw InputError(
+        cannot_write ? ExitCode::kOutputUnwritable : ExitCode::kInputUnreadable, path,
+        InputPosition::none(),
+        fmt::format("cannot {} the database: {}", cannot_write ? "write" : "read", message));
+  }
+  throw_invalid(path, InputPosition::none(), "database error: " + message);
+}
+
 class Statement {
  public:
-  Statement(sqlite3* db, const std::string& sql, const std::string& path) : path_(path) {
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &statement_, nullptr) != SQLITE_OK) {
-      throw_invalid(path, InputPosition::none(),
-                    fmt::format("database error: {}", sqlite3_errmsg(db)));
+  Statement(sqlite3* db, const std::string& sql, const std::string& path, bool writing)
+      : path_(path), writing_(writing) {
+    if (int rc = sqlite3_prepare_v2(db, sql.c_str(), -1, &statement_, nullptr); rc != SQLITE_OK) {
+      throw_sqlite(db, rc, path, writing);
     }
   }
   ~Statement() { sqlite3_finalize(statement_); }
@@ -90,8 +168,7 @@ class Statement {
     int rc = sqlite3_step(statement_);
     if (rc == SQLITE_ROW) return true;
     if (rc == SQLITE_DONE) return false;
-    throw_invalid(path_, InputPosition::none(),
-                  fmt::format("database error: {}", sqlite3_errmsg(sqlite3_db_handle(statement_))));
+    throw_sqlite(sqlite3_db_handle(statement_), rc, path_, writing_);
   }
   void run() {
     step();
@@ -101,9 +178,12 @@ class Statement {
     sqlite3_reset(statement_);
     sqlite3_clear_bindings(statement_);
   }
+  // Always valid UTF-8, whatever the file holds.
   std::string text(int column) {
     const unsigned char* value = sqlite3_column_text(statement_, column);
-    return value ? reinterpret_cast<const char*>(value) : "";
+    if (!value) return "";
+    return to_valid_utf8({reinterpret_cast<const char*>(value),
+                          static_cast<size_t>(sqlite3_column_bytes(statement_, column))});
   }
   std::optional<double> real(int column) {
     if (sqlite3_column_type(statement_, column) == SQLITE_NULL) return std::nullopt;
@@ -113,169 +193,385 @@ class Statement {
 
  private:
   std::string path_;
+  bool writing_;
   sqlite3_stmt* statement_ = nullptr;
 };
 
+// Whether SQLite may create its journal files beside path; when not, errno says why.
+bool folder_writable(const std::string& path) {
+  size_t slash = path.rfind('/');
+  std::string folder = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  return ::access(folder.c_str(), W_OK | X_OK) == 0;
+}
+
+// Asked of the system before SQLite, whose own report of a failed open can carry the errno of a
+// later fallback call ("No such file" for a read-only file system): the file opened (or
+// created) for writing, and the folder where SQLite keeps its journal writable.
+void check_writable(const std::string& path, bool exists) {
+  int fd = exists ? ::open(path.c_str(), O_RDWR | O_CLOEXEC)
+                  : ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  int error = errno;
+  if (fd >= 0) ::close(fd);
+  if (fd < 0 && !(error == EEXIST && !exists)) {  // EEXIST: another kprof created it just now
+    throw InputError(ExitCode::kOutputUnwritable, path, InputPosition::none(),
+                     fmt::format("cannot write the database: {}", std::strerror(error)));
+  }
+  if (!folder_writable(path)) {
+    error = errno;
+    throw InputError(ExitCode::kOutputUnwritable, path, InputPosition::none(),
+                     fmt::format("cannot write beside the database (SQLite keeps its journal "
+                                 "there): {}",
+                                 std::strerror(error)));
+  }
+}
+
 }  // namespace
 
-FindingsDb::FindingsDb(const std::string& path) : path_(path) {
-  // Refuse anything that is not an SQLite file before SQLite may touch it.
-  std::ifstream existing(path, std::ios::binary);
-  if (existing) {
-    char head[16] = {};
-    existing.read(head, sizeof head);
-    if (existing.gcount() > 0 &&
-        std::string_view(head, static_cast<size_t>(existing.gcount())) != kSqliteMagic) {
+FindingsDb::FindingsDb(const std::string& path, Access access) : path_(path), access_(access) {
+  struct stat info {};
+  bool exists = ::stat(path.c_str(), &info) == 0;
+  if (!exists) {
+    int error = errno;
+    if (!writing()) {
+      throw InputError(ExitCode::kInputUnreadable, path, InputPosition::none(),
+                       fmt::format("cannot open the database: {}{}", std::strerror(error),
+                                   error == ENOENT ? " (kprof db import creates one)" : ""));
+    }
+    if (error != ENOENT) {
+      throw InputError(ExitCode::kOutputUnwritable, path, InputPosition::none(),
+                       fmt::format("cannot create the database: {}", std::strerror(error)));
+    }
+  } else if (S_ISDIR(info.st_mode)) {
+    throw InputError(ExitCode::kInputUnreadable, path, InputPosition::none(),
+                     "is a directory, expected a kprof database");
+  }
+  if (exists) {
+    // Refuse anything that is not an SQLite file before SQLite may touch it.
+    std::string head(kSqliteMagic.size(), '\0');
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    ssize_t got = fd < 0 ? -1 : ::read(fd, head.data(), head.size());
+    int error = errno;
+    if (fd >= 0) ::close(fd);
+    if (got < 0) {
+      throw InputError(ExitCode::kInputUnreadable, path, InputPosition::none(),
+                       fmt::format("cannot open the database: {}", std::strerror(error)));
+    }
+    head.resize(static_cast<size_t>(got));
+    if (!head.empty() && head != kSqliteMagic) {
       throw_invalid(path, InputPosition::byte(0),
                     "not a kprof database (not an SQLite file); it was left untouched");
     }
-  }
-  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
-      SQLITE_OK) {
-    std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
-    sqlite3_close(db_);
-    db_ = nullptr;
-    throw InputError(ExitCode::kInputUnreadable, path, InputPosition::none(),
-                     "cannot open the database: " + message);
-  }
-  sqlite3_busy_timeout(db_, 30000);  // concurrent importers wait for each other's transaction
-  try {
-    {  // A corrupted file must fail here, before any write.
-      Statement check(db_, "PRAGMA quick_check", path_);
-      if (check.step() && check.text(0) != "ok") {
-        throw_invalid(path, InputPosition::none(),
-                      "corrupted database (" + check.text(0) + "); it was left untouched");
-      }
+    if (head.empty() && !writing()) {
+      throw_invalid(path, InputPosition::none(),
+                    "an empty file, not a kprof database (kprof db import creates one)");
     }
+    if (!head.empty()) {
+      // What the file is, read without any right to change it.
+      open_read_only();
+      try {
+        refuse_unless_kprof();
+        check_integrity();
+      } catch (...) {
+        sqlite3_close(db_);
+        db_ = nullptr;
+        throw;
+      }
+      if (!writing()) return;
+      sqlite3_close(db_);
+      db_ = nullptr;
+    }
+  }
+  check_writable(path, exists);
+  open(path_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  try {
     migrate();
   } catch (...) {
     sqlite3_close(db_);
     db_ = nullptr;
+    // A file this call created and could not even give a schema goes again.
+    struct stat created {};
+    if (!exists && ::stat(path.c_str(), &created) == 0 && created.st_size == 0) {
+      ::unlink(path.c_str());
+    }
     throw;
   }
 }
 
 FindingsDb::~FindingsDb() { sqlite3_close(db_); }
 
+void FindingsDb::open_read_only() {
+  open(path_, SQLITE_OPEN_READONLY);
+  int rc = sqlite3_exec(db_, "PRAGMA schema_version", nullptr, nullptr, nullptr);
+  if ((rc & 0xFF) == SQLITE_CANTOPEN && !folder_writable(path_)) {
+    // A WAL database on read-only media with no -wal/-shm beside it: SQLite cannot create its
+    // shared-memory file there, and nobody can be writing the database through this folder, so
+    // it is read as immutable.
+    sqlite3_close(db_);
+    db_ = nullptr;
+    std::string uri = "file:";
+    for (char c : path_) {
+      if (c == '%' || c == '?' || c == '#') {
+        uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+      } else {
+        uri += c;
+      }
+    }
+    open(uri + "?immutable=1", SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+  }
+}
+
+void FindingsDb::open(const std::string& name, int flags) {
+  int rc = sqlite3_open_v2(name.c_str(), &db_, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    if (!db_) throw std::bad_alloc();
+    try {
+      throw_sqlite(db_, rc, path_, writing());
+    } catch (...) {
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw;
+    }
+  }
+  sqlite3_extended_result_codes(db_, 1);
+  sqlite3_busy_timeout(db_, 30000);  // concurrent importers wait for each other's transaction
+}
+
+void FindingsDb::refuse_unless_kprof() {
+  auto pragma = [&](const char* name) {
+    Statement query(db_, fmt::format("PRAGMA {}", name), path_, writing());
+    query.step();
+    return query.integer(0);
+  };
+  std::int64_t application_id = pragma("application_id");
+  std::int64_t version = pragma("user_version");
+  std::vector<std::string> tables;
+  {
+    Statement query(db_, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name", path_,
+                    writing());
+    while (query.step()) tables.push_back(query.text(0));
+  }
+  if (application_id == kApplicationId || application_id == 0) {
+    if (version > kSchemaVersion) {
+      throw_invalid(path_, InputPosition::none(),
+                    fmt::format("database schema version {} is newer than this kprof reads ({}); "
+                                "it was left untouched",
+                                version, kSchemaVersion));
+    }
+  }
+  if (application_id == kApplicationId) return;
+  bool has_kprof_tables =
+      std::all_of(std::begin(kKprofTables), std::end(kKprofTables), [&](const char* name) {
+        return std::binary_search(tables.begin(), tables.end(), std::string(name));
+      });
+  // Written by kprof before it marked its files: kept, and marked on the next write.
+  if (application_id == 0 && version >= 1 && has_kprof_tables) return;
+  if (application_id == 0 && version == 0 && tables.empty()) {
+    if (writing()) return;  // nothing in it to lose: the import gives it kprof's schema
+    throw_invalid(path_, InputPosition::none(),
+                  "an empty SQLite database, not a kprof database (kprof db import fills it)");
+  }
+  std::string shown;
+  for (size_t i = 0; i < tables.size() && i < 3; ++i) shown += (i ? ", " : "") + tables[i];
+  if (tables.size() > 3) shown += fmt::format(" and {} more", tables.size() - 3);
+  throw_invalid(
+      path_, InputPosition::none(),
+      fmt::format("not a kprof database: an SQLite database of another application "
+                  "({}tables: {}); it was left untouched",
+                  application_id == 0 ? std::string()
+                                      : fmt::format("application id {:#x}, ", application_id),
+                  shown.empty() ? "none" : shown));
+}
+
+void FindingsDb::check_integrity() {
+  // SQLite reports up to 100 problems, several lines to a row; the user gets the first and a
+  // count, on one line.
+  Statement check(db_, "PRAGMA quick_check(100)", path_, writing());
+  std::vector<std::string> problems;
+  while (check.step()) {
+    std::string text = check.text(0);
+    size_t start = 0;
+    while (start <= text.size()) {
+      size_t end = std::min(text.find('\n', start), text.size());
+      std::string line = text.substr(start, end - start);
+      if (!line.empty() && line != "ok" && line.rfind("*** in database", 0) != 0) {
+        problems.push_back(std::move(line));
+      }
+      start = end + 1;
+    }
+  }
+  if (problems.empty()) return;
+  std::string more = problems.size() == 1 ? ""
+                     : problems.size() >= 100
+                         ? " (and at least 99 more problems)"
+                         : fmt::format(" (and {} more problems)", problems.size() - 1);
+  throw_invalid(
+      path_, InputPosition::none(),
+      fmt::format("corrupted database: {}{}; it was left untouched", problems.front(), more));
+}
+
 void FindingsDb::exec(const std::string& sql) {
-  char* error = nullptr;
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
-    std::string message = error ? error : "unknown error";
-    sqlite3_free(error);
-    throw_invalid(path_, InputPosition::none(), "database error: " + message);
+  if (int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr); rc != SQLITE_OK) {
+    throw_sqlite(db_, rc, path_, writing());
   }
 }
 
 void FindingsDb::migrate() {
-  exec("PRAGMA journal_mode=WAL");
   exec("BEGIN IMMEDIATE");
   try {
+    // Asked again under the write lock: another process may have created the file meanwhile.
+    refuse_unless_kprof();
     int current = 0;
+    std::int64_t application_id = 0;
     {
-      Statement version(db_, "PRAGMA user_version", path_);
+      Statement version(db_, "PRAGMA user_version", path_, true);
       version.step();
       current = static_cast<int>(version.integer(0));
-    }
-    if (current > kSchemaVersion) {
-      throw_invalid(path_, InputPosition::none(),
-                    fmt::format("database schema version {} is newer than this kprof reads ({})",
-                                current, kSchemaVersion));
+      Statement mark(db_, "PRAGMA application_id", path_, true);
+      mark.step();
+      application_id = mark.integer(0);
     }
     for (int v = current; v < kSchemaVersion; ++v) exec(kMigrations[v]);
     if (current != kSchemaVersion) exec(fmt::format("PRAGMA user_version = {}", kSchemaVersion));
+    if (application_id != kApplicationId) {
+      exec(fmt::format("PRAGMA application_id = {}", kApplicationId));
+    }
     exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  // Only a file now known to be kprof's changes its journal mode.
+  exec("PRAGMA journal_mode=WAL");
+}
+
+std::vector<std::int64_t> FindingsDb::import_reports(const std::vector<model::Report>& reports,
+                                                     const RunLabels& labels,
+                                                     const analysis::AnalysisConfig& config) {
+  std::vector<std::int64_t> runs;
+  exec("BEGIN IMMEDIATE");
+  try {
+    for (const model::Report& report : reports) runs.push_back(import_one(report, labels, config));
+    exec("COMMIT");
+    return runs;
+  } catch (const InputError& error) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw InputError(
+        error.code(), error.path(), error.position(),
+        error.message() + (reports.size() > 1
+                               ? "; nothing was imported (the reports of one import go in "
+                                 "together or not at all)"
+                               : "; nothing was imported"));
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
   }
 }
 
-std::int64_t FindingsDb::import_report(const model::Report& report, const RunLabels& labels,
-                                       const analysis::AnalysisConfig& config) {
-  exec("BEGIN IMMEDIATE");
-  try {
-    const model::Device* device = report.devices.empty() ? nullptr : &report.devices.front();
-    std::string gpu = device ? device->name : "";
-    Statement run(db_,
-                  "INSERT INTO runs (imported_at, source, format, ncu_version, command_line, gpu, "
-                  "cc, campaign, cell, model, engine, framework) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                  path_);
-    run.bind(1, utc_time()).bind(2, report.path)
-        .bind(3, std::string(model::source_format_name(report.format)))
-        .bind(4, report.session.ncu_version).bind(5, report.session.command_line).bind(6, gpu)
-        .bind(7, device ? device->compute_capability() : std::string())
-        .bind(8, labels.campaign).bind(9, labels.cell).bind(10, labels.model)
-        .bind(11, labels.engine).bind(12, labels.framework);
-    run.run();
-    std::int64_t run_id = sqlite3_last_insert_rowid(db_);
-    Statement kernel(db_,
-                     "INSERT INTO kernels (run_id, launch, name, demangled, grid, block, "
-                     "duration_ns, stage) VALUES (?,?,?,?,?,?,?,?)",
-                     path_);
-    Statement verdict(db_,
-                      "INSERT INTO verdicts (kernel_id, roofline, bound_by, sm_pct, memory_pct, "
-                      "tflops, memory_bw_utilization, sm_occupancy, occupancy_limiter, top_stall, "
-                      "headroom, thresholds) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                      path_);
-    Statement metric(db_, "INSERT INTO metrics (kernel_id, name, value) VALUES (?,?,?)", path_);
-    std::string thresholds = fmt::format("compute {}%, memory {}%", config.thresholds.compute_pct,
-                                         config.thresholds.memory_pct);
-    std::optional<double> dram_peak;
-    for (const model::Kernel& k : report.kernels) {
-      analysis::KernelVerdict v = analysis::analyze_kernel(report, k, config);
-      if (!dram_peak && v.dram_peak_bytes_per_second &&
-          v.dram_peak_source.rfind("report", 0) == 0) {
-        dram_peak = v.dram_peak_bytes_per_second;
-      }
-      kernel.bind(1, run_id).bind(2, static_cast<std::int64_t>(k.id)).bind(3, k.display_name())
-          .bind(4, k.demangled_name).bind(5, k.grid.to_string()).bind(6, k.block.to_string())
-          .bind(7, v.duration_ns).bind(8, v.stage);
-      kernel.run();
-      std::int64_t kernel_id = sqlite3_last_insert_rowid(db_);
-      verdict.bind(1, kernel_id).bind(2, analysis::roofline_name(v.roofline)).bind(3, v.bound_by)
-          .bind(4, v.sm_throughput_pct).bind(5, v.memory_throughput_pct).bind(6, v.tflops)
-          .bind(7, v.memory_bw_utilization).bind(8, v.achieved_occupancy)
-          .bind(9, v.occupancy_limiter)
-          .bind(10, v.stalls.empty() ? std::string() : v.stalls.front().reason)
-          .bind(11, v.headroom).bind(12, thresholds);
-      verdict.run();
-      for (const char* name : kVerdictMetrics) {
-        if (auto value = report.number(k, name)) {
-          metric.bind(1, kernel_id).bind(2, std::string(name)).bind(3, value);
-          metric.run();
-        }
+std::int64_t FindingsDb::import_one(const model::Report& report, const RunLabels& labels,
+                                    const analysis::AnalysisConfig& config) {
+  const model::Device* device = report.devices.empty() ? nullptr : &report.devices.front();
+  std::string gpu = device ? device->name : "";
+  Statement run(db_,
+                "INSERT INTO runs (imported_at, source, format, ncu_version, command_line, gpu, "
+                "cc, campaign, cell, model, engine, framework) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                path_, writing());
+  run.bind(1, utc_time())
+      .bind(2, report.path)
+      .bind(3, std::string(model::source_format_name(report.format)))
+      .bind(4, report.session.ncu_version)
+      .bind(5, report.session.command_line)
+      .bind(6, gpu)
+      .bind(7, device ? device->compute_capability() : std::string())
+      .bind(8, labels.campaign)
+      .bind(9, labels.cell)
+      .bind(10, labels.model)
+      .bind(11, labels.engine)
+      .bind(12, labels.framework);
+  run.run();
+  std::int64_t run_id = sqlite3_last_insert_rowid(db_);
+  Statement kernel(db_,
+                   "INSERT INTO kernels (run_id, launch, name, demangled, grid, block, "
+                   "duration_ns, stage) VALUES (?,?,?,?,?,?,?,?)",
+                   path_, writing());
+  Statement verdict(db_,
+                    "INSERT INTO verdicts (kernel_id, roofline, bound_by, sm_pct, memory_pct, "
+                    "tflops, memory_bw_utilization, sm_occupancy, occupancy_limiter, top_stall, "
+                    "headroom, thresholds) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    path_, writing());
+  Statement metric(db_, "INSERT INTO metrics (kernel_id, name, value) VALUES (?,?,?)", path_,
+                   writing());
+  std::string thresholds = fmt::format("compute {}%, memory {}%", config.thresholds.compute_pct,
+                                       config.thresholds.memory_pct);
+  std::optional<double> dram_peak;
+  for (const model::Kernel& k : report.kernels) {
+    analysis::KernelVerdict v = analysis::analyze_kernel(report, k, config);
+    if (!dram_peak && v.dram_peak_bytes_per_second && v.dram_peak_source.rfind("report", 0) == 0) {
+      dram_peak = v.dram_peak_bytes_per_second;
+    }
+    kernel.bind(1, run_id)
+        .bind(2, static_cast<std::int64_t>(k.id))
+        .bind(3, k.display_name())
+        .bind(4, k.demangled_name)
+        .bind(5, k.grid.to_string())
+        .bind(6, k.block.to_string())
+        .bind(7, v.duration_ns)
+        .bind(8, v.stage);
+    kernel.run();
+    std::int64_t kernel_id = sqlite3_last_insert_rowid(db_);
+    verdict.bind(1, kernel_id)
+        .bind(2, analysis::roofline_name(v.roofline))
+        .bind(3, v.bound_by)
+        .bind(4, v.sm_throughput_pct)
+        .bind(5, v.memory_throughput_pct)
+        .bind(6, v.tflops)
+        .bind(7, v.memory_bw_utilization)
+        .bind(8, v.achieved_occupancy)
+        .bind(9, v.occupancy_limiter)
+        .bind(10, v.stalls.empty() ? std::string() : v.stalls.front().reason)
+        .bind(11, v.headroom)
+        .bind(12, thresholds);
+    verdict.run();
+    for (const char* name : kVerdictMetrics) {
+      if (auto value = report.number(k, name)) {
+        metric.bind(1, kernel_id).bind(2, std::string(name)).bind(3, value);
+        metric.run();
       }
     }
-    // Hardware facts: the database's figures for this GPU, and what this capture measured.
-    Statement fact(db_,
-                   "INSERT OR REPLACE INTO hardware_facts (gpu, fact, value, unit, source) "
-                   "VALUES (?,?,?,?,?)",
-                   path_);
-    if (dram_peak) {
-      fact.bind(1, gpu).bind(2, "dram_peak_bandwidth").bind(3, fmt::format("{}", *dram_peak))
-          .bind(4, "byte/s").bind(5, "measured: " + report.path);
+  }
+  // Hardware facts: the database's figures for this GPU, and what this capture measured.
+  Statement fact(db_,
+                 "INSERT OR REPLACE INTO hardware_facts (gpu, fact, value, unit, source) "
+                 "VALUES (?,?,?,?,?)",
+                 path_, writing());
+  if (dram_peak) {
+    fact.bind(1, gpu)
+        .bind(2, "dram_peak_bandwidth")
+        .bind(3, fmt::format("{}", *dram_peak))
+        .bind(4, "byte/s")
+        .bind(5, "measured: " + report.path);
+    fact.run();
+  }
+  if (const hardware::GpuSpec* spec = config.gpus ? config.gpus->find_for_device(gpu) : nullptr) {
+    std::string compute = spec->sources.count("compute") ? spec->sources.at("compute") : "";
+    for (const auto& [precision, tflops] : spec->peak_tflops) {
+      fact.bind(1, gpu)
+          .bind(2, "peak_" + precision)
+          .bind(3, fmt::format("{}", tflops))
+          .bind(4, "TFLOP/s dense")
+          .bind(5, "datasheet: " + compute);
       fact.run();
     }
-    if (const hardware::GpuSpec* spec = config.gpus ? config.gpus->find_for_device(gpu) : nullptr) {
-      std::string compute = spec->sources.count("compute") ? spec->sources.at("compute") : "";
-      for (const auto& [precision, tflops] : spec->peak_tflops) {
-        fact.bind(1, gpu).bind(2, "peak_" + precision).bind(3, fmt::format("{}", tflops))
-            .bind(4, "TFLOP/s dense").bind(5, "datasheet: " + compute);
-        fact.run();
-      }
-      if (spec->memory_bandwidth_tbs) {
-        fact.bind(1, gpu).bind(2, "memory_bandwidth")
-            .bind(3, fmt::format("{}", *spec->memory_bandwidth_tbs)).bind(4, "TB/s")
-            .bind(5, "datasheet: " + (spec->sources.count("memory") ? spec->sources.at("memory") : ""));
-        fact.run();
-      }
+    if (spec->memory_bandwidth_tbs) {
+      fact.bind(1, gpu)
+          .bind(2, "memory_bandwidth")
+          .bind(3, fmt::format("{}", *spec->memory_bandwidth_tbs))
+          .bind(4, "TB/s")
+          .bind(5,
+                "datasheet: " + (spec->sources.count("memory") ? spec->sources.at("memory") : ""));
+      fact.run();
     }
-    exec("COMMIT");
-    return run_id;
-  } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
   }
+  return run_id;
 }
 
 std::vector<KernelHistoryRow> FindingsDb::kernel_history(const std::string& name_regex) {
@@ -286,7 +582,7 @@ std::vector<KernelHistoryRow> FindingsDb::kernel_history(const std::string& name
                   "k.duration_ns, v.roofline, v.bound_by, v.sm_pct, v.memory_pct "
                   "FROM kernels k JOIN runs r ON r.id = k.run_id "
                   "JOIN verdicts v ON v.kernel_id = k.id ORDER BY k.name, r.id, k.launch",
-                  path_);
+                  path_, writing());
   while (query.step()) {
     std::string name = query.text(6);
     if (!RE2::PartialMatch(name, pattern)) continue;
@@ -300,19 +596,20 @@ std::vector<KernelHistoryRow> FindingsDb::kernel_history(const std::string& name
 }
 
 std::vector<WorstRow> FindingsDb::worst_by(const std::string& dimension, size_t per_group) {
-  std::string column = dimension == "stage" ? "k.stage"
+  std::string column = dimension == "stage"   ? "k.stage"
                        : dimension == "model" ? "r.model"
                        : dimension == "gpu"   ? "r.gpu"
                                               : "";
   if (column.empty()) {
     throw std::invalid_argument("group by stage, model or gpu, not \"" + dimension + "\"");
   }
-  Statement query(db_,
-                  fmt::format("SELECT {0}, k.name, k.duration_ns, v.roofline, r.id FROM kernels k "
-                              "JOIN runs r ON r.id = k.run_id JOIN verdicts v ON v.kernel_id = k.id "
-                              "ORDER BY {0}, k.duration_ns DESC",
-                              column),
-                  path_);
+  Statement query(
+      db_,
+      fmt::format("SELECT {0}, k.name, k.duration_ns, v.roofline, r.id FROM kernels k "
+                  "JOIN runs r ON r.id = k.run_id JOIN verdicts v ON v.kernel_id = k.id "
+                  "ORDER BY {0}, k.duration_ns DESC",
+                  column),
+      path_, writing());
   std::vector<WorstRow> rows;
   std::string group;
   size_t in_group = 0;
@@ -333,8 +630,9 @@ std::vector<WorstRow> FindingsDb::worst_by(const std::string& dimension, size_t 
 
 std::vector<FactRow> FindingsDb::facts() {
   std::vector<FactRow> rows;
-  Statement query(db_, "SELECT gpu, fact, value, unit, source FROM hardware_facts ORDER BY gpu, fact",
-                  path_);
+  Statement query(db_,
+                  "SELECT gpu, fact, value, unit, source FROM hardware_facts ORDER BY gpu, fact",
+                  path_, writing());
   while (query.step()) {
     rows.push_back({query.text(0), query.text(1), query.text(2), query.text(3), query.text(4)});
   }
@@ -344,7 +642,8 @@ std::vector<FactRow> FindingsDb::facts() {
 model::Report FindingsDb::load_run(std::int64_t run_id) {
   model::Report report;
   {
-    Statement run(db_, "SELECT source, ncu_version, command_line, gpu FROM runs WHERE id = ?", path_);
+    Statement run(db_, "SELECT source, ncu_version, command_line, gpu FROM runs WHERE id = ?",
+                  path_, writing());
     run.bind(1, run_id);
     if (!run.step()) {
       throw InputError(ExitCode::kNothingSelected, path_, InputPosition::none(),
@@ -363,9 +662,9 @@ model::Report FindingsDb::load_run(std::int64_t run_id) {
   Statement kernels(db_,
                     "SELECT id, launch, name, demangled, grid, block FROM kernels WHERE run_id = ? "
                     "ORDER BY launch",
-                    path_);
+                    path_, writing());
   kernels.bind(1, run_id);
-  Statement metrics(db_, "SELECT name, value FROM metrics WHERE kernel_id = ?", path_);
+  Statement metrics(db_, "SELECT name, value FROM metrics WHERE kernel_id = ?", path_, writing());
   while (kernels.step()) {
     model::Kernel k;
     k.id = static_cast<size_t>(kernels.integer(1));
@@ -390,7 +689,7 @@ model::Report FindingsDb::load_run(std::int64_t run_id) {
 }
 
 std::int64_t FindingsDb::count(const std::string& table) {
-  Statement query(db_, "SELECT COUNT(*) FROM " + table, path_);
+  Statement query(db_, "SELECT COUNT(*) FROM " + table, path_, writing());
   query.step();
   return query.integer(0);
 }

@@ -1,9 +1,11 @@
 // The findings database (SQLite): runs imported from captures, their kernels, verdicts and the
 // metrics the verdicts rest on, and hardware facts (datasheet figures and ceilings measured by
-// the captures). Versioned schema with migrations (PRAGMA user_version), WAL journal, each
-// import one transaction, so several processes may import at once.
+// the captures). Versioned schema with migrations (PRAGMA user_version), marked as kprof's own
+// (PRAGMA application_id), WAL journal, each import one transaction, so several processes may
+// import at once.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +19,10 @@ struct sqlite3;
 namespace kprof::store {
 
 inline constexpr int kSchemaVersion = 1;
+// kprof's mark in the database header: "kprf". A file without it is not kprof's and is refused,
+// except a database kprof wrote before it marked its files (schema version set, kprof's tables
+// there), which is marked on its next write.
+inline constexpr std::int32_t kApplicationId = 0x6B707266;
 
 struct RunLabels {
   std::string campaign, cell, model, engine, framework;
@@ -42,16 +48,24 @@ struct FactRow {
 
 class FindingsDb {
  public:
-  // Opens or creates the database; an existing file that is not a kprof SQLite database, or is
-  // corrupted, gets an InputError (exit 4) and is left untouched.
-  explicit FindingsDb(const std::string& path);
+  enum class Access {
+    kRead,   // queries: the file must exist; opened read-only, never changed
+    kWrite,  // imports: created when missing, migrated, marked, switched to WAL
+  };
+
+  // Refuses, untouched, a file that is not a kprof database (another application's SQLite file
+  // included) or is corrupted: InputError, exit 4. A missing file to read is exit 3; a file or
+  // folder the system will not let kprof write is exit 11.
+  explicit FindingsDb(const std::string& path, Access access = Access::kRead);
   ~FindingsDb();
   FindingsDb(const FindingsDb&) = delete;
   FindingsDb& operator=(const FindingsDb&) = delete;
 
-  // Imports one report as a run (one transaction); returns the run id.
-  std::int64_t import_report(const model::Report& report, const RunLabels& labels,
-                             const analysis::AnalysisConfig& config);
+  // Imports the reports as runs, all in one transaction: all of them or, on any failure, none
+  // (the error says so). Returns the run ids in order.
+  std::vector<std::int64_t> import_reports(const std::vector<model::Report>& reports,
+                                           const RunLabels& labels,
+                                           const analysis::AnalysisConfig& config);
 
   std::vector<KernelHistoryRow> kernel_history(const std::string& name_regex);
   // The longest kernel per stage, model or GPU across all runs.
@@ -63,9 +77,17 @@ class FindingsDb {
   std::int64_t count(const std::string& table);
 
  private:
+  void open(const std::string& name, int flags);
+  void open_read_only();
+  void refuse_unless_kprof();
+  void check_integrity();
   void migrate();
+  std::int64_t import_one(const model::Report& report, const RunLabels& labels,
+                          const analysis::AnalysisConfig& config);
   void exec(const std::string& sql);
+  bool writing() const { return access_ == Access::kWrite; }
   std::string path_;
+  Access access_;
   sqlite3* db_ = nullptr;
 };
 

@@ -1,20 +1,30 @@
 // The findings database through the kprof binary: concurrent imports lose nothing, damaged
 // files are refused and left as they were, queries return what was imported.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
-#include <unistd.h>
 
+#include "support/confined_fs.h"
 #include "support/run_process.h"
 #include "support/test_data.h"
 
 namespace kprof {
 namespace {
 
+namespace fs = std::filesystem;
 using testing::data_path;
+
+// kprof's mark in the SQLite header (PRAGMA application_id): "kprf" (README, "kprof db").
+constexpr std::int64_t kKprofApplicationId = 0x6B707266;
 
 testing::ProcessResult kprof(std::vector<std::string> args) {
   args.insert(args.begin(), KPROF_BINARY);
@@ -33,9 +43,55 @@ std::string read_bytes(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+std::string fresh_dir(const std::string& name) {
+  std::string dir = ::testing::TempDir() + "/kprof-" + std::to_string(::getpid()) + "-" + name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::vector<std::string> entries(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+size_t lines(const std::string& text) { return std::count(text.begin(), text.end(), '\n'); }
+
+// Straight SQLite, beside kprof: what a database holds, and damage kprof did not do itself.
+void sql(const std::string& path, const std::string& statements) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* error = nullptr;
+  int rc = sqlite3_exec(db, statements.c_str(), nullptr, nullptr, &error);
+  EXPECT_EQ(rc, SQLITE_OK) << (error ? error : "");
+  sqlite3_free(error);
+  sqlite3_close(db);
+}
+
+std::int64_t sql_integer(const std::string& path, const std::string& query) {
+  sqlite3* db = nullptr;
+  sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  sqlite3_stmt* statement = nullptr;
+  std::int64_t value = -1;
+  if (sqlite3_prepare_v2(db, query.c_str(), -1, &statement, nullptr) == SQLITE_OK &&
+      sqlite3_step(statement) == SQLITE_ROW) {
+    value = sqlite3_column_int64(statement, 0);
+  }
+  sqlite3_finalize(statement);
+  sqlite3_close(db);
+  return value;
+}
+
 TEST(FindingsDb, TwoProcessesImportingAtOnceLoseNothing) {
   std::string db = fresh_db("concurrent.db");
-  ASSERT_EQ(kprof({"db", "--db", db, "facts"}).exit_code, 0);  // create the schema first
+  // Create the schema first.
+  ASSERT_EQ(kprof({"db", "--db", db, "import", data_path("h200/multi_process_basic.ncu-rep.zst")})
+                .exit_code,
+            0);
   auto importer = [&](const std::string& report, std::string* errors) {
     for (int i = 0; i < 5; ++i) {
       auto result = kprof({"db", "--db", db, "import", data_path(report)});
@@ -48,12 +104,11 @@ TEST(FindingsDb, TwoProcessesImportingAtOnceLoseNothing) {
   a.join();
   b.join();
   EXPECT_EQ(errors_a + errors_b, "");
-  auto history = nlohmann::json::parse(
-      kprof({"db", "--db", db, "query", "history", "--json"}).out);
-  EXPECT_EQ(history.size(), 5u * 24 + 5u * 2);  // every kernel of every import
+  auto history = nlohmann::json::parse(kprof({"db", "--db", db, "query", "history", "--json"}).out);
+  EXPECT_EQ(history.size(), 5u * 24 + 6u * 2);  // every kernel of every import
   std::set<std::int64_t> runs;
   for (const auto& row : history) runs.insert(row["run"].get<std::int64_t>());
-  EXPECT_EQ(runs.size(), 10u);
+  EXPECT_EQ(runs.size(), 11u);
 }
 
 TEST(FindingsDb, QueriesReturnWhatWasImported) {
@@ -85,10 +140,10 @@ TEST(FindingsDb, QueriesReturnWhatWasImported) {
 
 TEST(FindingsDb, DiffComparesStoredRuns) {
   std::string db = fresh_db("diff_runs.db");
-  auto imported = kprof({"db", "--db", db, "import",
-                         data_path("h200/diff_suite_basic_base_a.ncu-rep.zst"),
-                         data_path("h200/diff_suite_basic_base_b.ncu-rep.zst"),
-                         data_path("h200/diff_suite_basic_slow_fp32.ncu-rep.zst")});
+  auto imported =
+      kprof({"db", "--db", db, "import", data_path("h200/diff_suite_basic_base_a.ncu-rep.zst"),
+             data_path("h200/diff_suite_basic_base_b.ncu-rep.zst"),
+             data_path("h200/diff_suite_basic_slow_fp32.ncu-rep.zst")});
   ASSERT_EQ(imported.exit_code, 0) << imported.err;
   EXPECT_EQ(kprof({"diff", "--db", db, "1", "2"}).exit_code, 0);
   auto slower = kprof({"diff", "--db", db, "--json", "1", "3"});
@@ -110,7 +165,9 @@ TEST(FindingsDb, DamagedFilesAreRefusedAndLeftUntouched) {
 
   // A real database with its pages overwritten past the header.
   std::string corrupted = fresh_db("corrupted.db");
-  ASSERT_EQ(kprof({"db", "--db", corrupted, "import", data_path("h200/big_min.ncu-rep.zst")}).exit_code, 0);
+  ASSERT_EQ(
+      kprof({"db", "--db", corrupted, "import", data_path("h200/big_min.ncu-rep.zst")}).exit_code,
+      0);
   ASSERT_EQ(kprof({"db", "--db", corrupted, "facts"}).exit_code, 0);  // checkpoint happens on close
   std::string bytes = read_bytes(corrupted);
   ASSERT_GT(bytes.size(), 3 * 4096u);
@@ -120,7 +177,199 @@ TEST(FindingsDb, DamagedFilesAreRefusedAndLeftUntouched) {
   auto broken = kprof({"db", "--db", corrupted, "import", data_path("h200/big_min.ncu-rep.zst")});
   EXPECT_EQ(broken.exit_code, 4) << broken.out << broken.err;
   EXPECT_EQ(broken.out, "");
+  // One line: the first problem SQLite found and how many there are, not its whole report.
+  EXPECT_EQ(lines(broken.err), 1u) << broken.err;
+  EXPECT_NE(broken.err.find("corrupted database"), std::string::npos) << broken.err;
   EXPECT_EQ(read_bytes(corrupted), bytes);
+  auto query = kprof({"db", "--db", corrupted, "query", "history"});
+  EXPECT_EQ(query.exit_code, 4) << query.out << query.err;
+  EXPECT_EQ(lines(query.err), 1u) << query.err;
+  EXPECT_EQ(read_bytes(corrupted), bytes);
+}
+
+TEST(FindingsDb, AnotherApplicationsSqliteFileIsRefusedByteForByte) {
+  std::string dir = fresh_dir("foreign-sqlite");
+  std::string export_file = dir + "/nsys_decode_steps.sqlite";
+  fs::copy_file(data_path("h200/nsys_decode_steps.sqlite"), export_file);
+  const std::string before = read_bytes(export_file);
+  std::vector<std::vector<std::string>> commands{
+      {"db", "--db", export_file, "import", data_path("h200/big_min.ncu-rep.zst")},
+      {"db", "--db", export_file, "query", "history"},
+      {"db", "--db", export_file, "query", "worst", "--json"},
+      {"db", "--db", export_file, "facts"},
+      {"diff", "--db", export_file, "1", "2"}};
+  for (const auto& command : commands) {
+    auto result = kprof(command);
+    EXPECT_EQ(result.exit_code, 4) << command[3] << ": " << result.err;
+    EXPECT_EQ(result.out, "");
+    EXPECT_EQ(lines(result.err), 1u) << result.err;
+    EXPECT_NE(result.err.find("not a kprof database"), std::string::npos) << result.err;
+    EXPECT_EQ(read_bytes(export_file) == before, true) << "changed by " << command[3];
+    EXPECT_EQ(entries(dir), std::vector<std::string>{"nsys_decode_steps.sqlite"});
+  }
+}
+
+TEST(FindingsDb, AQueryOnAMissingFileCreatesNothing) {
+  std::string dir = fresh_dir("missing-db");
+  std::string typo = dir + "/kprof-findngs.db";
+  for (std::vector<std::string> command :
+       {std::vector<std::string>{"db", "--db", typo, "query", "history"},
+        {"db", "--db", typo, "query", "worst"},
+        {"db", "--db", typo, "facts"},
+        {"diff", "--db", typo, "1", "2"}}) {
+    auto result = kprof(command);
+    EXPECT_EQ(result.exit_code, 3) << result.out << result.err;
+    EXPECT_NE(result.err.find(typo), std::string::npos) << result.err;
+    EXPECT_EQ(entries(dir), std::vector<std::string>{});
+  }
+}
+
+// A database as kprof wrote it before it marked its files: schema version 1, no application id,
+// the rollback journal a user may have switched it back to.
+void make_unmarked_kprof_db(const std::string& path) {
+  sql(path, R"(CREATE TABLE runs (
+         id INTEGER PRIMARY KEY, imported_at TEXT NOT NULL, source TEXT NOT NULL,
+         format TEXT, ncu_version TEXT, command_line TEXT, gpu TEXT, cc TEXT,
+         campaign TEXT, cell TEXT, model TEXT, engine TEXT, framework TEXT);
+       CREATE TABLE kernels (
+         id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), launch INTEGER,
+         name TEXT NOT NULL, demangled TEXT, grid TEXT, block TEXT, duration_ns REAL, stage TEXT);
+       CREATE TABLE verdicts (
+         kernel_id INTEGER PRIMARY KEY REFERENCES kernels(id), roofline TEXT, bound_by TEXT,
+         sm_pct REAL, memory_pct REAL, tflops REAL, memory_bw_utilization REAL,
+         sm_occupancy REAL, occupancy_limiter TEXT, top_stall TEXT, headroom TEXT,
+         thresholds TEXT);
+       CREATE TABLE metrics (
+         kernel_id INTEGER NOT NULL REFERENCES kernels(id), name TEXT NOT NULL, value REAL,
+         PRIMARY KEY (kernel_id, name));
+       CREATE TABLE hardware_facts (
+         gpu TEXT NOT NULL, fact TEXT NOT NULL, value TEXT, unit TEXT, source TEXT,
+         PRIMARY KEY (gpu, fact, source));
+       CREATE INDEX kernels_by_name ON kernels(name);
+       CREATE INDEX kernels_by_run ON kernels(run_id);
+       INSERT INTO runs (id, imported_at, source, gpu, campaign)
+         VALUES (1, '2025-01-01T00:00:00Z', 'old.ncu-rep', 'NVIDIA H200', 'old campaign');
+       INSERT INTO kernels (id, run_id, launch, name, duration_ns, stage)
+         VALUES (1, 1, 0, 'old_kernel', 1000, 'gemm');
+       INSERT INTO verdicts (kernel_id, roofline, bound_by) VALUES (1, 'memory', 'DRAM');
+       PRAGMA user_version = 1;)");
+}
+
+TEST(FindingsDb, QueriesNeverWrite) {
+  std::string dir = fresh_dir("queries-read-only");
+  std::string db = dir + "/old.db";
+  make_unmarked_kprof_db(db);
+  const std::string before = read_bytes(db);
+  auto history = kprof({"db", "--db", db, "query", "history", "--json"});
+  ASSERT_EQ(history.exit_code, 0) << history.err;
+  EXPECT_EQ(nlohmann::json::parse(history.out).at(0)["kernel"], "old_kernel");
+  EXPECT_EQ(kprof({"db", "--db", db, "query", "worst"}).exit_code, 0);
+  EXPECT_EQ(kprof({"db", "--db", db, "facts"}).exit_code, 0);
+  EXPECT_EQ(read_bytes(db) == before, true);  // no WAL switch, no migration, no mark
+  EXPECT_EQ(entries(dir), std::vector<std::string>{"old.db"});
+}
+
+TEST(FindingsDb, AnUnmarkedKprofDatabaseIsAdoptedOnWriteWithItsRuns) {
+  std::string db = fresh_dir("adopt") + "/old.db";
+  make_unmarked_kprof_db(db);
+  ASSERT_EQ(sql_integer(db, "PRAGMA application_id"), 0);
+  auto imported = kprof({"db", "--db", db, "import", data_path("h200/big_min.ncu-rep.zst")});
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  EXPECT_EQ(sql_integer(db, "PRAGMA application_id"), kKprofApplicationId);
+  EXPECT_EQ(sql_integer(db, "SELECT COUNT(*) FROM runs"), 2);
+  EXPECT_EQ(sql_integer(db, "SELECT COUNT(*) FROM kernels WHERE name = 'old_kernel'"), 1);
+  auto history = kprof({"db", "--db", db, "query", "history", "-k", "old_kernel", "--json"});
+  ASSERT_EQ(history.exit_code, 0) << history.err;
+  EXPECT_EQ(nlohmann::json::parse(history.out).at(0)["campaign"], "old campaign");
+}
+
+TEST(FindingsDb, NewDatabasesCarryKprofsMark) {
+  std::string db = fresh_dir("marked") + "/new.db";
+  ASSERT_EQ(kprof({"db", "--db", db, "import", data_path("h200/big_min.ncu-rep.zst")}).exit_code,
+            0);
+  EXPECT_EQ(sql_integer(db, "PRAGMA application_id"), kKprofApplicationId);
+  EXPECT_EQ(sql_integer(db, "PRAGMA user_version"), 1);
+}
+
+TEST(FindingsDb, InvalidUtf8InAStoredNameStillGivesJson) {
+  std::string db = fresh_dir("invalid-utf8") + "/findings.db";
+  ASSERT_EQ(kprof({"db", "--db", db, "import", data_path("h200/big_min.ncu-rep.zst")}).exit_code,
+            0);
+  // "k_\xff_name": a byte that is never valid UTF-8, as a damaged export can carry.
+  sql(db,
+      "UPDATE kernels SET name = CAST(X'6B5FFF5F6E616D65' AS TEXT) WHERE id = 1;"
+      "UPDATE kernels SET stage = CAST(X'C3' AS TEXT) WHERE id = 1;");
+  const std::string replaced = "k_\xEF\xBF\xBD_name";  // U+FFFD in place of the bad byte
+  auto history = kprof({"db", "--db", db, "query", "history", "--json"});
+  ASSERT_EQ(history.exit_code, 0) << history.err;
+  bool found = false;
+  for (const auto& row : nlohmann::json::parse(history.out)) found |= row["kernel"] == replaced;
+  EXPECT_TRUE(found) << history.out;
+  auto worst = kprof({"db", "--db", db, "query", "worst", "--by", "stage", "--json"});
+  ASSERT_EQ(worst.exit_code, 0) << worst.err;
+  found = false;
+  for (const auto& row : nlohmann::json::parse(worst.out)) {
+    found |= row["stage"] == "\xEF\xBF\xBD" && row["kernel"] == replaced;
+  }
+  EXPECT_TRUE(found) << worst.out;
+  auto table = kprof({"db", "--db", db, "query", "history"});
+  EXPECT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find(replaced), std::string::npos);
+  auto diff = kprof({"diff", "--db", db, "--json", "1", "1"});
+  EXPECT_EQ(diff.exit_code, 0) << diff.err;
+  EXPECT_NO_THROW(nlohmann::json::parse(diff.out)) << diff.out;
+}
+
+TEST(FindingsDb, AWriteUnderAFileNamesTheRealCause) {
+  std::string dir = fresh_dir("db-under-file");
+  std::ofstream(dir + "/a-file") << "x";
+  auto result = kprof(
+      {"db", "--db", dir + "/a-file/findings.db", "import", data_path("h200/big_min.ncu-rep.zst")});
+  EXPECT_EQ(result.exit_code, 11) << result.err;
+  EXPECT_EQ(lines(result.err), 1u) << result.err;
+  EXPECT_NE(result.err.find(std::strerror(ENOTDIR)), std::string::npos) << result.err;
+}
+
+TEST(FindingsDb, AnImportIntoAReadOnlyFolderIsAWriteFailure) {
+  if (auto reason = testing::confined_fs_unavailable()) GTEST_SKIP() << *reason;
+  std::string dir = fresh_dir("db-read-only");
+  ASSERT_EQ(
+      kprof({"db", "--db", dir + "/findings.db", "import", data_path("h200/big_min.ncu-rep.zst")})
+          .exit_code,
+      0);
+  for (const std::string name : {"new.db", "findings.db"}) {
+    auto result =
+        testing::run_with_read_only_dir(dir, {KPROF_BINARY, "db", "--db", dir + "/" + name,
+                                              "import", data_path("h200/big_min.ncu-rep.zst")});
+    EXPECT_EQ(result.exit_code, 11) << name << ": " << result.err;
+    EXPECT_EQ(lines(result.err), 1u) << result.err;
+    EXPECT_NE(result.err.find(std::strerror(EROFS)), std::string::npos) << result.err;
+  }
+  EXPECT_EQ(sql_integer(dir + "/findings.db", "SELECT COUNT(*) FROM runs"), 1);
+  // Reading needs no write access, even to a WAL database whose folder SQLite cannot write to.
+  auto query = testing::run_with_read_only_dir(
+      dir, {KPROF_BINARY, "db", "--db", dir + "/findings.db", "query", "history", "--json"});
+  EXPECT_EQ(query.exit_code, 0) << query.err;
+  EXPECT_EQ(nlohmann::json::parse(query.out).size(), 24u);
+}
+
+TEST(FindingsDb, AnImportOfSeveralReportsIsAllOrNothing) {
+  if (auto reason = testing::confined_fs_unavailable()) GTEST_SKIP() << *reason;
+  std::string dir = fresh_dir("all-or-nothing");
+  std::string after = fresh_dir("all-or-nothing-after");
+  std::string db = dir + "/findings.db";
+  ASSERT_EQ(kprof({"db", "--db", db, "import", data_path("h200/big_min.ncu-rep.zst")}).exit_code,
+            0);
+  // Room for about two more runs of this report, not for ten.
+  std::string room = std::to_string(fs::file_size(db) / 1024 + 160) + "k";
+  std::vector<std::string> command{KPROF_BINARY, "db", "--db", db, "import"};
+  for (int i = 0; i < 10; ++i) command.push_back(data_path("h200/big_full.ncu-rep.zst"));
+  auto result = testing::run_with_full_disk(dir, room, after, command);
+  EXPECT_EQ(result.exit_code, 11) << result.out << result.err;
+  EXPECT_EQ(result.out, "");
+  EXPECT_EQ(lines(result.err), 1u) << result.err;
+  EXPECT_NE(result.err.find("nothing was imported"), std::string::npos) << result.err;
+  EXPECT_EQ(sql_integer(after + "/findings.db", "SELECT COUNT(*) FROM runs"), 1);
 }
 
 }  // namespace

@@ -1,0 +1,53 @@
+// Where a bundle's files land and what a bundle that cannot be written reports.
+#include "capture/evidence_bundle.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "common/error.h"
+
+namespace kprof::capture {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string fresh_dir(const std::string& name) {
+  std::string dir = ::testing::TempDir() + "/kprof-" + std::to_string(::getpid()) + "-" + name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+TEST(EvidenceBundle, AFolderThatCannotBeMadeIsAWriteFailure) {
+  std::string dir = fresh_dir("bundle-under-file");
+  std::ofstream(dir + "/a-file") << "x";
+  try {
+    EvidenceBundle bundle(dir + "/a-file/bundle");
+    FAIL() << "expected an InputError";
+  } catch (const InputError& error) {
+    EXPECT_EQ(error.code(), ExitCode::kOutputUnwritable) << error.what();
+  }
+}
+
+TEST(EvidenceBundle, FilesLandInANewFolderNeverInOnePlantedBeforehand) {
+  std::string dir = fresh_dir("bundle-planted");
+  std::string elsewhere = dir + "/elsewhere";
+  fs::create_directories(elsewhere);
+  // The staging name kprof used to pick (FINAL.partial-PID), planted as a link to elsewhere.
+  fs::create_directory_symlink(elsewhere, dir + "/bundle.partial-" + std::to_string(::getpid()));
+  EvidenceBundle bundle(dir + "/bundle");
+  EXPECT_FALSE(fs::is_symlink(fs::symlink_status(bundle.staging_path())));
+  bundle.write("report.txt", "hello");
+  std::string final_path = bundle.commit({{"schema", "kprof.bundle/1"}, {"status", "ok"}});
+  EXPECT_TRUE(fs::is_empty(elsewhere));
+  EXPECT_TRUE(fs::is_regular_file(final_path + "/report.txt"));
+  EXPECT_TRUE(fs::is_regular_file(final_path + "/manifest.json"));
+}
+
+}  // namespace
+}  // namespace kprof::capture
