@@ -194,6 +194,11 @@ CleanupReceipt CleanupReceipt::parse(const std::string& path, std::string_view b
   } catch (const json::parse_error& error) {
     throw InputError(ExitCode::kInputInvalid, path, InputPosition::byte(error.byte),
                      fmt::format("not a valid receipt: not JSON ({})", error.what()));
+  } catch (const json::exception& error) {
+    // A number too large for any C++ type (out_of_range.406) is not a parse_error.
+    throw InputError(
+        ExitCode::kInputInvalid, path, InputPosition::none(),
+        fmt::format("not a valid receipt: not JSON kprof can read ({})", error.what()));
   }
   CleanupReceipt receipt;
   receipt.path_ = path;

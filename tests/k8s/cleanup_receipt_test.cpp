@@ -173,6 +173,21 @@ TEST(CleanupReceipt, NotJsonNamesTheByte) {
   }
 }
 
+// Found by fuzz_cleanup_receipt: nlohmann::json reports a number beyond double's range as
+// out_of_range, not parse_error (the bytes are kept in fuzz/corpus/cleanup_receipt).
+TEST(CleanupReceipt, HugeNumbersAreNotAReceipt) {
+  for (const char* text :
+       {"77227700002E0702273762", "{\"schema\": 1e999}", "{\"objects\": [-1e400]}"}) {
+    try {
+      CleanupReceipt::parse("huge.json", text);
+      ADD_FAILURE() << text << ": accepted";
+    } catch (const InputError& error) {
+      EXPECT_EQ(error.code(), ExitCode::kInputInvalid);
+      EXPECT_EQ(error.message().rfind("not a valid receipt: not JSON", 0), 0u) << error.message();
+    }
+  }
+}
+
 class ReceiptFiles : public ::testing::Test {
  protected:
   void SetUp() override {
