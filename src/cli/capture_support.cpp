@@ -15,21 +15,6 @@ void note(const std::string& text) {
   std::fflush(stderr);
 }
 
-std::string quoted_command(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const std::string& arg : argv) {
-    bool plain =
-        !arg.empty() && arg.find_first_of(" \t\n'\"\\$`;&|<>()*?[]{}!#~") == std::string::npos;
-    std::string shown = plain ? arg : "'" + [&] {
-      std::string escaped;
-      for (char c : arg) escaped += c == '\'' ? std::string("'\\''") : std::string(1, c);
-      return escaped;
-    }() + "'";
-    out += (out.empty() ? "" : " ") + shown;
-  }
-  return out;
-}
-
 nlohmann::json diagnoses_json(const std::vector<capture::Diagnosis>& diagnoses) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& d : diagnoses) {

@@ -9,13 +9,12 @@
 #include "capture/evidence_bundle.h"
 #include "capture/ncu_command.h"
 #include "capture/ncu_diagnosis.h"
+#include "common/text.h"  // quoted_command, shared with kprof k8s's kubectl messages
 
 namespace kprof::cli {
 
 // "kprof: TEXT" on stderr at once (progress must not wait for the command to end).
 void note(const std::string& text);
-// argv shown quoted where a shell would need it (for reading only: nothing is ever run this way).
-std::string quoted_command(const std::vector<std::string>& argv);
 nlohmann::json diagnoses_json(const std::vector<capture::Diagnosis>& diagnoses);
 // build_ncu_command, a refused capture (std::invalid_argument) turned into a usage error.
 capture::NcuCommand build_or_refuse(const capture::CaptureSpec& spec);

@@ -24,6 +24,7 @@
 #include "common/file_bytes.h"
 #include "common/sha256.h"
 #include "common/text.h"
+#include "k8s/cleanup.h"
 #include "k8s/cleanup_receipt.h"
 #include "k8s/kubectl.h"
 #include "k8s/workload.h"
@@ -78,10 +79,9 @@ std::string hint_for(const std::string& kind) {
     return "this cluster has ephemeral containers disabled: use `kprof k8s sister`";
   if (kind == "unknown_flag") return "this kubectl is too old for the option; upgrade kubectl";
   if (kind == "unreachable") return "check the context and that the API server is reachable";
-  return "see kubectl's message above";
+  return "see kubectl's message";
 }
 
-// Maps a kubectl failure to one line and exit code 10.
 // How a sister or sidecar operation went: a Kubernetes failure ends its steps (never the cleanup
 // after them) and is reported once.
 struct Outcome {
@@ -107,12 +107,30 @@ std::string run_id() {
   return id;
 }
 
-// kubectl's multi-line message as one line.
-std::string one_line(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at))
-    text.replace(at, 1, "; ");
-  return text;
+// Names kprof passes to kubectl must be names Kubernetes can have: a value such as "--all" is
+// refused here rather than risk kubectl reading it as a flag (get and delete also take names
+// after `--`).
+constexpr const char* kLabelRule =
+    "a DNS-1123 label: at most 63 characters of a-z, 0-9 and '-', starting and ending with a "
+    "letter or digit";
+constexpr const char* kSubdomainRule =
+    "a DNS-1123 subdomain: at most 253 characters of a-z, 0-9, '-' and '.', each part starting "
+    "and ending with a letter or digit";
+
+void check_names(const K8sOptions& options) {
+  auto refuse = [](const char* option, const std::string& value, const char* what,
+                   const char* rule) {
+    throw UsageError(
+        fmt::format("{} {}: is not a valid {} ({})", option, quoted_command({value}), what, rule));
+  };
+  if (!k8s::is_dns_label(options.namespace_name))
+    refuse("-n", options.namespace_name, "Kubernetes namespace", kLabelRule);
+  if (!options.deployment.empty() && !k8s::is_dns_subdomain(options.deployment))
+    refuse("DEPLOYMENT", options.deployment, "Deployment name", kSubdomainRule);
+  if (!options.pod.empty() && !k8s::is_dns_subdomain(options.pod))
+    refuse("--pod", options.pod, "pod name", kSubdomainRule);
+  if (!options.container.empty() && !k8s::is_dns_label(options.container))
+    refuse("--container", options.container, "container name", kLabelRule);
 }
 
 std::string selector_text(const std::map<std::string, std::string>& labels) {
@@ -128,6 +146,7 @@ struct Cluster {
 };
 
 Cluster read_cluster(const K8sOptions& options) {
+  check_names(options);
   Cluster cluster{
       k8s::Kubectl(kubectl_path(options.kubectl), options.context, options.kubeconfig), {}, {}};
   try {
@@ -138,22 +157,24 @@ Cluster read_cluster(const K8sOptions& options) {
     }
     json deployment;
     if (!options.deployment.empty()) {
-      deployment = cluster.kubectl.get_json(
-          {"get", "deployment", options.deployment, "-n", options.namespace_name, "-o", "json"});
+      deployment = cluster.kubectl.get_json({"get", "deployment", "-n", options.namespace_name,
+                                             "-o", "json", "--", options.deployment});
     }
     json pods = json{{"items", json::array()}};
     if (!options.pod.empty()) {
       pods["items"].push_back(cluster.kubectl.get_json(
-          {"get", "pod", options.pod, "-n", options.namespace_name, "-o", "json"}));
+          {"get", "pod", "-n", options.namespace_name, "-o", "json", "--", options.pod}));
       if (deployment.is_null()) {
         // A pod alone: its own spec stands for the template.
         const json& pod = pods["items"][0];
-        deployment = {
-            {"metadata",
-             {{"name", pod["metadata"].value("name", "")}, {"namespace", options.namespace_name}}},
-            {"spec",
-             {{"replicas", 1},
-              {"template", {{"metadata", pod["metadata"]}, {"spec", pod["spec"]}}}}}};
+        deployment = {{"metadata",
+                       {{"name", k8s::string_at(pod, {"metadata", "name"})},
+                        {"namespace", options.namespace_name}}},
+                      {"spec",
+                       {{"replicas", 1},
+                        {"template",
+                         {{"metadata", k8s::value_at(pod, {"metadata"})},
+                          {"spec", k8s::value_at(pod, {"spec"})}}}}}};
       }
     } else {
       std::string selector =
@@ -304,6 +325,7 @@ constexpr const char* kAttachScript =
 
 struct PodTarget {
   std::string pod, container, node, image, image_id;
+  fs::path out_dir;  // where the bundles go (checked by prepare_output before anything is created)
 };
 
 capture::CaptureSpec pod_capture_spec(const K8sOptions& options, const std::string& ncu,
@@ -334,10 +356,7 @@ bool capture_in_pod(const K8sOptions& options, const Cluster& cluster, const Pod
   std::string in_pod = fmt::format("/tmp/kprof-{}-capture-{}", getpid(), index);
   spec.export_path = in_pod;
   capture::NcuCommand command = build_or_refuse(spec);
-  fs::path out_dir =
-      options.output.empty() ? fs::path(receipt.path()).parent_path() : fs::path(options.output);
-  fs::create_directories(out_dir);
-  capture::EvidenceBundle bundle((out_dir / fmt::format("capture-{}", index)).string());
+  capture::EvidenceBundle bundle((where.out_dir / fmt::format("capture-{}", index)).string());
   std::vector<std::string> exec = {"exec",          "-n",  ns,   where.pod, "-c",
                                    where.container, "--",  "sh", "-c",      kAttachScript,
                                    "kprof-attach",  in_pod};
@@ -365,10 +384,10 @@ bool capture_in_pod(const K8sOptions& options, const Cluster& cluster, const Pod
         cluster.kubectl.run({"exec", "-n", ns, where.pod, "-c", where.container, "--", "sha256sum",
                              in_pod + ".ncu-rep"});
     if (digest.exit_code != 0) {
-      diagnoses.push_back(
-          {"report_missing_in_pod", true,
-           fmt::format("no report at {}.ncu-rep in the pod: {}", in_pod, one_line(digest.err)),
-           "read ncu's output in the bundle; the capture did not finish"});
+      diagnoses.push_back({"report_missing_in_pod", true,
+                           fmt::format("no report at {}.ncu-rep in the pod: {}", in_pod,
+                                       k8s::condense_message(digest.err)),
+                           "read ncu's output in the bundle; the capture did not finish"});
     } else {
       inside = digest.out.substr(0, 64);
       for (int attempt = 1; attempt <= 2 && outside != inside; ++attempt) {
@@ -394,10 +413,10 @@ bool capture_in_pod(const K8sOptions& options, const Cluster& cluster, const Pod
           }
         }
         if (copied.exit_code != 0) {
-          diagnoses.push_back(
-              {"copy_failed", true,
-               fmt::format("kubectl cp of {}.ncu-rep failed: {}", in_pod, one_line(copied.err)),
-               "check that the file is still in the pod (kubectl exec … ls -l)"});
+          diagnoses.push_back({"copy_failed", true,
+                               fmt::format("kubectl cp of {}.ncu-rep failed: {}", in_pod,
+                                           k8s::condense_message(copied.err)),
+                               "check that the file is still in the pod (kubectl exec … ls -l)"});
           break;
         }
         outside = fs::exists(report) ? sha256_file_hex(report) : "";
@@ -495,33 +514,168 @@ bool wait_for(double timeout_s, Predicate ready) {
   return false;
 }
 
-std::string receipt_path(const K8sOptions& options, const std::string& kind) {
-  if (!options.receipt.empty()) return options.receipt;
-  fs::path dir = options.output.empty() ? fs::path(".") : fs::path(options.output);
-  fs::create_directories(dir);
-  std::string stamp = utc_time("%Y%m%dT%H%M%SZ");
-  return (dir / fmt::format("kprof-{}-receipt-{}.json", kind, stamp)).string();
+// The local side of a sister or sidecar operation, checked before anything is created in the
+// cluster (a local failure after creating would leave it running): the output folder can be
+// made, no bundle folder capture-1..N is already there, and the receipt path is free (the
+// receipt's constructor refuses to overwrite one, and writes it: a receipt that cannot be written
+// fails here too).
+struct LocalPlan {
+  fs::path out_dir;
+  std::string receipt;
+};
+
+void make_folder(const fs::path& dir) {
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error || !fs::is_directory(dir)) {
+    throw InputError(ExitCode::kInputUnreadable, dir.string(), InputPosition::none(),
+                     "cannot create the output folder: " +
+                         (error ? error.message() : std::string("not a directory")));
+  }
+  if (access(dir.c_str(), W_OK | X_OK) != 0) {
+    throw InputError(ExitCode::kInputUnreadable, dir.string(), InputPosition::none(),
+                     "the output folder is not writable");
+  }
 }
 
-ExitCode finish(k8s::CleanupReceipt& receipt, const Outcome& outcome, Output& output) {
-  std::string status = capture::interrupt_received() ? "interrupted"
-                       : outcome.all_ok              ? "ok"
-                                                     : "failed";
-  receipt.finish(status);
-  auto left = receipt.leftovers();
-  output.stderr_text +=
-      fmt::format("kprof: cleanup receipt {} ({}; {} leftover{})\n", receipt.path(), status,
-                  left.size(), left.size() == 1 ? "" : "s");
-  for (const auto& object : left) {
-    output.stderr_text +=
-        fmt::format("  left: {} {}/{} — remove with `kprof k8s cleanup --receipt {}`\n",
-                    object["kind"].get<std::string>(), object["namespace"].get<std::string>(),
-                    object["name"].get<std::string>(), receipt.path());
+LocalPlan prepare_output(const K8sOptions& options, const std::string& kind,
+                         const std::string& run) {
+  LocalPlan plan;
+  fs::path dir = options.output.empty() ? fs::path(".") : fs::path(options.output);
+  if (options.receipt.empty()) {
+    plan.receipt =
+        (dir / fmt::format("kprof-{}-receipt-{}-{}.json", kind, utc_time("%Y%m%dT%H%M%SZ"), run))
+            .string();
+  } else {
+    plan.receipt = options.receipt;
   }
-  if (status == "interrupted") return ExitCode::kIncomplete;
-  if (outcome.kubernetes_failed) return ExitCode::kK8sFailed;
-  return outcome.all_ok ? ExitCode::kOk : ExitCode::kCaptureFailed;
+  // Without -o the bundles go beside the receipt, as before.
+  plan.out_dir = options.output.empty() ? fs::path(plan.receipt).parent_path() : dir;
+  if (plan.out_dir.empty()) plan.out_dir = ".";
+  make_folder(plan.out_dir);
+  fs::path receipt_dir = fs::path(plan.receipt).parent_path();
+  if (!receipt_dir.empty()) make_folder(receipt_dir);
+  for (int i = 1; i <= options.captures; ++i) {
+    fs::path bundle = plan.out_dir / fmt::format("capture-{}", i);
+    std::error_code error;
+    if (fs::symlink_status(bundle, error).type() != fs::file_type::not_found) {
+      throw InputError(ExitCode::kInputUnreadable, bundle.string(), InputPosition::none(),
+                       "already exists; choose another --output (kprof never overwrites a bundle)");
+    }
+  }
+  return plan;
 }
+
+// Owns the end of a sister or sidecar operation, whatever ends it: deletes what the receipt
+// lists as created (k8s::clean_up: only what still carries kprof's labels), finishes the receipt
+// with a true status, and says what is left and how to remove it. finish() is the normal end;
+// the destructor does the same when an exception leaves the operation (a local error after
+// creating: a full disk, a bundle folder that appeared meanwhile) and prints straight to stderr,
+// since the command's output is then dropped and only the exception's line follows.
+class OperationEnd {
+ public:
+  OperationEnd(k8s::Kubectl& kubectl, k8s::CleanupReceipt& receipt)
+      : kubectl_(kubectl), receipt_(receipt) {}
+  OperationEnd(const OperationEnd&) = delete;
+  OperationEnd& operator=(const OperationEnd&) = delete;
+
+  ~OperationEnd() {
+    if (finished_) return;
+    finished_ = true;
+    try {
+      bool clean = true;
+      std::string text = end(capture::interrupt_received() ? "interrupted" : "failed", clean);
+      std::fputs(text.c_str(), stderr);
+    } catch (const std::exception& error) {
+      std::fprintf(stderr,
+                   "kprof: could not finish the cleanup of %s: %s; look for objects labelled "
+                   "%s=%s in the cluster\n",
+                   receipt_.path().c_str(), error.what(), k8s::kManagedByLabel,
+                   k8s::kManagedByValue);
+    }
+  }
+
+  ExitCode finish(Outcome outcome, Output& output) {
+    finished_ = true;
+    bool clean = true;
+    std::string status = capture::interrupt_received() ? "interrupted"
+                         : outcome.all_ok              ? "ok"
+                                                       : "failed";
+    output.stderr_text += end(status, clean);
+    if (!clean) outcome.kubernetes_failed = true;
+    if (receipt_.status() == "interrupted") return ExitCode::kIncomplete;
+    if (outcome.kubernetes_failed) return ExitCode::kK8sFailed;
+    return outcome.all_ok ? ExitCode::kOk : ExitCode::kCaptureFailed;
+  }
+
+ private:
+  // Cleans up; `clean` false when something removable is left. The status becomes "failed" then.
+  std::string end(std::string status, bool& clean) {
+    kubectl_.cleaning();  // from now on calls run to completion, also after SIGINT/SIGTERM
+    std::string text;
+    std::vector<k8s::CleanupStep> steps = k8s::clean_up(kubectl_, receipt_);
+    for (const k8s::CleanupStep& step : steps) {
+      std::string line = describe_step(step, receipt_.path());
+      if (step.result == k8s::CleanupStep::Result::kDeleted ||
+          step.result == k8s::CleanupStep::Result::kGone) {
+        note(line);
+      } else if (step.result != k8s::CleanupStep::Result::kCannotRemove) {
+        clean = false;
+        text += "kprof: " + line + "\n";
+      }
+    }
+    if (!clean && status == "ok") status = "failed";
+    receipt_.finish(status);
+    text += fmt::format("kprof: cleanup receipt {} ({}; {} leftover{})\n", receipt_.path(), status,
+                        receipt_.leftovers().size(), receipt_.leftovers().size() == 1 ? "" : "s");
+    for (const k8s::ReceiptObject& object : receipt_.leftovers()) {
+      text += fmt::format("  left: {} — {}\n", object.describe(), how_to_remove(object));
+    }
+    for (const k8s::CleanupStep& step : steps) {
+      if (step.result == k8s::CleanupStep::Result::kCannotRemove)
+        text += fmt::format("  stays: {} — {}\n", step.object.describe(), step.detail);
+    }
+    return text;
+  }
+
+  std::string how_to_remove(const k8s::ReceiptObject& object) const {
+    if (object.left_because && object.left_because->rfind("kprof refused", 0) == 0) {
+      return fmt::format("{}; if it is yours to remove: `{}`", *object.left_because,
+                         quoted_command({"kubectl", "delete", "deployment", "-n",
+                                         object.namespace_name, "--", object.name}));
+    }
+    return fmt::format("remove with `{}`",
+                       quoted_command({"kprof", "k8s", "cleanup", "--receipt", receipt_.path()}));
+  }
+
+ public:
+  static std::string describe_step(const k8s::CleanupStep& step, const std::string& receipt) {
+    using Result = k8s::CleanupStep::Result;
+    const std::string what = step.object.describe();
+    switch (step.result) {
+      case Result::kDeleted:
+        return "deleted " + what;
+      case Result::kGone:
+        return what + " is not in the cluster (deleted already, or never created)";
+      case Result::kRefused:
+        return fmt::format(
+            "refused to delete {}: {}; kprof deletes only what it created (labels {}={} and {}=RUN "
+            "of the receipt); it stays listed in {}",
+            what, step.detail, k8s::kManagedByLabel, k8s::kManagedByValue, k8s::kRunLabel, receipt);
+      case Result::kFailed:
+        return fmt::format("could not delete {}: {} [{}] → {}", what, step.detail,
+                           step.failure_kind, hint_for(step.failure_kind));
+      case Result::kCannotRemove:
+        return fmt::format("cannot remove {}: {}", what, step.detail);
+    }
+    return what;
+  }
+
+ private:
+  k8s::Kubectl& kubectl_;
+  k8s::CleanupReceipt& receipt_;
+  bool finished_ = false;
+};
 
 ExitCode run_sister(const K8sOptions& options, Output& output) {
   if (options.ncu_image.empty())
@@ -546,34 +700,42 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
     output.stdout_text = options.json_output ? manifest.dump(1) + "\n" : yaml_text(manifest);
     return ExitCode::kOk;
   }
-  // Refusals of the capture itself come before anything is created.
+  // Refusals of the capture itself and local problems come before anything is created.
   build_or_refuse(
       pod_capture_spec(options, std::string(k8s::kNcuMount) + "/ncu", assessment.safety));
+  LocalPlan plan = prepare_output(options, "sister", sister.run_id);
   capture::keep_interrupts();
   const std::string& ns = options.namespace_name;
-  std::string name = manifest["metadata"]["name"];
-  k8s::CleanupReceipt receipt(receipt_path(options, "sister"), "sister", options.context);
+  std::string name = k8s::string_at(manifest, {"metadata", "name"});
+  k8s::CleanupReceipt receipt(plan.receipt, "sister", options.context);
+  OperationEnd end(cluster.kubectl, receipt);  // deletes what was created, on every exit path
   fs::path manifest_file = fs::path(receipt.path()).parent_path() / (name + ".json");
   write_file_atomically(manifest_file.string(), manifest.dump(1) + "\n");
   Outcome outcome;
   std::vector<std::string> bundles;
   try {
     // Recorded before creating: a kprof killed right after the create still leaves a receipt.
-    receipt.created("Deployment", ns, name, true, "sister of " + cluster.target.deployment);
+    receipt.created("Deployment", ns, name, true, "sister of " + cluster.target.deployment,
+                    sister.run_id);
     note(fmt::format(
         "creating Deployment {}/{} (the server under `ncu --mode launch`, outside the Service)", ns,
         name));
     cluster.kubectl.check({"create", "-n", ns, "-f", manifest_file.string(), "-o", "name"});
-    std::string selector = "kprof.dev/run=" + sister.run_id;
-    PodTarget where{"", container.name, "", container.image, ""};
+    std::string selector = std::string(k8s::kRunLabel) + "=" + sister.run_id;
+    PodTarget where{"", container.name, "", container.image, "", plan.out_dir};
     bool running = wait_for(options.ready_timeout_s, [&] {
       json pods = cluster.kubectl.get_json({"get", "pods", "-n", ns, "-l", selector, "-o", "json"});
-      for (const auto& p : pods.value("items", json::array())) {
-        if (p.value("status", json::object()).value("phase", "") != "Running") continue;
-        where.pod = p["metadata"]["name"];
-        where.node = p["spec"].value("nodeName", "");
-        for (const auto& s : p["status"].value("containerStatuses", json::array())) {
-          if (s.value("name", "") == container.name) where.image_id = s.value("imageID", "");
+      const json& items = k8s::value_at(pods, {"items"});
+      for (const auto& p : items.is_array() ? items : json::array()) {
+        std::string pod_name = k8s::string_at(p, {"metadata", "name"});
+        if (k8s::string_at(p, {"status", "phase"}) != "Running" || !k8s::is_dns_subdomain(pod_name))
+          continue;
+        where.pod = pod_name;
+        where.node = k8s::string_at(p, {"spec", "nodeName"});
+        const json& statuses = k8s::value_at(p, {"status", "containerStatuses"});
+        for (const auto& st : statuses.is_array() ? statuses : json::array()) {
+          if (k8s::string_at(st, {"name"}) == container.name)
+            where.image_id = k8s::string_at(st, {"imageID"});
         }
         return true;
       }
@@ -586,8 +748,8 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
     note(fmt::format("pod {} running on {}; waiting for the server to wait for ncu", where.pod,
                      where.node));
     bool waiting = wait_for(options.ready_timeout_s, [&] {
-      k8s::KubectlResult logs =
-          cluster.kubectl.run({"logs", "-n", ns, where.pod, "-c", container.name, "--tail", "200"});
+      k8s::KubectlResult logs = cluster.kubectl.run(
+          {"logs", "-n", ns, "-c", container.name, "--tail", "200", "--", where.pod});
       return logs.exit_code == 0 &&
              logs.out.find("Waiting for profiler to attach") != std::string::npos;
     });
@@ -606,19 +768,7 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
   } catch (const K8sFailed& error) {
     outcome.kubernetes_failure(error.what(), output);
   }
-  // Always: delete what was created (also after SIGINT/SIGTERM).
-  cluster.kubectl.cleaning();
-  k8s::KubectlResult deleted = cluster.kubectl.run(
-      {"delete", "deployment", name, "-n", ns, "--ignore-not-found", "--wait=false"});
-  if (deleted.exit_code == 0) {
-    receipt.deleted("Deployment", ns, name);
-    note(fmt::format("deleted Deployment {}/{}", ns, name));
-  } else {
-    outcome.kubernetes_failure(
-        fmt::format("could not delete Deployment {}/{}: {}", ns, name, one_line(deleted.err)),
-        output);
-  }
-  return finish(receipt, outcome, output);
+  return end.finish(outcome, output);
 }
 
 ExitCode run_sidecar(const K8sOptions& options, Output& output) {
@@ -636,15 +786,20 @@ ExitCode run_sidecar(const K8sOptions& options, Output& output) {
         container.name));
   }
   if (cluster.target.pods.empty()) throw K8sFailed("no pod to attach a profiler container to");
+  const k8s::PodInfo& pod = cluster.target.pods.front();
+  if (!k8s::is_dns_subdomain(pod.name))
+    throw K8sFailed(fmt::format("kubectl returned a pod without a valid name ({})",
+                                quoted_command({pod.name})));
   k8s::Assessment assessment =
       k8s::assess(cluster.target, container, cluster.versions.client_minor);
   build_or_refuse(pod_capture_spec(options, options.ncu_path, assessment.safety));
+  std::string run = run_id();
+  LocalPlan plan = prepare_output(options, "sidecar", run);
   capture::keep_interrupts();
   const std::string& ns = options.namespace_name;
-  const k8s::PodInfo& pod = cluster.target.pods.front();
-  std::string name =
-      "kprof-ncu-" + run_id();  // a fresh name each time: ephemeral containers stay in the spec
-  k8s::CleanupReceipt receipt(receipt_path(options, "sidecar"), "sidecar", options.context);
+  std::string name = "kprof-ncu-" + run;  // a fresh name each time: ephemeral containers stay
+  k8s::CleanupReceipt receipt(plan.receipt, "sidecar", options.context);
+  OperationEnd end(cluster.kubectl, receipt);
   std::string profile = options.profile;
   if (profile == "sysadmin" && cluster.versions.client_minor < 30) {
     // kubectl learnt the sysadmin profile in 1.30.
@@ -675,23 +830,27 @@ ExitCode run_sidecar(const K8sOptions& options, Output& output) {
   Outcome outcome;
   std::vector<std::string> bundles;
   try {
-    receipt.created("EphemeralContainer", ns, pod.name + "/" + name, false,
-                    fmt::format("ephemeral containers cannot be removed from a pod; its process "
-                                "(sleep {}) ends by itself",
-                                options.lifetime_s));
     note(fmt::format("adding profiler container {} to pod {}/{} (kubectl debug --profile {})", name,
                      ns, pod.name, options.profile));
     cluster.kubectl.check(debug);
+    // Recorded once added: it cannot be removed, so the receipt is its record, not a to-do.
+    receipt.created("EphemeralContainer", ns, pod.name + "/" + name, false,
+                    fmt::format("ephemeral containers cannot be removed from a pod; its process "
+                                "(sleep {}) ends by itself",
+                                options.lifetime_s),
+                    run);
     bool running = wait_for(options.ready_timeout_s, [&] {
-      json p = cluster.kubectl.get_json({"get", "pod", pod.name, "-n", ns, "-o", "json"});
-      for (const auto& s : p["status"].value("ephemeralContainerStatuses", json::array())) {
-        if (s.value("name", "") == name && s.value("state", json::object()).contains("running"))
+      json p = cluster.kubectl.get_json({"get", "pod", "-n", ns, "-o", "json", "--", pod.name});
+      const json& statuses = k8s::value_at(p, {"status", "ephemeralContainerStatuses"});
+      for (const auto& st : statuses.is_array() ? statuses : json::array()) {
+        if (k8s::string_at(st, {"name"}) == name &&
+            k8s::value_at(st, {"state", "running"}).is_object())
           return true;
       }
       return false;
     });
     if (!running) throw K8sFailed("the profiler container did not start in time (--ready-timeout)");
-    PodTarget where{pod.name, name, pod.node, options.image, ""};
+    PodTarget where{pod.name, name, pod.node, options.image, "", plan.out_dir};
     auto image = pod.image_ids.find(container.name);
     if (image != pod.image_ids.end()) where.image_id = image->second;
     where.image = container.image;
@@ -705,38 +864,31 @@ ExitCode run_sidecar(const K8sOptions& options, Output& output) {
   } catch (const K8sFailed& error) {
     outcome.kubernetes_failure(error.what(), output);
   }
-  return finish(receipt, outcome, output);
+  return end.finish(outcome, output);
 }
 
 ExitCode run_cleanup(const K8sOptions& options, Output& output) {
   k8s::CleanupReceipt receipt = k8s::CleanupReceipt::load(options.receipt);
   k8s::Kubectl kubectl(kubectl_path(options.kubectl), options.context, options.kubeconfig);
+  kubectl.cleaning();
+  std::vector<std::string> lines;
   bool all_ok = true;
-  std::string text;
-  for (const json& object : receipt.leftovers()) {
-    std::string kind = object["kind"], ns = object["namespace"], name = object["name"];
-    if (kind != "Deployment") continue;
-    k8s::KubectlResult deleted =
-        kubectl.run({"delete", "deployment", name, "-n", ns, "--ignore-not-found", "--wait=false"});
-    if (deleted.exit_code == 0) {
-      receipt.deleted(kind, ns, name);
-      text += fmt::format("deleted Deployment {}/{}\n", ns, name);
-    } else {
-      all_ok = false;
-      text += fmt::format("could not delete Deployment {}/{}: {}", ns, name, deleted.err);
-    }
-  }
-  for (const json& object : receipt.json()["objects"]) {
-    if (!object.value("removable", true)) {
-      text += fmt::format("cannot remove {} {}/{}: {}\n", object["kind"].get<std::string>(),
-                          object["namespace"].get<std::string>(), object["name"].get<std::string>(),
-                          object.value("note", ""));
-    }
+  for (const k8s::CleanupStep& step : k8s::clean_up(kubectl, receipt)) {
+    using Result = k8s::CleanupStep::Result;
+    if (step.result == Result::kRefused || step.result == Result::kFailed) all_ok = false;
+    lines.push_back(OperationEnd::describe_step(step, receipt.path()));
   }
   receipt.finish(all_ok ? "cleaned" : "cleanup-failed");
-  text += fmt::format("{} leftover{} in {}\n", receipt.leftovers().size(),
-                      receipt.leftovers().size() == 1 ? "" : "s", receipt.path());
-  output.stdout_text = text;
+  size_t left = receipt.leftovers().size();
+  lines.push_back(fmt::format("{} leftover{} in {}", left, left == 1 ? "" : "s", receipt.path()));
+  // On failure nothing goes to stdout: every line is on stderr, each a `kprof:` line.
+  for (const std::string& line : lines) {
+    if (all_ok) {
+      output.stdout_text += line + "\n";
+    } else {
+      output.stderr_text += "kprof: " + line + "\n";
+    }
+  }
   return all_ok ? ExitCode::kOk : ExitCode::kK8sFailed;
 }
 
@@ -798,10 +950,15 @@ void define_k8s(CLI::App& parent, Runner& runner) {
       "step,\n"
       "so it survives failures, SIGINT and SIGTERM; `kprof k8s cleanup --receipt R` removes "
       "leftovers.\n\n"
-      "Exit codes: 0 ok; 7 a capture failed; 8 interrupted (cleanup done, receipt written);\n"
-      "9 kubectl not found; 10 a Kubernetes call failed (not found, forbidden, ephemeral "
-      "containers\n"
-      "disabled, …: the message says which and what to do).\n\n"
+      "kprof deletes only objects that still carry its labels "
+      "(app.kubernetes.io/managed-by=kprof,\n"
+      "kprof.dev/run=RUN of the receipt); receipts are validated whole before anything is done.\n\n"
+      "Exit codes: 0 ok; 2 refused (options, names Kubernetes cannot have); 3 output folder,\n"
+      "bundle or receipt already there or unwritable (checked before creating anything); 4 not a\n"
+      "valid receipt; 7 a capture failed; 8 interrupted (cleanup done, receipt written); 9 "
+      "kubectl\n"
+      "not found; 10 a Kubernetes call failed (not found, forbidden, ephemeral containers\n"
+      "disabled, …: the message says which and what to do) or something created is left.\n\n"
       "Examples:\n"
       "  kprof k8s preflight -n serving llama-70b\n"
       "  kprof k8s sister -n serving llama-70b --ncu-image "

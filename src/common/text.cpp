@@ -112,4 +112,19 @@ std::string_view path_basename(std::string_view path) {
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
+std::string quoted_command(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const std::string& arg : argv) {
+    bool plain =
+        !arg.empty() && arg.find_first_of(" \t\n'\"\\$`;&|<>()*?[]{}!#~") == std::string::npos;
+    std::string shown = plain ? arg : "'" + [&] {
+      std::string escaped;
+      for (char c : arg) escaped += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      return escaped;
+    }() + "'";
+    out += (out.empty() ? "" : " ") + shown;
+  }
+  return out;
+}
+
 }  // namespace kprof

@@ -33,4 +33,8 @@ std::string utc_time(const char* format = "%Y-%m-%dT%H:%M:%SZ");
 // The last component of a path ("python3" for "/usr/bin/python3").
 std::string_view path_basename(std::string_view path);
 
+// argv shown quoted where a shell would need it, for messages and logs (reading only: nothing is
+// ever run this way): `ncu --kernel-name 'regex:a|b'`.
+std::string quoted_command(const std::vector<std::string>& argv);
+
 }  // namespace kprof

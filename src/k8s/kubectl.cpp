@@ -1,10 +1,14 @@
 #include "k8s/kubectl.h"
 
 #include <fmt/format.h>
+#include <re2/re2.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <sstream>
 
 #include "capture/child_process.h"
+#include "common/text.h"
 
 namespace kprof::k8s {
 
@@ -17,6 +21,74 @@ std::string classify_failure(const std::string& text) {
   if (has("Unable to connect") || has("connection refused") || has("no such host"))
     return "unreachable";
   return "other";
+}
+
+namespace {
+
+// Control characters (a terminal escape in a server's message) shown as \xNN; tabs as spaces.
+std::string printable(std::string_view line) {
+  std::string out;
+  for (unsigned char c : line) {
+    if (c == '\t') {
+      out += ' ';
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string condense_message(const std::string& stderr_text) {
+  // klog's header: severity, MMDD, time, thread id, file:line]
+  static const RE2 kKlog(R"([IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [^ \]]+\] (.*))");
+  // Its structured form: "Unhandled Error" err="…" (kubectl 1.31+).
+  static const RE2 kStructured(R"re("[^"]*" err="((?:[^"\\]|\\.)*)".*)re");
+  std::vector<std::string> own, logged;
+  std::istringstream lines(stderr_text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::string text(trim(line));
+    if (text.empty()) continue;
+    std::string message;
+    if (RE2::FullMatch(text, kKlog, &message)) {
+      std::string err;
+      if (RE2::FullMatch(message, kStructured, &err)) {
+        message.clear();
+        for (size_t i = 0; i < err.size(); ++i) {
+          if (err[i] == '\\' && i + 1 < err.size()) ++i;
+          message += err[i];
+        }
+      }
+      logged.push_back(printable(message));
+    } else {
+      own.push_back(printable(text));
+    }
+  }
+  std::vector<std::string>& chosen = own.empty() ? logged : own;
+  std::string out;
+  std::vector<std::string> seen;
+  for (const std::string& text : chosen) {
+    if (std::find(seen.begin(), seen.end(), text) != seen.end()) continue;
+    seen.push_back(text);
+    out += (out.empty() ? "" : "; ") + text;
+  }
+  constexpr size_t kLimit = 600;
+  if (out.size() > kLimit) {
+    size_t cut = kLimit;
+    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;  // UTF-8
+    out = out.substr(0, cut) + "…";
+  }
+  return out;
+}
+
+std::string shown_call(const std::vector<std::string>& argv) {
+  std::vector<std::string> shown = {"kubectl"};
+  if (argv.size() > 1) shown.insert(shown.end(), argv.begin() + 1, argv.end());
+  return quoted_command(shown);
 }
 
 Kubectl::Kubectl(std::string path, std::string context, std::string kubeconfig)
@@ -49,17 +121,14 @@ KubectlResult Kubectl::check(std::vector<std::string> args,
                              std::chrono::milliseconds timeout) const {
   KubectlResult result = run(std::move(args), timeout);
   if (!result.started) {
-    throw KubectlError("unreachable", fmt::format("cannot run {}: {}", path_, result.err));
+    throw KubectlError("unreachable", fmt::format("cannot run {}: {}", quoted_command({path_}),
+                                                  condense_message(result.err)));
   }
   if (result.exit_code != 0) {
-    std::string message = result.err;
-    while (!message.empty() && (message.back() == '\n' || message.back() == ' '))
-      message.pop_back();
-    std::string shown;
-    for (size_t i = 1; i < result.argv.size(); ++i) shown += " " + result.argv[i];
+    std::string message = condense_message(result.err);
     throw KubectlError(classify_failure(result.err),
-                       fmt::format("`kubectl{}` failed (exit {}): {}", shown, result.exit_code,
-                                   message.empty() ? "no message" : message));
+                       fmt::format("`{}` failed (exit {}): {}", shown_call(result.argv),
+                                   result.exit_code, message.empty() ? "no message" : message));
   }
   return result;
 }

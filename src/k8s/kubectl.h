@@ -30,6 +30,16 @@ struct KubectlError : std::runtime_error {
 
 std::string classify_failure(const std::string& stderr_text);
 
+// kubectl's stderr as one line for a message: kubectl's own lines ("The connection to the server
+// … was refused …", "Error from server (NotFound): …", "error: …") without klog's diagnostics,
+// which repeat the same discovery failure five times ("E1130 … memcache.go:265] couldn't get
+// current server API group list: …"); klog's messages only when there is nothing else.
+// Duplicates dropped, lines joined with "; ", control characters escaped, at most 600 bytes.
+std::string condense_message(const std::string& stderr_text);
+
+// How a kubectl call is shown in messages: `kubectl ARGS`, quoted as a shell would need them.
+std::string shown_call(const std::vector<std::string>& argv);
+
 class Kubectl {
  public:
   // path: the kubectl to run; context/kubeconfig: passed when non-empty.

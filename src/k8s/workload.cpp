@@ -53,6 +53,11 @@ bool is_dns_label(const std::string& name) {
   return name.size() <= 63 && RE2::FullMatch(name, kLabel);
 }
 
+bool is_dns_subdomain(const std::string& name) {
+  static const RE2 kSubdomain("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
+  return name.size() <= 253 && RE2::FullMatch(name, kSubdomain);
+}
+
 const ContainerInfo* TargetInfo::container(const std::string& name) const {
   if (containers.empty()) return nullptr;
   if (name.empty()) return &containers.front();
@@ -85,6 +90,18 @@ const nlohmann::json& items(const nlohmann::json& list) {
 }
 
 }  // namespace
+
+const nlohmann::json& value_at(const nlohmann::json& value,
+                               std::initializer_list<const char*> path) {
+  const nlohmann::json* at = &value;
+  for (const char* key : path) at = &member(*at, key);
+  return *at;
+}
+
+std::string string_at(const nlohmann::json& value, std::initializer_list<const char*> path) {
+  const nlohmann::json& at = value_at(value, path);
+  return at.is_string() ? at.get<std::string>() : "";
+}
 
 TargetInfo parse_target(const nlohmann::json& deployment, const nlohmann::json& pods,
                         const nlohmann::json& services) {
@@ -249,17 +266,17 @@ nlohmann::json sister_deployment_unchecked(const TargetInfo& target, const Siste
       {"name", name},
       {"namespace", target.namespace_name},
       {"labels",
-       {{"app.kubernetes.io/managed-by", "kprof"},
-        {"kprof.dev/sister-of", target.deployment.substr(0, 63)},
-        {"kprof.dev/run", options.run_id}}},
+       {{kManagedByLabel, kManagedByValue},
+        {kSisterOfLabel, target.deployment.substr(0, 63)},
+        {kRunLabel, options.run_id}}},
       {"annotations",
        {{"kprof.dev/purpose",
          "profiling copy of " + target.deployment +
              " outside its Service; deleted by kprof (see the cleanup receipt)"}}}};
   nlohmann::json pod_template = deployment["spec"]["template"];
   // Labels: only kprof's own, so no Service (which select the original's labels) routes here.
-  nlohmann::json labels = {{"kprof.dev/sister-of", target.deployment.substr(0, 63)},
-                           {"kprof.dev/run", options.run_id}};
+  nlohmann::json labels = {{kSisterOfLabel, target.deployment.substr(0, 63)},
+                           {kRunLabel, options.run_id}};
   pod_template["metadata"] = {{"labels", labels}};
   nlohmann::json& pod = pod_template["spec"];
   pod.erase("nodeName");
@@ -346,6 +363,33 @@ std::vector<std::string> check_ephemeral_custom(const nlohmann::json& spec) {
       problems.push_back(fmt::format("ephemeral containers may not set {}", field));
   }
   return problems;
+}
+
+std::optional<std::string> not_created_by_kprof(const nlohmann::json& object,
+                                                const std::string& kind,
+                                                const std::string& namespace_name,
+                                                const std::string& name, const std::string& run) {
+  const nlohmann::json& metadata = member(object, "metadata");
+  if (text(object, "kind") != kind || text(metadata, "name") != name ||
+      text(metadata, "namespace") != namespace_name) {
+    return fmt::format("kubectl returned another object ({} {}/{})", text(object, "kind"),
+                       text(metadata, "namespace"), text(metadata, "name"));
+  }
+  const nlohmann::json& labels = member(metadata, "labels");
+  if (text(labels, kManagedByLabel) != kManagedByValue) {
+    return fmt::format(
+        "it does not carry kprof's label {}={} (kprof did not create it, or it was "
+        "relabelled since)",
+        kManagedByLabel, kManagedByValue);
+  }
+  if (run.empty()) return std::string("the receipt does not say which kprof run created it");
+  if (text(labels, kRunLabel) != run) {
+    return fmt::format(
+        "its label {}={} is not the run {} of the receipt (another kprof run "
+        "created it)",
+        kRunLabel, text(labels, kRunLabel), run);
+  }
+  return std::nullopt;
 }
 
 }  // namespace kprof::k8s

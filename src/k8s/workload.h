@@ -4,6 +4,7 @@
 // schema cannot catch.
 #pragma once
 
+#include <initializer_list>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -11,6 +12,12 @@
 #include <vector>
 
 namespace kprof::k8s {
+
+// kubectl's JSON read without trusting its shape: the value at a path of keys (null when a key is
+// absent or a step is not an object); string_at: "" unless that value is a string.
+const nlohmann::json& value_at(const nlohmann::json& value,
+                               std::initializer_list<const char*> path);
+std::string string_at(const nlohmann::json& value, std::initializer_list<const char*> path);
 
 struct ContainerInfo {
   std::string name, image;
@@ -83,7 +90,26 @@ nlohmann::json ephemeral_custom_spec();
 // What ephemeral containers may not have (ports, probes, resources, lifecycle).
 std::vector<std::string> check_ephemeral_custom(const nlohmann::json& spec);
 
-// A name usable as a DNS-1123 label (containers, label values): ≤ 63, [a-z0-9-], alnum ends.
+// Kubernetes' name rules (k8s.io/apimachinery validation): a DNS-1123 label (namespaces,
+// containers): ≤ 63, [a-z0-9-], alphanumeric at both ends; a DNS-1123 subdomain (Deployments,
+// pods): ≤ 253, labels joined by '.'.
 bool is_dns_label(const std::string& name);
+bool is_dns_subdomain(const std::string& name);
+
+// What marks an object kprof created (the sister Deployment carries both on its metadata): the
+// managed-by label with value "kprof", and the run id of the kprof run that created it (also in
+// the object's name, "-kprof-RUN", and in the cleanup receipt). kprof deletes only objects that
+// carry both, with the run id the receipt records.
+constexpr const char* kManagedByLabel = "app.kubernetes.io/managed-by";
+constexpr const char* kManagedByValue = "kprof";
+constexpr const char* kRunLabel = "kprof.dev/run";
+constexpr const char* kSisterOfLabel = "kprof.dev/sister-of";
+
+// Why `object` (kubectl's JSON of it) is not the kind/namespace/name that kprof run `run`
+// created; std::nullopt when it is.
+std::optional<std::string> not_created_by_kprof(const nlohmann::json& object,
+                                                const std::string& kind,
+                                                const std::string& namespace_name,
+                                                const std::string& name, const std::string& run);
 
 }  // namespace kprof::k8s

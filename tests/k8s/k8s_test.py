@@ -119,6 +119,7 @@ class K8sTest(unittest.TestCase):
         self.assertIn("CUDA_INJECTION64_PATH=/opt/profiler/libinject.so", r.stdout)
         self.assertIn("pod llama-70b-6b7c9d8f5-abcde on gpu-node-3", r.stdout)
         self.assertEqual(verbs(c.kubectl_calls()), ["version", "get", "get", "get"])
+        self.assertEqual(c.kubectl_calls()[1], ["get", "deployment", "-n", "serving", "-o", "json", "--", "llama-70b"])
         self.assertIn(["get", "pods", "-n", "serving", "-l", "app=llama-70b", "-o", "json"], c.kubectl_calls())
         j = json.loads(c.kprof("k8s", "preflight", "-n", "serving", "llama-70b", "--json").stdout)
         self.assertEqual(j["recommendation"]["method"], "sister")
@@ -143,9 +144,17 @@ class K8sTest(unittest.TestCase):
     def test_names_reach_kubectl_as_single_arguments(self):
         c = self.cluster("vllm_single_replica.json")
         odd_ns, odd_name = "team a'\";rm -rf /", "llama 70b\";$(touch pwned)"
-        r = c.kprof("k8s", "preflight", "-n", odd_ns, odd_name)
-        self.assertEqual(r.returncode, 10)
-        self.assertIn(["get", "deployment", odd_name, "-n", odd_ns, "-o", "json"], c.kubectl_calls())
+        # Names Kubernetes cannot have are refused before kubectl runs; names that can be, but
+        # start like a flag, reach kubectl after `--`.
+        r = c.kprof("k8s", "preflight", "-n", odd_ns, "llama-70b")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("is not a valid Kubernetes namespace (a DNS-1123 label", r.stderr)
+        r = c.kprof("k8s", "preflight", "-n", "serving", odd_name)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("not a valid Deployment name (a DNS-1123 subdomain", r.stderr)
+        self.assertEqual(c.kubectl_calls(), [])
+        r = c.kprof("k8s", "preflight", "-n", "serving", "--", "-all")
+        self.assertEqual(r.returncode, 2, r.stderr)
         self.assertFalse(os.path.exists(os.path.join(c.dir, "pwned")))
         regex = "gemm x|'quoted';\"$(touch pwned)\""
         r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-k", regex, "-o", "run")
@@ -160,7 +169,11 @@ class K8sTest(unittest.TestCase):
                     "-k", "k_alpha", "--captures", "2", "--preset", "basic", "-o", "run", "--campaign", "c1", "--cell", "tp8")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(verbs(c.kubectl_calls()),
-                         ["version", "get", "get", "get", "create", "get", "logs"] + ["exec", "exec", "cp"] * 2 + ["delete"])
+                         ["version", "get", "get", "get", "create", "get", "logs"] + ["exec", "exec", "cp"] * 2 + ["get", "delete"])
+        name = json.loads(next(q for q in c.requests() if q.get("method") == "POST")["body"])["metadata"]["name"]
+        self.assertEqual(c.kubectl_calls()[-2:], [["get", "deployment", "-n", "serving", "-o", "json", "--", name],
+                                                  ["delete", "deployment", "-n", "serving", "--ignore-not-found",
+                                                   "--wait=false", "--", name]])
         posted = [q for q in c.requests() if q.get("method") == "POST" and q["path"].endswith("/deployments")]
         self.assertEqual(len(posted), 1)
         sister = json.loads(posted[0]["body"])
@@ -268,12 +281,171 @@ class K8sTest(unittest.TestCase):
         r = c.kprof("k8s", "cleanup", "--receipt", path)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn(f"deleted Deployment serving/{left[0]['name']}", r.stdout)
-        self.assertIn(["delete", "deployment", left[0]["name"], "-n", "serving", "--ignore-not-found", "--wait=false"], c.kubectl_calls())
+        self.assertIn(["delete", "deployment", "-n", "serving", "--ignore-not-found", "--wait=false", "--", left[0]["name"]],
+                      c.kubectl_calls())
         receipt = json.load(open(path))
         self.assertEqual((receipt["status"], receipt["leftovers"]), ("cleaned", []))
         bad = os.path.join(c.dir, "not-a-receipt.json")
         open(bad, "w").write("{}")
         self.assertEqual(c.kprof("k8s", "cleanup", "--receipt", bad).returncode, 4)
+
+    def receipt(self, c, objects, **fields):
+        """A receipt as kprof writes it (kprof.cleanup-receipt/1), with the given objects."""
+        path = os.path.join(c.dir, "receipt.json")
+        body = {"schema": "kprof.cleanup-receipt/1", "operation": "sister", "context": "",
+                "started_at": "2026-11-30T10:00:00Z", "status": "running", "objects": objects} | fields
+        with open(path, "w") as f:
+            json.dump(body, f)
+        return path
+
+    def deployment_entry(self, name, **fields):
+        return {"kind": "Deployment", "namespace": "serving", "name": name, "created_at": "2026-11-30T10:00:01Z",
+                "removable": True, "deleted_at": None, "note": "sister of llama-70b"} | fields
+
+    def test_cleanup_refuses_a_receipt_naming_a_flag(self):
+        # kubectl would read a name "--all" as its flag and delete every Deployment in the namespace.
+        c = self.cluster("vllm_single_replica.json")
+        for name in ("--all", "-l=app", "Llama-70b", "llama_70b", "a" * 254):
+            with self.subTest(name=name[:20]):
+                path = self.receipt(c, [self.deployment_entry(name)])
+                r = c.kprof("k8s", "cleanup", "--receipt", path)
+                self.assertEqual(r.returncode, 4, r.stderr)
+                self.assertTrue(r.stderr.startswith(f"kprof: {path}: not a valid receipt: "), r.stderr)
+                self.assertIn("DNS-1123", r.stderr)
+                self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+        path = self.receipt(c, [self.deployment_entry("llama-70b-kprof-ab12c", namespace="--all-namespaces")])
+        r = c.kprof("k8s", "cleanup", "--receipt", path)
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertEqual(c.kubectl_calls(), [])
+        self.assertFalse([q for q in c.requests() if q.get("method") == "DELETE"])
+        self.assertEqual(len(c.requests()), 0)
+
+    def test_cleanup_rejects_malformed_receipts(self):
+        c = self.cluster("vllm_single_replica.json")
+        entry = self.deployment_entry("llama-70b-kprof-ab12c")
+        cases = {
+            "missing name": [{k: v for k, v in entry.items() if k != "name"}],
+            "missing namespace": [{k: v for k, v in entry.items() if k != "namespace"}],
+            "missing deleted_at": [{k: v for k, v in entry.items() if k != "deleted_at"}],
+            "missing kind": [{k: v for k, v in entry.items() if k != "kind"}],
+            "name a number": [entry | {"name": 42}],
+            "removable a string": [entry | {"removable": "yes"}],
+            "deleted_at a number": [entry | {"deleted_at": 5}],
+            "kind not kprof's": [entry | {"kind": "Secret"}],
+            "object not an object": ["llama-70b"],
+            "objects not an array": {"name": "x"},
+        }
+        for what, objects in cases.items():
+            with self.subTest(what):
+                r = c.kprof("k8s", "cleanup", "--receipt", self.receipt(c, objects))
+                self.assertEqual(r.returncode, 4, r.stderr)
+                self.assertIn(": not a valid receipt: ", r.stderr)
+                self.assertNotIn("internal error", r.stderr)
+                self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+        r = c.kprof("k8s", "cleanup", "--receipt", self.receipt(c, [entry], operation=7))
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertIn("operation", r.stderr)
+        self.assertFalse([q for q in c.requests() if q.get("method") == "DELETE"])
+
+    def test_cleanup_deletes_only_what_carries_kprofs_labels(self):
+        # The production Deployment named in a receipt: read, found not to be kprof's, left alone.
+        c = self.cluster("vllm_single_replica.json")
+        path = self.receipt(c, [self.deployment_entry("llama-70b", run="ab12c")])
+        r = c.kprof("k8s", "cleanup", "--receipt", path)
+        self.assertEqual(r.returncode, 10, r.stderr)
+        self.assertEqual(r.stdout, "")
+        self.assertIn("refused to delete Deployment serving/llama-70b", r.stderr)
+        self.assertIn("app.kubernetes.io/managed-by=kprof", r.stderr)
+        gets = [q for q in c.requests() if q.get("method") == "GET" and q["path"].endswith("/deployments/llama-70b")]
+        self.assertEqual(len(gets), 1)
+        self.assertFalse([q for q in c.requests() if q.get("method") == "DELETE"])
+        receipt = json.load(open(path))
+        self.assertEqual(receipt["status"], "cleanup-failed")
+        self.assertEqual([o["name"] for o in receipt["leftovers"]], ["llama-70b"])
+        self.assertIn("managed-by", receipt["objects"][0]["left_because"])
+
+    def test_unreachable_cluster_is_one_line(self):
+        c = self.cluster("vllm_single_replica.json")
+        closed = os.path.join(c.dir, "closed-kubeconfig")
+        with open(closed, "w") as f:
+            f.write(open(c.kubeconfig).read().replace(open(os.path.join(c.dir, "port")).read(), "1"))
+        r = c.kprof("k8s", "preflight", "-n", "serving", "llama-70b", "--kubeconfig", closed)
+        self.assertEqual(r.returncode, 10, r.stderr)
+        self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+        self.assertNotIn("memcache", r.stderr)
+        self.assertIn("The connection to the server 127.0.0.1:1 was refused", r.stderr)
+        self.assertIn("[unreachable]", r.stderr)
+        self.assertIn(f"`kubectl --kubeconfig {closed} get deployment -n serving -o json -- llama-70b` failed (exit 1)", r.stderr)
+
+    def test_sister_checks_the_output_folder_before_creating_anything(self):
+        c = self.cluster("vllm_single_replica.json")
+        os.makedirs(os.path.join(c.dir, "run", "capture-2"))
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-k", "k_alpha",
+                    "--captures", "2", "-o", "run")
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("capture-2: already exists", r.stderr)
+        self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+        self.assertFalse([q for q in c.requests() if q.get("method") in ("POST", "DELETE", "PATCH")])
+        self.assertEqual(glob.glob(os.path.join(c.dir, "run", "kprof-sister-receipt-*.json")), [])
+        # A receipt kprof would overwrite is refused the same way.
+        old = self.receipt(c, [])
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-k", "k_alpha",
+                    "-o", "run2", "--receipt", old)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("already exists", r.stderr)
+        self.assertFalse([q for q in c.requests() if q.get("method") in ("POST", "DELETE", "PATCH")])
+
+    def test_sister_local_failure_after_creation_still_deletes(self):
+        # capture-2's folder appears while capture 1 runs: a local error after the Deployment exists.
+        c = self.cluster("vllm_single_replica.json", "slow-exec:3")
+        p = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-k", "k_alpha",
+                    "--captures", "2", "-o", "run", background=True)
+        self.wait_for_attach(c)
+        os.makedirs(os.path.join(c.dir, "run", "capture-2"))
+        out, err = p.communicate(timeout=120)
+        self.assertEqual(p.returncode, 3, err)
+        self.assertTrue(err.rstrip("\n").split("\n")[-1].endswith("capture-2: already exists; choose another --output "
+                                                                   "(kprof never overwrites a bundle)"), err)
+        deletes = [q for q in c.requests() if q.get("method") == "DELETE"]
+        self.assertEqual(len(deletes), 1)
+        receipt_path = glob.glob(os.path.join(c.dir, "run", "kprof-sister-receipt-*.json"))[0]
+        receipt = json.load(open(receipt_path))
+        self.assertEqual((receipt["status"], receipt["leftovers"]), ("failed", []))
+        self.assertTrue(deletes[0]["path"].endswith("/deployments/" + receipt["objects"][0]["name"]))
+        self.assertIn(f"deleted Deployment serving/{receipt['objects'][0]['name']}", err)
+        self.assertIn(f"cleanup receipt {os.path.relpath(receipt_path, c.dir)} (failed; 0 leftovers)", err)
+
+    def test_sister_deletes_its_deployment_only_while_it_is_kprofs(self):
+        # Someone relabelled the sister meanwhile: kprof's own end refuses to delete it too.
+        c = self.cluster("vllm_single_replica.json", "unlabel-created")
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-k", "k_alpha", "-o", "run")
+        self.assertEqual(r.returncode, 10, r.stderr)
+        self.assertFalse([q for q in c.requests() if q.get("method") == "DELETE"])
+        receipt = json.load(open(glob.glob(os.path.join(c.dir, "run", "kprof-sister-receipt-*.json"))[0]))
+        name = receipt["objects"][0]["name"]
+        self.assertEqual(receipt["status"], "failed")
+        self.assertEqual([o["name"] for o in receipt["leftovers"]], [name])
+        self.assertIn(f"refused to delete Deployment serving/{name}: it does not carry kprof's label", r.stderr)
+        self.assertIn(f"  left: Deployment serving/{name} — kprof refused to delete it", r.stderr)
+        self.assertIn(f"`kubectl delete deployment -n serving -- {name}`", r.stderr)
+        self.assertEqual(json.load(open(os.path.join(c.dir, "run", "capture-1", "manifest.json")))["status"], "ok")
+
+    def test_sister_says_what_is_left_when_the_deletion_fails(self):
+        c = self.cluster("vllm_single_replica.json", "forbid:delete:deployments")
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-k", "k_alpha", "-o", "run")
+        self.assertEqual(r.returncode, 10, r.stderr)
+        path = glob.glob(os.path.join(c.dir, "run", "kprof-sister-receipt-*.json"))[0]
+        receipt = json.load(open(path))
+        name = receipt["objects"][0]["name"]
+        self.assertEqual(receipt["status"], "failed")
+        self.assertEqual([o["name"] for o in receipt["leftovers"]], [name])
+        self.assertTrue(receipt["objects"][0]["left_because"].startswith("the deletion failed: `kubectl delete"))
+        line = next(l for l in r.stderr.splitlines() if l.startswith("kprof: could not delete"))
+        self.assertIn(f"could not delete Deployment serving/{name}: `kubectl delete deployment -n serving "
+                      f"--ignore-not-found --wait=false -- {name}` failed: Error from server (Forbidden)", line)
+        self.assertTrue(line.endswith("[forbidden] → your RBAC role lacks this verb; ask for it or use a context that has it"), line)
+        relative = os.path.relpath(path, c.dir)
+        self.assertIn(f"  left: Deployment serving/{name} — remove with `kprof k8s cleanup --receipt {relative}`", r.stderr)
 
     def test_sidecar_with_custom_profile_and_capabilities(self):
         c = self.cluster("sglang_under_ncu_launch.json")
@@ -296,6 +468,8 @@ class K8sTest(unittest.TestCase):
         receipt = json.load(open(glob.glob(os.path.join(c.dir, "run", "kprof-sidecar-receipt-*.json"))[0]))
         self.assertEqual(receipt["objects"][0]["kind"], "EphemeralContainer")
         self.assertFalse(receipt["objects"][0]["removable"])
+        self.assertIn(f"stays: EphemeralContainer serving/{receipt['objects'][0]['name']} — ephemeral containers "
+                      "cannot be removed from a pod", r.stderr)
         # A second run uses a fresh container name.
         c.kprof("k8s", "sidecar", "-n", "serving", "sglang-dsv3", "--image", "img", "-k", "k_alpha", "-o", "run2")
         names = [call[call.index("--container") + 1] for call in c.kubectl_calls() if "debug" in call]
@@ -318,6 +492,8 @@ class K8sTest(unittest.TestCase):
         self.assertEqual(r.returncode, 10, r.stderr)
         self.assertIn("ephemeral containers are disabled", r.stderr)
         self.assertIn("kprof k8s sister", r.stderr)
+        receipt = json.load(open(glob.glob(os.path.join(c.dir, "run", "kprof-sidecar-receipt-*.json"))[0]))
+        self.assertEqual((receipt["status"], receipt["objects"]), ("failed", []))  # nothing was added
 
     def test_sidecar_refused_for_a_server_not_under_ncu(self):
         c = self.cluster("vllm_single_replica.json")

@@ -89,6 +89,57 @@ TEST(Workload, LongNamesAreShortenedToFitPodNames) {
   EXPECT_FALSE(is_dns_label(std::string(64, 'a')));
 }
 
+TEST(Workload, KubernetesNameRules) {
+  // Examples from k8s.io/apimachinery's validation tests (IsDNS1123Label, IsDNS1123Subdomain).
+  for (const char* good : {"a", "ab", "abc", "a1", "a-1", "a--1--2--b", "0", "01", "012", "1a"})
+    EXPECT_TRUE(is_dns_label(good) && is_dns_subdomain(good)) << good;
+  for (const char* good : {"a.a", "ab.a", "0.a", "a.b.c", "a--1.b-2", "llama-70b.v2"})
+    EXPECT_TRUE(is_dns_subdomain(good)) << good;
+  for (const char* bad : {"", "A", "ABC", "aBc", "A1", "-", "a-", "-a", "1-", "-1", "_", "a_b",
+                          "a b", "a.b", "--all", "a@b", "a,b", "a/b"})
+    EXPECT_FALSE(is_dns_label(bad)) << bad;
+  for (const char* bad :
+       {"", ".", "a.", ".a", "a..b", "a.-b", "a-.b", "A.a", "a_b.c", "--all", "-l=app", "a/b"})
+    EXPECT_FALSE(is_dns_subdomain(bad)) << bad;
+  EXPECT_TRUE(is_dns_label(std::string(63, 'a')));
+  EXPECT_FALSE(is_dns_label(std::string(64, 'a')));
+  std::string longest = std::string(63, 'a') + "." + std::string(63, 'b') + "." +
+                        std::string(63, 'c') + "." + std::string(61, 'd');
+  ASSERT_EQ(longest.size(), 253u);
+  EXPECT_TRUE(is_dns_subdomain(longest));
+  EXPECT_FALSE(is_dns_subdomain(longest + "d"));
+}
+
+TEST(Workload, OnlyTheSisterOfTheRunIsKprofs) {
+  TargetInfo t = target("vllm_single_replica.json");
+  nlohmann::json sister = sister_deployment(t, {"", "img", "/opt/ncu", "ab12c"});
+  std::string name = sister["metadata"]["name"];
+  EXPECT_EQ(not_created_by_kprof(sister, "Deployment", "serving", name, "ab12c"), std::nullopt);
+  auto refused = [&](const nlohmann::json& object, const std::string& run) {
+    return not_created_by_kprof(object, "Deployment", "serving", name, run).value_or("accepted");
+  };
+  EXPECT_NE(refused(sister, "cd34e").find("is not the run cd34e of the receipt"),
+            std::string::npos);
+  EXPECT_NE(refused(sister, "").find("does not say which kprof run"), std::string::npos);
+  nlohmann::json relabelled = sister;
+  relabelled["metadata"]["labels"].erase("app.kubernetes.io/managed-by");
+  EXPECT_NE(refused(relabelled, "ab12c").find("does not carry kprof's label"), std::string::npos);
+  // The production Deployment the sister copies: none of kprof's labels.
+  nlohmann::json production = fixture("vllm_single_replica.json")["deployments"][0];
+  EXPECT_NE(not_created_by_kprof(production, "Deployment", "serving", "llama-70b", "ab12c")
+                .value_or("accepted")
+                .find("app.kubernetes.io/managed-by=kprof"),
+            std::string::npos);
+  // What kubectl returned must be the object asked for, and labels must be strings.
+  EXPECT_TRUE(not_created_by_kprof(sister, "Deployment", "serving", "other", "ab12c").has_value());
+  EXPECT_TRUE(not_created_by_kprof(sister, "Deployment", "default", name, "ab12c").has_value());
+  nlohmann::json odd = sister;
+  odd["metadata"]["labels"]["kprof.dev/run"] = 7;
+  EXPECT_TRUE(not_created_by_kprof(odd, "Deployment", "serving", name, "ab12c").has_value());
+  EXPECT_TRUE(not_created_by_kprof(nlohmann::json::array(), "Deployment", "serving", name, "ab12c")
+                  .has_value());
+}
+
 TEST(Workload, EphemeralContainerRules) {
   EXPECT_TRUE(check_ephemeral_custom(ephemeral_custom_spec()).empty());
   nlohmann::json bad = ephemeral_custom_spec();

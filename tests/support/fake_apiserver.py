@@ -15,7 +15,8 @@ usage: fake_apiserver.py OBJECTS.json STATE_DIR [--port-file F] [--fail RULE]...
 RULE: forbid:VERB:RESOURCE (403), no-ephemeral (404 on pods/ephemeralcontainers),
       server-version:MINOR, slow-exec:SECONDS (the attach exec waits first), cp-missing (tar
       finds no file, as when the report vanished before kubectl cp), no-tar (an image without
-      tar: kubectl cp cannot work there).
+      tar: kubectl cp cannot work there), unlabel-created (a created Deployment loses its
+      app.kubernetes.io/managed-by label, as if someone relabelled it).
 Environment: FAKE_ATTACH_RECORDING (a capture-recordings folder: ncu-stdout.txt, report.ncu-rep.zst)."""
 import base64
 import hashlib
@@ -238,6 +239,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if find(kind, ns, obj["metadata"]["name"]):
                 return self.send_json(*status(409, "AlreadyExists", f'{kind}.{group} "{obj["metadata"]["name"]}" already exists'))
             obj["metadata"]["uid"] = "uid-" + obj["metadata"]["name"]
+            if "unlabel-created" in rules:
+                (obj["metadata"].get("labels") or {}).pop("app.kubernetes.io/managed-by", None)
             obj["metadata"]["annotations"] = dict(obj["metadata"].get("annotations", {}) or {}) | {"deployment.kubernetes.io/revision": "1"}
             store[kind].append(obj)
             if kind == "deployments":
