@@ -35,7 +35,8 @@ constexpr const char* kDescription =
     "            6 kprof diff found a regression, 7 the ncu run failed or profiled nothing\n"
     "            (capture, explain, k8s), 8 capture timed out or was interrupted (bundle\n"
     "            marked incomplete), 9 not ready: ncu or kubectl missing, or unable to profile\n"
-    "            (capture, doctor, k8s), 10 a Kubernetes call failed (k8s),\n"
+    "            (capture, doctor, k8s), 10 a Kubernetes call failed or something kprof\n"
+    "            created is left (k8s),\n"
     "            11 output could not be written (disk full, permission denied, read-only\n"
     "            file system).";
 

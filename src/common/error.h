@@ -22,7 +22,7 @@ enum class ExitCode : int {
   kCaptureFailed = 7,     // capture/explain: the ncu run failed or profiled nothing (diagnosed)
   kIncomplete = 8,        // capture: timed out or interrupted; the bundle is marked incomplete
   kNotReady = 9,          // a tool kprof drives is missing or cannot profile (doctor's failures)
-  kK8sFailed = 10,        // k8s: a Kubernetes call failed (not found, forbidden, disabled feature)
+  kK8sFailed = 10,        // k8s: a Kubernetes call failed, or an object kprof created is left
   kOutputUnwritable = 11, // output could not be written: disk full, permission denied, read-only FS
 };
 
