@@ -6,7 +6,9 @@
 
 #include "cli/command.h"
 #include "common/text.h"
+#include "common/utf8.h"
 #include "importers/nsys_sqlite/nsys_sqlite_reader.h"
+#include "render/report_json.h"
 #include "render/table.h"
 #include "timeline/step_budget.h"
 
@@ -30,7 +32,11 @@ ExitCode run_budget(const BudgetOptions& options, Output& output) {
   timeline::BudgetThresholds thresholds{options.host_bound_below_pct / 100,
                                         options.kernel_bound_from_pct / 100};
   timeline::BudgetBuilder builder;
-  importers::read_trace(options.path, builder);
+  importers::TraceReadStats stats = importers::read_trace(options.path, builder);
+  if (std::string warning = importers::skipped_events_warning(options.path, stats);
+      !warning.empty()) {
+    output.stderr_text += "kprof: " + escape_for_terminal(warning) + "\n";
+  }
   timeline::Budget budget;
   try {
     budget = builder.finish(options.step_regex, thresholds);
@@ -64,11 +70,17 @@ ExitCode run_budget(const BudgetOptions& options, Output& output) {
   if (options.json) {
     nlohmann::json steps = nlohmann::json::array();
     for (const auto& s : budget.steps) {
-      steps.push_back({{"name", s.name}, {"source", s.source}, {"start_us", s.start_us},
-                       {"host_duration_us", s.host_duration_us}, {"gpu_span_us", s.gpu_span_us},
-                       {"gpu_busy_us", s.gpu_busy_us}, {"host_gap_us", s.host_gap_us},
-                       {"busy_fraction", s.busy_fraction}, {"gpu_activities", s.gpu_activities},
-                       {"launches", s.kernel_launches}, {"graph_launches", s.graph_launches},
+      steps.push_back({{"name", s.name},
+                       {"source", s.source},
+                       {"start_us", s.start_us},
+                       {"host_duration_us", s.host_duration_us},
+                       {"gpu_span_us", s.gpu_span_us},
+                       {"gpu_busy_us", s.gpu_busy_us},
+                       {"host_gap_us", s.host_gap_us},
+                       {"busy_fraction", s.busy_fraction},
+                       {"gpu_activities", s.gpu_activities},
+                       {"launches", s.kernel_launches},
+                       {"graph_launches", s.graph_launches},
                        {"verdict", timeline::step_verdict_name(s.verdict)}});
     }
     nlohmann::json document = {
@@ -83,15 +95,18 @@ ExitCode run_budget(const BudgetOptions& options, Output& output) {
         {"verdict", timeline::step_verdict_name(budget.overall)},
         {"advice", advice},
         {"steps", steps}};
-    output.stdout_text = document.dump(1) + "\n";
+    output.stdout_text = render::json_text(document);
     return ExitCode::kOk;
   }
   using render::TextTable;
-  TextTable table({{"step"}, {"host ms", TextTable::Align::kRight},
+  TextTable table({{"step"},
+                   {"host ms", TextTable::Align::kRight},
                    {"GPU span ms", TextTable::Align::kRight},
                    {"GPU busy ms", TextTable::Align::kRight},
-                   {"host gap ms", TextTable::Align::kRight}, {"busy %", TextTable::Align::kRight},
-                   {"launches", TextTable::Align::kRight}, {"graphs", TextTable::Align::kRight},
+                   {"host gap ms", TextTable::Align::kRight},
+                   {"busy %", TextTable::Align::kRight},
+                   {"launches", TextTable::Align::kRight},
+                   {"graphs", TextTable::Align::kRight},
                    {"verdict"}});
   for (const auto& s : budget.steps) {
     table.add_row({s.name, ms(s.host_duration_us), ms(s.gpu_span_us), ms(s.gpu_busy_us),
@@ -99,10 +114,11 @@ ExitCode run_budget(const BudgetOptions& options, Output& output) {
                    std::to_string(s.kernel_launches), std::to_string(s.graph_launches),
                    timeline::step_verdict_name(s.verdict)});
   }
-  std::string out = fmt::format("{}: {} step{} ({}) — {}: GPU busy {:.1f}% of its span\n",
-                                options.path, budget.steps.size(),
-                                budget.steps.size() == 1 ? "" : "s", budget.step_selector,
-                                timeline::step_verdict_name(budget.overall), busy * 100);
+  std::string out =
+      fmt::format("{}: {} step{} ({}) — {}: GPU busy {:.1f}% of its span\n",
+                  escape_for_terminal(options.path), budget.steps.size(),
+                  budget.steps.size() == 1 ? "" : "s", escape_for_terminal(budget.step_selector),
+                  timeline::step_verdict_name(budget.overall), busy * 100);
   out += table.to_string();
   out += threshold_text + "\n";
   if (!advice.empty()) out += advice + "\n";
@@ -117,25 +133,34 @@ void define_budget(CLI::App& parent, Runner& runner) {
   CLI::App* command = parent.add_subcommand(
       "budget", "Per step: GPU busy vs host gap, and whether the step is kernel- or host-bound");
   command->footer(
+      "TRACE is a PyTorch profiler trace (Chrome trace JSON, .json or .json.gz) or an Nsight\n"
+      "Systems SQLite export (nsys export --type sqlite; its NVTX ranges are the annotations).\n"
       "Steps are the trace's ProfilerStep#N annotations (torch.profiler schedule), or the\n"
       "annotations --step matches (record_function names, CPU side preferred), or the whole\n"
       "trace. A step's GPU work is every kernel, memcpy and memset whose launch call happened\n"
       "inside it (found by correlation id, so the kernels of a cudaGraphLaunch count); for a\n"
       "GPU-side annotation, the GPU activity inside its span. GPU busy is the union of that\n"
-      "work's intervals over all streams; the host gap is the rest of its span.\n\n"
+      "work's intervals over all streams; the host gap is the rest of its span. Events with an\n"
+      "impossible time (a negative, non-finite or absurdly long duration) are skipped with a\n"
+      "warning.\n\n"
       "Examples:\n"
       "  kprof budget trace.json.gz\n"
-      "  kprof budget trace.json.gz --step '^decode_step$' --json");
-  command->add_option("TRACE", options->path, "PyTorch profiler trace (.json or .json.gz)")
+      "  kprof budget trace.json.gz --step '^decode_step$' --json\n"
+      "  kprof budget report.sqlite --step '^decode'   # NVTX ranges of an nsys export");
+  command
+      ->add_option("TRACE", options->path,
+                   "PyTorch profiler trace (.json or .json.gz) or Nsight Systems SQLite export")
       ->required();
   command->add_option("--step", options->step_regex,
                       "Regex (RE2) over annotation names that delimit steps");
-  command->add_option("--host-bound-below", options->host_bound_below_pct,
-                      "GPU busy % under which a step is host-bound")
+  command
+      ->add_option("--host-bound-below", options->host_bound_below_pct,
+                   "GPU busy % under which a step is host-bound")
       ->check(CLI::Range(0.0, 100.0))
       ->capture_default_str();
-  command->add_option("--kernel-bound-from", options->kernel_bound_from_pct,
-                      "GPU busy % from which a step is kernel-bound")
+  command
+      ->add_option("--kernel-bound-from", options->kernel_bound_from_pct,
+                   "GPU busy % from which a step is kernel-bound")
       ->check(CLI::Range(0.0, 100.0))
       ->capture_default_str();
   command->add_flag("--json", options->json, "Print JSON (schema kprof.budget/1)");

@@ -36,14 +36,27 @@ TEST(BadInput, EmptyFile) {
   EXPECT_NE(error.message().find("empty"), std::string::npos);
 }
 
-TEST(BadInput, OtherFileTypesAreRejectedAtByteZero) {
+TEST(BadInput, TracesAreRejectedWithTheCommandsThatReadThem) {
   for (std::string bytes :
-       {std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16),
-        std::string("\x7f"
-                    "ELF\x02\x01\x01\0",
-                    8),
-        std::string("\x1f\x8b\x08\0\0\0\0\0", 8), std::string("{\"traceEvents\": []}"),
-        std::string("Kernel,Duration\nk,1\n")}) {
+       {std::string("\x1f\x8b\x08\0\0\0\0\0", 8), std::string("  {\"traceEvents\": []}"),
+        std::string("[]"), std::string("SQLite format 3\0", 16)}) {
+    InputError error = expect_invalid(bytes, "t.json.gz");
+    EXPECT_EQ(error.position().kind, InputPosition::Kind::kByte);
+    EXPECT_EQ(error.position().value, 0u);
+    EXPECT_NE(error.message().find("not an Nsight Compute report but "), std::string::npos)
+        << error.message();
+    EXPECT_NE(error.message().find("`kprof rank t.json.gz` or `kprof budget t.json.gz`"),
+              std::string::npos)
+        << error.message();
+  }
+}
+
+TEST(BadInput, OtherFileTypesAreRejectedAtByteZero) {
+  for (std::string bytes : {std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16),
+                            std::string("\x7f"
+                                        "ELF\x02\x01\x01\0",
+                                        8),
+                            std::string("Kernel,Duration\nk,1\n")}) {
     InputError error = expect_invalid(bytes);
     EXPECT_EQ(error.position().kind, InputPosition::Kind::kByte);
     EXPECT_EQ(error.position().value, 0u);

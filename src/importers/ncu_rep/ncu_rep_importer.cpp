@@ -339,7 +339,7 @@ bool NcuRepImporter::recognizes(std::string_view head) const {
   return head.size() >= kMagic.size() && head.substr(0, kMagic.size()) == kMagic;
 }
 
-model::Report NcuRepImporter::import(const std::string& path, std::string_view bytes) const {
+model::Report NcuRepImporter::parse(const std::string& path, std::string_view bytes) const {
   if (!recognizes(bytes)) {
     throw_invalid(path, InputPosition::byte(0), "not an Nsight Compute report: missing \"NVR\\0\"");
   }
