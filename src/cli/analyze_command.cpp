@@ -24,6 +24,7 @@
 #include "render/report_json.h"
 #include "render/report_text.h"
 #include "render/table.h"
+#include "render/trace_render.h"
 #include "render/verdict_render.h"
 #include "timeline/trace_join.h"
 
@@ -92,7 +93,8 @@ AnalyzedReports analyze_loaded(const std::vector<model::Report>& reports,
     std::vector<render::AnalyzedKernel> these;
     for (size_t i : ordered(report, selected[r], options.sort)) {
       render::AnalyzedKernel k{&report, &report.kernels[i],
-                               analysis::analyze_kernel(report, report.kernels[i], config)};
+                               analysis::analyze_kernel(report, report.kernels[i], config), false,
+                               std::nullopt};
       if (trace) {
         k.joined = true;
         k.share = trace->share_of(report.kernels[i]);
@@ -146,9 +148,9 @@ ExitCode run_analyze(const AnalyzeOptions& options, Output& output) {
   std::optional<timeline::TraceTimeIndex> trace;
   if (!options.trace_path.empty()) {
     trace.emplace();
-    importers::TraceReadStats stats = importers::read_trace(options.trace_path, *trace);
-    std::string warning = importers::skipped_events_warning(options.trace_path, stats);
-    if (!warning.empty()) output.stderr_text += "kprof: " + escape_for_terminal(warning) + "\n";
+    render::TraceSource source{options.trace_path, output.argv,
+                               importers::read_trace(options.trace_path, *trace)};
+    output.stderr_text += render::trace_warnings(source);
     if (trace->gpu_span_us() <= 0) {
       throw InputError(ExitCode::kInputInvalid, options.trace_path, InputPosition::none(),
                        "no GPU events in this trace: nothing to join the captures to");

@@ -5,11 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
-#include "common/text.h"
-#include "common/utf8.h"
 #include "importers/nsys_sqlite/nsys_sqlite_reader.h"
 #include "render/report_json.h"
-#include "render/table.h"
+#include "render/trace_render.h"
 #include "timeline/step_budget.h"
 
 namespace kprof::cli {
@@ -23,8 +21,6 @@ struct BudgetOptions {
   bool json = false;
 };
 
-std::string ms(double us) { return format_number(us / 1000); }
-
 ExitCode run_budget(const BudgetOptions& options, Output& output) {
   if (options.host_bound_below_pct > options.kernel_bound_from_pct) {
     throw UsageError("--host-bound-below must not exceed --kernel-bound-from");
@@ -32,11 +28,9 @@ ExitCode run_budget(const BudgetOptions& options, Output& output) {
   timeline::BudgetThresholds thresholds{options.host_bound_below_pct / 100,
                                         options.kernel_bound_from_pct / 100};
   timeline::BudgetBuilder builder;
-  importers::TraceReadStats stats = importers::read_trace(options.path, builder);
-  if (std::string warning = importers::skipped_events_warning(options.path, stats);
-      !warning.empty()) {
-    output.stderr_text += "kprof: " + escape_for_terminal(warning) + "\n";
-  }
+  render::TraceSource source{options.path, output.argv,
+                             importers::read_trace(options.path, builder)};
+  output.stderr_text += render::trace_warnings(source);
   timeline::Budget budget;
   try {
     budget = builder.finish(options.step_regex, thresholds);
@@ -47,82 +41,9 @@ ExitCode run_budget(const BudgetOptions& options, Output& output) {
     throw InputError(ExitCode::kInputInvalid, options.path, InputPosition::none(),
                      "no GPU activity in the trace's steps: was the profiler recording CUDA?");
   }
-  double busy = budget.total_busy_us / budget.total_span_us;
-  std::string threshold_text = fmt::format(
-      "thresholds: host-bound below {}% GPU busy (of the GPU span of a step's work), "
-      "kernel-bound from {}%, mixed between",
-      format_number(options.host_bound_below_pct), format_number(options.kernel_bound_from_pct));
-  std::string advice;
-  if (budget.overall == timeline::StepVerdict::kHostBound) {
-    advice = fmt::format(
-        "The GPU is busy only {:.0f}% of the time its work spans: it waits on the host between "
-        "kernels. Per-kernel counter work is moot here — a kernel made twice as fast saves at most "
-        "{:.0f}% of a step — until launches are batched (CUDA graphs, torch.compile "
-        "mode=\"reduce-overhead\") or the host work shrinks.",
-        busy * 100, busy * 50);
-  } else if (budget.overall == timeline::StepVerdict::kKernelBound) {
-    advice = fmt::format(
-        "The GPU is busy {:.0f}% of the time its work spans: the steps are kernel-bound, so "
-        "faster kernels shorten them — rank them (kprof rank) and capture the largest (kprof "
-        "analyze).",
-        busy * 100);
-  }
-  if (options.json) {
-    nlohmann::json steps = nlohmann::json::array();
-    for (const auto& s : budget.steps) {
-      steps.push_back({{"name", s.name},
-                       {"source", s.source},
-                       {"start_us", s.start_us},
-                       {"host_duration_us", s.host_duration_us},
-                       {"gpu_span_us", s.gpu_span_us},
-                       {"gpu_busy_us", s.gpu_busy_us},
-                       {"host_gap_us", s.host_gap_us},
-                       {"busy_fraction", s.busy_fraction},
-                       {"gpu_activities", s.gpu_activities},
-                       {"launches", s.kernel_launches},
-                       {"graph_launches", s.graph_launches},
-                       {"verdict", timeline::step_verdict_name(s.verdict)}});
-    }
-    nlohmann::json document = {
-        {"schema", "kprof.budget/1"},
-        {"tool", {{"name", "kprof"}, {"version", KPROF_VERSION}, {"argv", output.argv}}},
-        {"trace", options.path},
-        {"steps_from", budget.step_selector},
-        {"thresholds",
-         {{"host_bound_below", thresholds.host_bound_below},
-          {"kernel_bound_from", thresholds.kernel_bound_from}}},
-        {"busy_fraction", busy},
-        {"verdict", timeline::step_verdict_name(budget.overall)},
-        {"advice", advice},
-        {"steps", steps}};
-    output.stdout_text = render::json_text(document);
-    return ExitCode::kOk;
-  }
-  using render::TextTable;
-  TextTable table({{"step"},
-                   {"host ms", TextTable::Align::kRight},
-                   {"GPU span ms", TextTable::Align::kRight},
-                   {"GPU busy ms", TextTable::Align::kRight},
-                   {"host gap ms", TextTable::Align::kRight},
-                   {"busy %", TextTable::Align::kRight},
-                   {"launches", TextTable::Align::kRight},
-                   {"graphs", TextTable::Align::kRight},
-                   {"verdict"}});
-  for (const auto& s : budget.steps) {
-    table.add_row({s.name, ms(s.host_duration_us), ms(s.gpu_span_us), ms(s.gpu_busy_us),
-                   ms(s.host_gap_us), fmt::format("{:.1f}", s.busy_fraction * 100),
-                   std::to_string(s.kernel_launches), std::to_string(s.graph_launches),
-                   timeline::step_verdict_name(s.verdict)});
-  }
-  std::string out =
-      fmt::format("{}: {} step{} ({}) — {}: GPU busy {:.1f}% of its span\n",
-                  escape_for_terminal(options.path), budget.steps.size(),
-                  budget.steps.size() == 1 ? "" : "s", escape_for_terminal(budget.step_selector),
-                  timeline::step_verdict_name(budget.overall), busy * 100);
-  out += table.to_string();
-  out += threshold_text + "\n";
-  if (!advice.empty()) out += advice + "\n";
-  output.stdout_text = std::move(out);
+  output.stdout_text = options.json
+                           ? render::json_text(render::budget_json(budget, thresholds, source))
+                           : render::budget_text(budget, thresholds, source);
   return ExitCode::kOk;
 }
 
