@@ -1,5 +1,7 @@
 // kprof analyze REPORT...: per-kernel bottleneck verdicts (table, JSON, CSV), or with --summary
 // the raw numbers that say where each kernel stands.
+#include "cli/analyze_command.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -7,22 +9,24 @@
 #include <numeric>
 #include <set>
 
+#include "analysis/analysis_tables.h"
 #include "analysis/kernel_summary.h"
 #include "analysis/verdict.h"
-#include "hardware/gpu_specs.h"
-#include "render/html_report.h"
-#include "render/verdict_render.h"
-#include "common/file_bytes.h"
-#include "cli/analyze_command.h"
-#include "analysis/analysis_tables.h"
 #include "cli/command.h"
-#include "importers/nsys_sqlite/nsys_sqlite_reader.h"
-#include "timeline/trace_join.h"
 #include "cli/report_header.h"
 #include "cli/selection.h"
+#include "common/file_bytes.h"
 #include "common/text.h"
+#include "common/utf8.h"
+#include "hardware/gpu_specs.h"
+#include "importers/nsys_sqlite/nsys_sqlite_reader.h"
+#include "render/html_report.h"
 #include "render/report_json.h"
+#include "render/report_text.h"
 #include "render/table.h"
+#include "render/trace_render.h"
+#include "render/verdict_render.h"
+#include "timeline/trace_join.h"
 
 namespace kprof::cli {
 namespace {
@@ -30,16 +34,6 @@ namespace {
 constexpr const char* kNoKernelResults =
     "  no kernel results: ncu profiled nothing into this report (a --kernel-name or\n"
     "  --launch-skip that matched no launch, or an application that made no CUDA call)\n";
-
-
-std::string cell(const std::optional<double>& value, double scale = 1) {
-  return value ? format_number(*value * scale) : "—";
-}
-
-std::string occupancy_cell(const analysis::KernelSummary& s) {
-  if (!s.achieved_occupancy_pct && !s.theoretical_occupancy_pct) return "—";
-  return fmt::format("{}/{}", cell(s.achieved_occupancy_pct), cell(s.theoretical_occupancy_pct));
-}
 
 std::vector<size_t> ordered(const model::Report& report, std::vector<size_t> selected,
                             const std::string& sort) {
@@ -52,46 +46,21 @@ std::vector<size_t> ordered(const model::Report& report, std::vector<size_t> sel
   return selected;
 }
 
-std::string render_table(const std::vector<model::Report>& reports,
-                         const std::vector<std::vector<size_t>>& selected,
-                         const AnalyzeOptions& options) {
-  using render::TextTable;
+std::string render_summary(const std::vector<model::Report>& reports,
+                           const std::vector<std::vector<size_t>>& selected,
+                           const AnalyzeOptions& options) {
   std::string out;
   std::set<std::string> missing;
-  size_t name_width = std::max<size_t>(options.name_width, 60);
   for (size_t r = 0; r < reports.size(); ++r) {
     const model::Report& report = reports[r];
     std::vector<size_t> order = ordered(report, selected[r], options.sort);
-    std::vector<analysis::KernelSummary> summaries(report.kernels.size());
-    for (size_t i : order) summaries[i] = analysis::summarize(report, report.kernels[i]);
     if (r != 0) out += "\n";
     out += describe_report(report, order.size());
-    TextTable table({{"id", TextTable::Align::kRight},
-                     {"kernel"},
-                     {"duration us", TextTable::Align::kRight},
-                     {"SM %", TextTable::Align::kRight},
-                     {"mem %", TextTable::Align::kRight},
-                     {"DRAM %", TextTable::Align::kRight},
-                     {"occ % ach/theo", TextTable::Align::kRight},
-                     {"regs", TextTable::Align::kRight},
-                     {"grid"},
-                     {"block"}});
-    for (size_t i : order) {
-      const model::Kernel& kernel = report.kernels[i];
-      const analysis::KernelSummary& s = summaries[i];
-      missing.insert(s.missing.begin(), s.missing.end());
-      table.add_row({std::to_string(kernel.id),
-                     render::ellipsize(kernel.display_name(), name_width),
-                     cell(s.duration_ns, 1e-3), cell(s.sm_throughput_pct),
-                     cell(s.memory_throughput_pct), cell(s.dram_throughput_pct),
-                     occupancy_cell(s), cell(s.registers_per_thread), kernel.grid.to_string(),
-                     kernel.block.to_string()});
-    }
     if (report.kernels.empty()) {
       out += kNoKernelResults;
       continue;
     }
-    out += table.to_string();
+    out += render::summary_table(report, order, options.name_width, missing);
   }
   if (!missing.empty()) {
     out += "— = not collected by this capture:";
@@ -124,7 +93,8 @@ AnalyzedReports analyze_loaded(const std::vector<model::Report>& reports,
     std::vector<render::AnalyzedKernel> these;
     for (size_t i : ordered(report, selected[r], options.sort)) {
       render::AnalyzedKernel k{&report, &report.kernels[i],
-                               analysis::analyze_kernel(report, report.kernels[i], config)};
+                               analysis::analyze_kernel(report, report.kernels[i], config), false,
+                               std::nullopt};
       if (trace) {
         k.joined = true;
         k.share = trace->share_of(report.kernels[i]);
@@ -167,17 +137,20 @@ ExitCode run_analyze(const AnalyzeOptions& options, Output& output) {
 
   std::vector<model::Report> reports = load_reports(options.paths);
   std::vector<std::vector<size_t>> selected;
-  for (const auto& report : reports) selected.push_back(select_kernels(report, kernel_filter.get()));
+  for (const auto& report : reports)
+    selected.push_back(select_kernels(report, kernel_filter.get()));
   if (kernel_filter) require_some_selected(reports, selected, options.kernel_regex);
 
   if (options.summary) {
-    output.stdout_text = render_table(reports, selected, options);
+    output.stdout_text = render_summary(reports, selected, options);
     return ExitCode::kOk;
   }
   std::optional<timeline::TraceTimeIndex> trace;
   if (!options.trace_path.empty()) {
     trace.emplace();
-    importers::read_trace(options.trace_path, *trace);
+    render::TraceSource source{options.trace_path, output.argv,
+                               importers::read_trace(options.trace_path, *trace)};
+    output.stderr_text += render::trace_warnings(source);
     if (trace->gpu_span_us() <= 0) {
       throw InputError(ExitCode::kInputInvalid, options.trace_path, InputPosition::none(),
                        "no GPU events in this trace: nothing to join the captures to");
@@ -190,14 +163,14 @@ ExitCode run_analyze(const AnalyzeOptions& options, Output& output) {
   if (!options.html_path.empty()) {
     std::string page = render::html_report(analyzed, report_list, config, options.trace_path);
     write_file_atomically(options.html_path, page);
-    size_t plotted = std::count_if(analyzed.begin(), analyzed.end(), [](const auto& k) {
-      return render::on_roofline(k.verdict);
-    });
-    output.stdout_text = fmt::format("wrote {}: {} kernels, {} on the roofline\n",
-                                     options.html_path, analyzed.size(), plotted);
+    size_t plotted = std::count_if(analyzed.begin(), analyzed.end(),
+                                   [](const auto& k) { return render::on_roofline(k.verdict); });
+    output.stdout_text =
+        fmt::format("wrote {}: {} kernels, {} on the roofline\n",
+                    escape_for_terminal(options.html_path), analyzed.size(), plotted);
   } else if (options.json) {
     output.stdout_text =
-        render::verdict_json(analyzed, report_list, config, output.argv).dump(1) + "\n";
+        render::json_text(render::verdict_json(analyzed, report_list, config, output.argv));
   } else if (options.csv) {
     output.stdout_text = render::verdict_csv(analyzed, options.thresholds);
   } else {
@@ -210,39 +183,42 @@ void add_verdict_options(CLI::App& command, AnalyzeOptions& options) {
   command.add_option("--html", options.html_path,
                      "Write a self-contained HTML page (ranked kernels, SVG roofline, stages) to "
                      "this file");
-  command.add_option("REPORT", options.paths, "Nsight Compute reports or CSV exports")
-      ->required();
+  command.add_option("REPORT", options.paths, "Nsight Compute reports or CSV exports")->required();
   command.add_option("-k,--kernel", options.kernel_regex,
-                      "Only kernels whose function, demangled or mangled name matches this "
-                      "regex (RE2, partial match)");
-  command.add_option("--sort", options.sort,
-                     "Row order: duration (longest first), pipeline (largest share of the "
-                     "joined trace first) or id")
+                     "Only kernels whose function, demangled or mangled name matches this "
+                     "regex (RE2, partial match)");
+  command
+      .add_option("--sort", options.sort,
+                  "Row order: duration (longest first), pipeline (largest share of the "
+                  "joined trace first) or id")
       ->check(CLI::IsMember({"id", "duration", "pipeline"}))
       ->capture_default_str();
-  command.add_option("--compute-threshold", options.thresholds.compute_pct,
-                      "SM throughput (% of peak) from which a kernel is compute-bound")
+  command
+      .add_option("--compute-threshold", options.thresholds.compute_pct,
+                  "SM throughput (% of peak) from which a kernel is compute-bound")
       ->check(CLI::Range(0.0, 100.0))
       ->capture_default_str();
-  command.add_option("--memory-threshold", options.thresholds.memory_pct,
-                      "Memory throughput (% of peak) from which a kernel is memory-bound")
+  command
+      .add_option("--memory-threshold", options.thresholds.memory_pct,
+                  "Memory throughput (% of peak) from which a kernel is memory-bound")
       ->check(CLI::Range(0.0, 100.0))
       ->capture_default_str();
   command.add_flag("--json", options.json,
-                    "Verdicts as JSON (schema kprof.analysis/1, docs/kprof.analysis.schema.json)");
+                   "Verdicts as JSON (schema kprof.analysis/1, docs/kprof.analysis.schema.json)");
   command.add_flag("--csv", options.csv, "Verdicts as CSV, one row per kernel");
   command.add_flag("--summary", options.summary,
-                    "Instead of verdicts, the raw summary: duration, SM/memory/DRAM throughput, "
-                    "occupancy, registers, grid, block");
+                   "Instead of verdicts, the raw summary: duration, SM/memory/DRAM throughput, "
+                   "occupancy, registers, grid, block");
   command.add_option("--gpus", options.gpus_path,
-                      "A GPU database file that overrides or extends the built-in one "
-                      "(see kprof gpus)");
+                     "A GPU database file that overrides or extends the built-in one "
+                     "(see kprof gpus)");
   command.add_option("--stages", options.stages_path,
-                      "A pipeline-stage rule table replacing the built-in one (data/stages.json)");
+                     "A pipeline-stage rule table replacing the built-in one (data/stages.json)");
   command.add_option("--expectations", options.expectations_path,
-                      "A table of expected bottlenecks replacing the built-in one "
-                      "(data/expected_bottlenecks.json)");
-  command.add_option("--name-width", options.name_width, "Kernel name column width")
+                     "A table of expected bottlenecks replacing the built-in one "
+                     "(data/expected_bottlenecks.json)");
+  command.add_option("--name-width", options.name_width, "Kernel name column width (at least 8)")
+      ->check(CLI::Range(8, 100000))
       ->capture_default_str();
 }
 
@@ -282,7 +258,8 @@ BundleAnalysis analyze_for_bundle(const std::string& report_path) {
   AnalyzedReports analyzed = analyze_loaded(reports, selected, options, config, std::nullopt);
   BundleAnalysis bundle;
   bundle.table = analyzed.table;
-  bundle.json = render::verdict_json(analyzed.kernels, analyzed.reports, config, {}).dump(1) + "\n";
+  bundle.json =
+      render::json_text(render::verdict_json(analyzed.kernels, analyzed.reports, config, {}));
   bundle.report = std::move(reports.front());
   return bundle;
 }

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "common/utf8.h"
 
 namespace kprof::cli {
 namespace {
@@ -48,7 +49,9 @@ int print_and_exit(const Output& output, ExitCode code) {
 }
 
 int fail(ExitCode code, const std::string& message) {
-  std::fprintf(stderr, "kprof: %s\n", message.c_str());
+  // Messages quote names and values from inputs: shown literally (line breaks kept, as some
+  // messages list several lines on purpose; the sources escape the names in those lists).
+  std::fprintf(stderr, "kprof: %s\n", escape_for_terminal(message, true).c_str());
   return static_cast<int>(code);
 }
 

@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "common/error.h"
+#include "common/utf8.h"
 #include "importers/importer.h"
 
 namespace kprof::cli {
@@ -37,7 +38,8 @@ static std::string report_in(const std::string& path) {
 std::vector<model::Report> load_reports(const std::vector<std::string>& paths) {
   std::vector<model::Report> reports;
   reports.reserve(paths.size());
-  for (const std::string& path : paths) reports.push_back(importers::import_report(report_in(path)));
+  for (const std::string& path : paths)
+    reports.push_back(importers::import_report(report_in(path)));
   return reports;
 }
 
@@ -46,8 +48,8 @@ std::unique_ptr<RE2> compile_user_regex(const std::string& pattern, const std::s
   options.set_log_errors(false);
   auto regex = std::make_unique<RE2>(pattern, options);
   if (!regex->ok()) {
-    throw UsageError(fmt::format("{} \"{}\" is not a valid regular expression: {}", option,
-                                 pattern, regex->error()));
+    throw UsageError(fmt::format("{} \"{}\" is not a valid regular expression: {}", option, pattern,
+                                 regex->error()));
   }
   return regex;
 }
@@ -82,7 +84,7 @@ void require_some_selected(const std::vector<model::Report>& reports,
       listing += fmt::format("\n  … and {} more", names.size() - 10);
       break;
     }
-    listing += "\n  " + name;
+    listing += "\n  " + escape_for_terminal(name);
   }
   throw NothingSelected(fmt::format("no kernel matches --kernel \"{}\"; the report{} hold{}:{}",
                                     pattern, reports.size() == 1 ? "" : "s",

@@ -4,10 +4,18 @@
 
 #include "common/error.h"
 #include "common/file_bytes.h"
+#include "importers/chrome_trace/chrome_trace_reader.h"
 #include "importers/ncu_csv/ncu_csv_importer.h"
 #include "importers/ncu_rep/ncu_rep_importer.h"
+#include "importers/nsys_sqlite/nsys_sqlite_reader.h"
 
 namespace kprof::importers {
+
+model::Report Importer::import(const std::string& path, std::string_view bytes) const {
+  model::Report report = parse(path, bytes);
+  model::make_valid_utf8(report);
+  return report;
+}
 
 const std::vector<const Importer*>& all_importers() {
   static const NcuRepImporter ncu_rep;
@@ -39,6 +47,22 @@ model::Report import_bytes(const std::string& path, std::string_view bytes) {
   if (bytes.empty()) throw_invalid(path, InputPosition::none(), "the file is empty");
   for (const Importer* importer : all_importers()) {
     if (importer->recognizes(bytes)) return importer->import(path, bytes);
+  }
+  // Traces are read by other commands: say which, rather than only what a report looks like.
+  std::string_view trace_kind;
+  if (bytes.size() >= 2 && bytes[0] == '\x1f' && bytes[1] == '\x8b') {
+    trace_kind = "gzip-compressed, as profiler traces are (.json.gz)";
+  } else if (looks_like_chrome_trace(bytes)) {
+    trace_kind = "JSON, as profiler traces are (Chrome trace format)";
+  } else if (looks_like_sqlite(bytes)) {
+    trace_kind = "an SQLite database, as Nsight Systems exports are";
+  }
+  if (!trace_kind.empty()) {
+    throw_invalid(path, InputPosition::byte(0),
+                  fmt::format("not an Nsight Compute report but {}: for a trace use `kprof rank "
+                              "{}` or `kprof budget {}`, or join it to a capture with `kprof "
+                              "report --trace {} REPORT`",
+                              trace_kind, path, path, path));
   }
   throw_invalid(path, InputPosition::byte(0),
                 fmt::format("not a format kprof reads ({})", known_formats()));

@@ -13,12 +13,18 @@ namespace kprof::importers {
 class Importer {
  public:
   virtual ~Importer() = default;
-  virtual std::string_view name() const = 0;         // "ncu-rep"
-  virtual std::string_view describes() const = 0;    // one line for error messages and --help
+  virtual std::string_view name() const = 0;       // "ncu-rep"
+  virtual std::string_view describes() const = 0;  // one line for error messages and --help
   // True when the first bytes (already decompressed) look like this format.
   virtual bool recognizes(std::string_view head) const = 0;
-  // Parses the whole input; throws InputError with a position on anything malformed.
-  virtual model::Report import(const std::string& path, std::string_view bytes) const = 0;
+  // Parses the whole input; throws InputError with a position on anything malformed. Every
+  // string of the report is valid UTF-8 (ill-formed bytes replaced by U+FFFD), whatever the
+  // format allowed, so that every output (JSON above all) can trust its strings.
+  model::Report import(const std::string& path, std::string_view bytes) const;
+
+ protected:
+  // The format's own reader, behind import().
+  virtual model::Report parse(const std::string& path, std::string_view bytes) const = 0;
 };
 
 const std::vector<const Importer*>& all_importers();

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "common/utf8.h"
+
 namespace kprof::model {
 
 std::optional<double> MetricValue::number() const {
@@ -130,6 +132,65 @@ void sort_metrics(std::vector<Metric>& metrics) {
     sorted.push_back(std::move(metrics[i]));
   }
   metrics = std::move(sorted);
+}
+
+namespace {
+
+// Each string field below, in declaration order of the structs in report.h; a field added there
+// belongs here too.
+bool fix(std::string& text) { return kprof::make_valid_utf8(text); }
+
+bool fix(std::vector<std::string>& texts) {
+  bool changed = false;
+  for (std::string& text : texts) changed |= fix(text);
+  return changed;
+}
+
+bool fix(MetricValue& value) { return fix(value.text); }
+
+bool fix_metrics(std::vector<Metric>& metrics) {
+  bool renamed = false, changed = false;
+  for (Metric& metric : metrics) {
+    renamed |= fix(metric.name);
+    changed |= fix(metric.value) | fix(metric.unit) | fix(metric.section) | fix(metric.label);
+    for (MetricInstance& instance : metric.instances) {
+      changed |= fix(instance.correlation_id) | fix(instance.value);
+    }
+  }
+  if (renamed) sort_metrics(metrics);
+  return renamed || changed;
+}
+
+bool fix(ProfilerSettings& s) {
+  return fix(s.settings_source) | fix(s.sets) | fix(s.sections) | fix(s.metrics) |
+         fix(s.kernel_name) | fix(s.kernel_name_base) | fix(s.kernel_id) | fix(s.replay_mode) |
+         fix(s.clock_control) | fix(s.cache_control) | fix(s.target_processes) | fix(s.nvtx) |
+         fix(s.profile_from_start) | fix(s.export_path) | fix(s.application);
+}
+
+bool fix(Session& s) {
+  bool changed = fix(s.ncu_version) | fix(s.cuda_version) | fix(s.command_line) | fix(s.host_os) |
+                 fix(s.target_os) | fix(s.target_cpu) | fix(s.comments) | fix(s.settings);
+  for (auto& [provider, version] : s.versions) changed |= fix(provider) | fix(version);
+  return changed;
+}
+
+}  // namespace
+
+bool make_valid_utf8(Report& report) {
+  // Bitwise | on purpose: every field is fixed, none skipped by short-circuiting.
+  bool changed = fix(report.path) | fix(report.session);
+  for (Process& process : report.processes) changed |= fix(process.name) | fix(process.host);
+  for (Device& device : report.devices)
+    changed |= fix(device.name) | fix_metrics(device.attributes);
+  for (Kernel& kernel : report.kernels) {
+    changed |= fix(kernel.process_name) | fix(kernel.host) | fix(kernel.mangled_name) |
+               fix(kernel.function_name) | fix(kernel.demangled_name) | fix_metrics(kernel.metrics);
+    for (RuleFinding& rule : kernel.rules) {
+      changed |= fix(rule.rule) | fix(rule.section) | fix(rule.message) | fix(rule.speedup_type);
+    }
+  }
+  return changed;
 }
 
 }  // namespace kprof::model

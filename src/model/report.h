@@ -27,7 +27,7 @@ struct MetricValue {
 
   bool is_number() const { return kind != Kind::kString; }
   std::optional<double> number() const;  // nullopt for strings
-  std::string to_string() const;          // full precision, for listings
+  std::string to_string() const;         // full precision, for listings
   bool operator==(const MetricValue&) const = default;
 };
 
@@ -93,7 +93,7 @@ struct Kernel {
 
 struct Device {
   std::uint32_t id = 0;
-  std::string name;               // "NVIDIA H200"
+  std::string name;                // "NVIDIA H200"
   std::vector<Metric> attributes;  // device__attribute_*, sorted by name
 
   const Metric* find(std::string_view name) const;
@@ -135,8 +135,8 @@ struct Session {
   std::string ncu_version;   // "2025.3.1.0 (build 36398880) (public-release)"
   std::string cuda_version;  // "13.0"
   std::vector<std::pair<std::string, std::string>> versions;  // all provider/version pairs
-  std::string command_line;  // the ncu command line as recorded
-  std::optional<std::uint64_t> creation_time;  // Unix seconds
+  std::string command_line;                                   // the ncu command line as recorded
+  std::optional<std::uint64_t> creation_time;                 // Unix seconds
   std::optional<std::uint32_t> process_id;
   std::string host_os;
   std::string target_os;
@@ -170,5 +170,12 @@ struct Report {
 
 // Sorts by name and keeps the first of duplicate names; lookups rely on this order.
 void sort_metrics(std::vector<Metric>& metrics);
+
+// Replaces ill-formed UTF-8 in every string of the report with U+FFFD (names, metric names and
+// string values, units, rule texts, session and settings, the path), re-sorting metrics whose
+// names changed. Importers call it so that renderers can trust every string they print. No
+// original bytes are kept: matching (kernel filters, trace joins, diffs) compares names that
+// went through the same replacement. Returns whether anything changed.
+bool make_valid_utf8(Report& report);
 
 }  // namespace kprof::model

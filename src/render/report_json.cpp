@@ -138,29 +138,33 @@ json report_json(const model::Report& report, const std::vector<size_t>& kernels
   for (size_t index : kernels) {
     kernel_list.push_back(kernel_json(report, report.kernels[index], options));
   }
-  return {{"path", report.path},
-          {"format", std::string(model::source_format_name(report.format))},
-          {"format_version", report.format_version},
-          {"session",
-           {{"ncu_version", session.ncu_version},
-            {"cuda_version", session.cuda_version},
-            {"versions", std::move(versions)},
-            {"command_line", session.command_line},
-            {"creation_time", optional_json(session.creation_time
-                                                ? std::optional<std::uint64_t>(
-                                                      *session.creation_time)
-                                                : std::nullopt)},
-            {"host_os", session.host_os},
-            {"target_os", session.target_os},
-            {"settings", settings_json(session.settings)}}},
-          {"processes", std::move(processes)},
-          {"devices", std::move(devices)},
-          {"skipped_results",
-           {{"range", report.skipped_range_results},
-            {"cmdlist", report.skipped_cmdlist_results},
-            {"graph", report.skipped_graph_results}}},
-          {"kernel_count", report.kernels.size()},
-          {"kernels", std::move(kernel_list)}};
+  return {
+      {"path", report.path},
+      {"format", std::string(model::source_format_name(report.format))},
+      {"format_version", report.format_version},
+      {"session",
+       {{"ncu_version", session.ncu_version},
+        {"cuda_version", session.cuda_version},
+        {"versions", std::move(versions)},
+        {"command_line", session.command_line},
+        {"creation_time",
+         optional_json(session.creation_time ? std::optional<std::uint64_t>(*session.creation_time)
+                                             : std::nullopt)},
+        {"host_os", session.host_os},
+        {"target_os", session.target_os},
+        {"settings", settings_json(session.settings)}}},
+      {"processes", std::move(processes)},
+      {"devices", std::move(devices)},
+      {"skipped_results",
+       {{"range", report.skipped_range_results},
+        {"cmdlist", report.skipped_cmdlist_results},
+        {"graph", report.skipped_graph_results}}},
+      {"kernel_count", report.kernels.size()},
+      {"kernels", std::move(kernel_list)}};
+}
+
+std::string json_text(const json& document) {
+  return document.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 json envelope(const std::vector<std::string>& argv) {

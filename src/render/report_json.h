@@ -2,8 +2,8 @@
 // Field names are stable; a breaking change bumps the schema version.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,11 +21,16 @@ struct JsonOptions {
 
 nlohmann::json value_json(const model::MetricValue& value);
 nlohmann::json optional_json(const std::optional<double>& value);  // null when absent or NaN
-nlohmann::json rules_json(const model::Kernel& kernel);  // ncu's rule findings
+nlohmann::json rules_json(const model::Kernel& kernel);            // ncu's rule findings
 nlohmann::json kernel_json(const model::Report& report, const model::Kernel& kernel,
                            const JsonOptions& options);
 nlohmann::json report_json(const model::Report& report, const std::vector<size_t>& kernels,
                            const JsonOptions& options);
 nlohmann::json envelope(const std::vector<std::string>& argv);  // schema + tool
+
+// A document as kprof prints it (indent 1, final newline). Importers hand over valid UTF-8; a
+// string from elsewhere that is not (argv, a file name) gets U+FFFD rather than failing the
+// whole output.
+std::string json_text(const nlohmann::json& document);
 
 }  // namespace kprof::render

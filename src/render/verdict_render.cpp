@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/text.h"
+#include "common/utf8.h"
 #include "render/report_json.h"
 #include "render/table.h"
 
@@ -22,9 +23,10 @@ std::string cell(const std::optional<double>& value, double scale = 1) {
 }
 
 std::string thresholds_text(const analysis::Thresholds& t) {
-  return fmt::format("compute-bound: SM throughput ≥ {}% of peak; memory-bound: memory throughput "
-                     "≥ {}%; both: at the ridge; neither: latency-bound",
-                     format_number(t.compute_pct), format_number(t.memory_pct));
+  return fmt::format(
+      "compute-bound: SM throughput ≥ {}% of peak; memory-bound: memory throughput "
+      "≥ {}%; both: at the ridge; neither: latency-bound",
+      format_number(t.compute_pct), format_number(t.memory_pct));
 }
 
 std::string top_stall(const analysis::KernelVerdict& v) {
@@ -34,8 +36,8 @@ std::string top_stall(const analysis::KernelVerdict& v) {
 
 std::string limiter_cell(const analysis::KernelVerdict& v) {
   if (!v.achieved_occupancy && !v.theoretical_occupancy) return "—";
-  std::string text = fmt::format("{}/{}", cell(v.achieved_occupancy, 100),
-                                 cell(v.theoretical_occupancy, 100));
+  std::string text =
+      fmt::format("{}/{}", cell(v.achieved_occupancy, 100), cell(v.theoretical_occupancy, 100));
   if (!v.occupancy_limiter.empty() && v.occupancy_limiter != "none") {
     text += " " + v.occupancy_limiter;
   }
@@ -61,31 +63,29 @@ std::string share_cell(const AnalyzedKernel& k) {
 std::string speedup_cell(const AnalyzedKernel& k) {
   if (!k.share) return "—";
   return std::isinf(k.share->max_e2e_speedup) ? "∞"
-                                                : fmt::format("{:.2f}×", k.share->max_e2e_speedup);
+                                              : fmt::format("{:.2f}×", k.share->max_e2e_speedup);
 }
 
 std::string verdict_table(const std::vector<AnalyzedKernel>& kernels,
                           const analysis::Thresholds& thresholds, size_t name_width) {
-  bool joined = std::any_of(kernels.begin(), kernels.end(),
-                            [](const AnalyzedKernel& k) { return k.joined; });
-  std::vector<TextTable::Column> columns = {{"id", TextTable::Align::kRight},
-                                            {"kernel"},
-                                            {"us", TextTable::Align::kRight}};
+  bool joined =
+      std::any_of(kernels.begin(), kernels.end(), [](const AnalyzedKernel& k) { return k.joined; });
+  std::vector<TextTable::Column> columns = {
+      {"id", TextTable::Align::kRight}, {"kernel"}, {"us", TextTable::Align::kRight}};
   if (joined) {
     columns.push_back({"% pipe", TextTable::Align::kRight});
     columns.push_back({"max e2e", TextTable::Align::kRight});
   }
   TextTable table = [&] {
-    std::vector<TextTable::Column> rest = {
-        {"verdict"},
-        {"bound by"},
-        {"SM %", TextTable::Align::kRight},
-        {"mem %", TextTable::Align::kRight},
-        {"TFLOP/s", TextTable::Align::kRight},
-        {"DRAM BW", TextTable::Align::kRight},
-        {"occ % ach/theo limiter"},
-        {"top stall"},
-        {"stage"}};
+    std::vector<TextTable::Column> rest = {{"verdict"},
+                                           {"bound by"},
+                                           {"SM %", TextTable::Align::kRight},
+                                           {"mem %", TextTable::Align::kRight},
+                                           {"TFLOP/s", TextTable::Align::kRight},
+                                           {"DRAM BW", TextTable::Align::kRight},
+                                           {"occ % ach/theo limiter"},
+                                           {"top stall"},
+                                           {"stage"}};
     columns.insert(columns.end(), rest.begin(), rest.end());
     return TextTable(columns);
   }();
@@ -103,11 +103,16 @@ std::string verdict_table(const std::vector<AnalyzedKernel>& kernels,
       row.push_back(share_cell(k));
       row.push_back(speedup_cell(k));
     }
-    std::vector<std::string> rest = {verdict, v.bound_by.empty() ? "—" : v.bound_by,
-                   cell(v.sm_throughput_pct), cell(v.memory_throughput_pct), cell(v.tflops),
-                   v.memory_bw_utilization ? fmt::format("{:.0f}%", *v.memory_bw_utilization * 100)
-                                           : "—",
-                   limiter_cell(v), top_stall(v), v.stage.empty() ? "—" : v.stage};
+    std::vector<std::string> rest = {
+        verdict,
+        v.bound_by.empty() ? "—" : v.bound_by,
+        cell(v.sm_throughput_pct),
+        cell(v.memory_throughput_pct),
+        cell(v.tflops),
+        v.memory_bw_utilization ? fmt::format("{:.0f}%", *v.memory_bw_utilization * 100) : "—",
+        limiter_cell(v),
+        top_stall(v),
+        v.stage.empty() ? "—" : v.stage};
     row.insert(row.end(), rest.begin(), rest.end());
     table.add_row(std::move(row));
     if (v.contradicts_expectation) {
@@ -137,17 +142,20 @@ std::string verdict_table(const std::vector<AnalyzedKernel>& kernels,
     if (explained++ == 0) out += "why latency-bound:\n";
     std::string reasons;
     for (const auto& reason : v.latency_reasons) reasons += (reasons.empty() ? "" : "; ") + reason;
-    out += fmt::format("  {} {}: {}\n", k.kernel->id, ellipsize(k.kernel->display_name(), 40),
-                       reasons);
+    out +=
+        fmt::format("  {} {}: {}\n", k.kernel->id, ellipsize(k.kernel->display_name(), name_width),
+                    escape_for_terminal(reasons));
   }
-  if (unexplained) out += fmt::format("  … and {} more (--json has every kernel's reasons)\n", unexplained);
+  if (unexplained)
+    out += fmt::format("  … and {} more (--json has every kernel's reasons)\n", unexplained);
   for (const auto& [what, ids] : notes) {
-    out += fmt::format("(!) contradicts its expected bottleneck: {} — kernel{} {}\n", what,
-                       ids.find(',') == std::string::npos ? "" : "s", ids);
+    out +=
+        fmt::format("(!) contradicts its expected bottleneck: {} — kernel{} {}\n",
+                    escape_for_terminal(what), ids.find(',') == std::string::npos ? "" : "s", ids);
   }
   if (!missing.empty()) {
     out += "not derivable from this capture:";
-    for (const auto& m : missing) out += "\n  " + m;
+    for (const auto& m : missing) out += "\n  " + escape_for_terminal(m);
     out += "\n";
   }
   return out;
@@ -207,7 +215,8 @@ json verdict_json(const std::vector<AnalyzedKernel>& kernels,
         {"arithmetic_intensity", optional_json(v.arithmetic_intensity)},
         {"sm_occupancy", optional_json(v.achieved_occupancy)},
         {"theoretical_occupancy", optional_json(v.theoretical_occupancy)},
-        {"occupancy_limiter", v.occupancy_limiter.empty() ? json(nullptr) : json(v.occupancy_limiter)},
+        {"occupancy_limiter",
+         v.occupancy_limiter.empty() ? json(nullptr) : json(v.occupancy_limiter)},
         {"occupancy_block_limits", limits},
         {"shared_memory_usage_bytes", optional_json(v.shared_memory_usage_bytes)},
         {"registers_per_thread", optional_json(v.registers_per_thread)},
@@ -215,17 +224,16 @@ json verdict_json(const std::vector<AnalyzedKernel>& kernels,
         {"warp_stall_reasons", stalls},
         {"latency_reasons", v.latency_reasons},
         {"wall_clock_us", v.duration_ns ? json(*v.duration_ns / 1000) : json(nullptr)},
-        {"fraction_of_pipeline",
-         k.share ? json(k.share->fraction_of_pipeline) : json(nullptr)},
+        {"fraction_of_pipeline", k.share ? json(k.share->fraction_of_pipeline) : json(nullptr)},
         {"max_e2e_speedup", k.share && !std::isinf(k.share->max_e2e_speedup)
                                 ? json(k.share->max_e2e_speedup)
                                 : json(nullptr)},
-        {"trace",
-         k.joined ? (k.share ? json{{"total_us", k.share->time.total_us},
-                                    {"launches", k.share->time.count},
-                                    {"matched_launch_config", k.share->matched_launch_config}}
-                             : json("not in trace"))
-                  : json(nullptr)},
+        {"trace", k.joined
+                      ? (k.share ? json{{"total_us", k.share->time.total_us},
+                                        {"launches", k.share->time.count},
+                                        {"matched_launch_config", k.share->matched_launch_config}}
+                                 : json("not in trace"))
+                      : json(nullptr)},
         {"pipeline_stage", v.stage},
         {"expected_bottleneck", expectation},
         {"optimization_headroom", v.headroom},

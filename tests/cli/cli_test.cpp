@@ -1,10 +1,10 @@
 // The kprof binary as a user runs it: output, exit codes, and nothing on stdout on failure.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include "support/run_process.h"
 #include "support/test_data.h"
@@ -21,7 +21,8 @@ testing::ProcessResult kprof(std::vector<std::string> args) {
 }
 
 TEST(Cli, AnalyzeSummaryPrintsOneRowPerKernel) {
-  auto result = kprof({"analyze", "--summary", "--sort", "id", data_path("h200/big_full.ncu-rep.zst")});
+  auto result =
+      kprof({"analyze", "--summary", "--sort", "id", data_path("h200/big_full.ncu-rep.zst")});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("24 kernels · NVIDIA H200 (cc 9.0, 132 SMs)"), std::string::npos);
   EXPECT_NE(result.out.find("clock control none"), std::string::npos);
@@ -32,7 +33,9 @@ TEST(Cli, AnalyzeSummaryPrintsOneRowPerKernel) {
   EXPECT_NE(line.find(" 135.9 "), std::string::npos) << line;
   EXPECT_NE(line.find(" 88.91 "), std::string::npos) << line;
   size_t rows = 0;
-  for (size_t at = result.out.find('\n'); at != std::string::npos; at = result.out.find('\n', at + 1)) ++rows;
+  for (size_t at = result.out.find('\n'); at != std::string::npos;
+       at = result.out.find('\n', at + 1))
+    ++rows;
   EXPECT_EQ(rows, 1u + 1u + 24u);  // description, header, kernels
 }
 
@@ -115,9 +118,9 @@ TEST(Cli, AnalyzeCsvHasOneRowPerKernel) {
 TEST(Cli, GpusListsTheDatabaseWithSources) {
   auto all = kprof({"gpus"});
   ASSERT_EQ(all.exit_code, 0) << all.err;
-  for (const char* name : {"A100 SXM 80GB", "H100 SXM", "H100 PCIe", "H200 SXM", "H20", "GH200",
-                           "B200", "B300", "GB200", "GB300", "RTX PRO 6000 Blackwell", "L40S",
-                           "L4", "RTX 4090", "RTX 5090"}) {
+  for (const char* name :
+       {"A100 SXM 80GB", "H100 SXM", "H100 PCIe", "H200 SXM", "H20", "GH200", "B200", "B300",
+        "GB200", "GB300", "RTX PRO 6000 Blackwell", "L40S", "L4", "RTX 4090", "RTX 5090"}) {
     EXPECT_NE(all.out.find(std::string("\n") + name + " "), std::string::npos) << name;
   }
   auto b300 = kprof({"gpus", "B300"});
@@ -178,7 +181,8 @@ TEST(Cli, RankListsKernelsAndStages) {
 
 TEST(Cli, RankRejectsTracesWithoutGpuEventsAndOtherFiles) {
   std::string path = ::testing::TempDir() + "/cpu_only.json";
-  std::ofstream(path) << R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2}]})";
+  std::ofstream(path)
+      << R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2}]})";
   auto cpu_only = kprof({"rank", path});
   EXPECT_EQ(cpu_only.exit_code, 4);
   EXPECT_NE(cpu_only.err.find("no GPU events"), std::string::npos) << cpu_only.err;
@@ -200,7 +204,8 @@ TEST(Cli, BudgetSaysHostBoundAndWhy) {
       kprof({"budget", "--json", data_path("h200/budget_graph_decode.json.gz")}).out);
   EXPECT_EQ(graph["schema"], "kprof.budget/1");
   EXPECT_EQ(graph["verdict"], "kernel-bound");
-  EXPECT_EQ(kprof({"budget", "--step", "(", data_path("h200/budget_graph_decode.json.gz")}).exit_code, 2);
+  EXPECT_EQ(
+      kprof({"budget", "--step", "(", data_path("h200/budget_graph_decode.json.gz")}).exit_code, 2);
 }
 
 TEST(Cli, ReportJoinsCapturesToATrace) {
@@ -234,9 +239,9 @@ TEST(Cli, DiffExitsNonZeroOnlyOnARegression) {
   EXPECT_EQ(slower.exit_code, 6);
   EXPECT_NE(slower.out.find("k_fp32_fma"), std::string::npos);
   EXPECT_EQ(slower.err, "kprof: 1 kernel regressed (exit 6)\n");
-  auto json = kprof({"diff", "--json", "--no-fail",
-                     data_path("h200/diff_suite_basic_base_a.ncu-rep.zst"),
-                     data_path("h200/diff_suite_basic_slow_fp32.ncu-rep.zst")});
+  auto json =
+      kprof({"diff", "--json", "--no-fail", data_path("h200/diff_suite_basic_base_a.ncu-rep.zst"),
+             data_path("h200/diff_suite_basic_slow_fp32.ncu-rep.zst")});
   EXPECT_EQ(json.exit_code, 0);
   EXPECT_EQ(nlohmann::json::parse(json.out)["regressions"], 1);
   // A bundle folder stands for the report inside it.
@@ -245,7 +250,8 @@ TEST(Cli, DiffExitsNonZeroOnlyOnARegression) {
   std::filesystem::copy_file(data_path("h200/diff_suite_basic_base_b.ncu-rep.zst"),
                              bundle + "/capture.ncu-rep.zst",
                              std::filesystem::copy_options::overwrite_existing);
-  EXPECT_EQ(kprof({"diff", data_path("h200/diff_suite_basic_base_a.ncu-rep.zst"), bundle}).exit_code, 0);
+  EXPECT_EQ(
+      kprof({"diff", data_path("h200/diff_suite_basic_base_a.ncu-rep.zst"), bundle}).exit_code, 0);
   std::filesystem::remove_all(bundle);
 }
 
@@ -264,11 +270,13 @@ TEST(Cli, ExplainNamesWhatWentWrongAndExitsSeven) {
 
 TEST(Cli, InspectListsMetricsByRegex) {
   auto result = kprof({"inspect", data_path("h200/two_kernels_full.ncu-rep.zst"), "-m",
-                       "^launch__registers_per_thread$", "--session"});
+                       "^launch__registers_per_thread$"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("_Z13k_stream_copyPK6float4PS_m"), std::string::npos);
   EXPECT_NE(result.out.find("launch__registers_per_thread"), std::string::npos);
-  EXPECT_NE(result.out.find("--set full --clock-control none"), std::string::npos);
+  auto session = kprof({"inspect", data_path("h200/two_kernels_full.ncu-rep.zst"), "--session"});
+  ASSERT_EQ(session.exit_code, 0) << session.err;
+  EXPECT_NE(session.out.find("--set full --clock-control none"), std::string::npos);
 }
 
 TEST(Cli, ExitCodesAreDocumented) {
@@ -288,7 +296,8 @@ TEST(Cli, ExitCodesAreDocumented) {
 
 TEST(Cli, InvalidInputPrintsOneLineAndNoPartialOutput) {
   std::string path = ::testing::TempDir() + "/truncated.ncu-rep";
-  std::ofstream(path, std::ios::binary) << read_file(data_path("h200/big_min_raw.csv")).substr(0, 5000);
+  std::ofstream(path, std::ios::binary)
+      << read_file(data_path("h200/big_min_raw.csv")).substr(0, 5000);
   // A good report first, then the bad one: nothing may be printed for the good one.
   auto result = kprof({"analyze", data_path("h200/big_min.ncu-rep.zst"), path});
   EXPECT_EQ(result.exit_code, 4);

@@ -36,10 +36,26 @@ TEST(BadInput, EmptyFile) {
   EXPECT_NE(error.message().find("empty"), std::string::npos);
 }
 
+TEST(BadInput, TracesAreRejectedWithTheCommandsThatReadThem) {
+  for (std::string bytes :
+       {std::string("\x1f\x8b\x08\0\0\0\0\0", 8), std::string("  {\"traceEvents\": []}"),
+        std::string("[]"), std::string("SQLite format 3\0", 16)}) {
+    InputError error = expect_invalid(bytes, "t.json.gz");
+    EXPECT_EQ(error.position().kind, InputPosition::Kind::kByte);
+    EXPECT_EQ(error.position().value, 0u);
+    EXPECT_NE(error.message().find("not an Nsight Compute report but "), std::string::npos)
+        << error.message();
+    EXPECT_NE(error.message().find("`kprof rank t.json.gz` or `kprof budget t.json.gz`"),
+              std::string::npos)
+        << error.message();
+  }
+}
+
 TEST(BadInput, OtherFileTypesAreRejectedAtByteZero) {
   for (std::string bytes : {std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16),
-                            std::string("\x7f" "ELF\x02\x01\x01\0", 8),
-                            std::string("\x1f\x8b\x08\0\0\0\0\0", 8), std::string("{\"traceEvents\": []}"),
+                            std::string("\x7f"
+                                        "ELF\x02\x01\x01\0",
+                                        8),
                             std::string("Kernel,Duration\nk,1\n")}) {
     InputError error = expect_invalid(bytes);
     EXPECT_EQ(error.position().kind, InputPosition::Kind::kByte);
@@ -131,6 +147,38 @@ TEST(BadInput, CsvWithoutUnitsRow) {
   size_t second = bytes.find('\n', first) + 1;
   bytes.erase(first, second - first);
   InputError error = expect_invalid(bytes, "bad.csv");
+  EXPECT_EQ(error.position().value, 2u);
+}
+
+// Found by the CSV fuzzer: with "Metric Unit" after "Metric Value" in the header, a metric row
+// that ends at the value column was read past its end (a crash in a release build).
+TEST(BadInput, CsvDetailsRowEndingBeforeALaterColumnNamesItsLine) {
+  const std::string header =
+      "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\","
+      "\"Block Size\",\"Grid Size\",\"Device\",\"CC\",\"Section Name\",\"Metric Name\","
+      "\"Metric Value\",\"Metric Unit\",\"Rule Name\",\"Rule Type\",\"Rule Description\","
+      "\"Estimated Speedup Type\",\"Estimated Speedup\"\n";
+  const std::string row =
+      "\"0\",\"516\",\"m\",\"127.0.0.1\",\"k(float *)\",\"1\",\"7\",\"(256, 1, 1)\",\"(4, 1, 1)\","
+      "\"0\",\"9.0\",\"GPU Speed Of Light Throughput\",\"DRAM Frequency\",\"3.14\"\n";
+  const std::string good_row =
+      "\"0\",\"516\",\"m\",\"127.0.0.1\",\"k(float *)\",\"1\",\"7\",\"(256, 1, 1)\",\"(4, 1, 1)\","
+      "\"0\",\"9.0\",\"GPU Speed Of Light Throughput\",\"DRAM Frequency\",\"3.14\",\"Ghz\",\n";
+  // The same export with the unit present reads (so the short row, not the order, is refused).
+  model::Report report = import_bytes("ok.csv", header + good_row);
+  ASSERT_EQ(report.kernels.size(), 1u);
+  ASSERT_EQ(report.kernels[0].metrics.size(), 1u);
+  EXPECT_EQ(report.kernels[0].metrics[0].unit, "hz");
+  InputError error = expect_invalid(header + good_row + row, "bad.csv");
+  EXPECT_EQ(error.position().kind, InputPosition::Kind::kLine);
+  EXPECT_EQ(error.position().value, 3u);
+  EXPECT_NE(error.message().find("14 fields"), std::string::npos) << error.what();
+  // A rule row is read through the same checked accessor: too short for its section column.
+  const std::string short_header =
+      "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\",\"Rule Name\","
+      "\"Section Name\"\n";
+  error =
+      expect_invalid(short_header + "\"0\",\"k\",\"n\",\"\",\"1\",\"SOLBottleneck\"\n", "bad.csv");
   EXPECT_EQ(error.position().value, 2u);
 }
 

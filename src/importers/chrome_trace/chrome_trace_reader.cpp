@@ -1,19 +1,22 @@
 #include "importers/chrome_trace/chrome_trace_reader.h"
 
+#include <emmintrin.h>
 #include <fmt/format.h>
 #include <simdjson.h>
-#include <emmintrin.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <memory>
-#include <sys/stat.h>
 
 #include "common/error.h"
+#include "common/text.h"
+#include "common/utf8.h"
 
 namespace kprof::importers {
 namespace {
@@ -31,8 +34,9 @@ class GzFileSource final : public ByteSource {
     struct stat info {};
     if (::stat(path.c_str(), &info) != 0 || S_ISDIR(info.st_mode)) {
       throw InputError(ExitCode::kInputUnreadable, path, InputPosition::none(),
-                       S_ISDIR(info.st_mode) ? "is a directory, expected a trace file"
-                                             : fmt::format("cannot open: {}", std::strerror(errno)));
+                       S_ISDIR(info.st_mode)
+                           ? "is a directory, expected a trace file"
+                           : fmt::format("cannot open: {}", std::strerror(errno)));
     }
     file_ = gzopen(path.c_str(), "rb");
     if (!file_) {
@@ -87,6 +91,52 @@ class MemorySource final : public ByteSource {
 
 constexpr int kEnd = -1;
 
+bool is_hex(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+// JSON text with each \u escape of a lone surrogate (a high one not followed by a low one, or a
+// low one alone) replaced by \ufffd; simdjson refuses them, Python's json module writes them.
+std::string replace_lone_surrogate_escapes(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  auto unit_at = [&](size_t at) -> int {  // the code unit of a \uXXXX escape at `at`, or -1
+    if (at + 6 > text.size() || text[at] != '\\' || text[at + 1] != 'u') return -1;
+    for (size_t k = 2; k < 6; ++k) {
+      if (!is_hex(text[at + k])) return -1;
+    }
+    return std::stoi(std::string(text.substr(at + 2, 4)), nullptr, 16);
+  };
+  size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] != '\\' || i + 1 >= text.size()) {
+      out.push_back(text[i++]);
+      continue;
+    }
+    int unit = unit_at(i);
+    if (unit < 0) {  // another escape: copy it whole so "\\u" is not read as an escape
+      out.append(text.substr(i, 2));
+      i += 2;
+      continue;
+    }
+    if (unit >= 0xD800 && unit <= 0xDBFF) {
+      int low = unit_at(i + 6);
+      if (low >= 0xDC00 && low <= 0xDFFF) {
+        out.append(text.substr(i, 12));
+        i += 12;
+        continue;
+      }
+      out += "\\ufffd";
+    } else if (unit >= 0xDC00 && unit <= 0xDFFF) {
+      out += "\\ufffd";
+    } else {
+      out.append(text.substr(i, 6));
+    }
+    i += 6;
+  }
+  return out;
+}
+
 // A streaming JSON scanner just deep enough to find the trace events; each event object is
 // copied out whole and parsed by simdjson.
 class Scanner {
@@ -104,7 +154,8 @@ class Scanner {
       next();
       read_top_object();
     } else {
-      fail(c == kEnd ? "the trace is empty" : "not a Chrome trace: expected a JSON object or array");
+      fail(c == kEnd ? "the trace is empty"
+                     : "not a Chrome trace: expected a JSON object or array");
     }
     skip_space();
     if (peek() != kEnd) fail("unexpected text after the end of the trace");
@@ -162,7 +213,8 @@ class Scanner {
       const char* start = buffer_.data() + position_;
       const char* end = buffer_.data() + length_;
       // memchr is vectorised: find the closing quote, then any backslash before it.
-      const char* quote = static_cast<const char*>(std::memchr(start, '"', static_cast<size_t>(end - start)));
+      const char* quote =
+          static_cast<const char*>(std::memchr(start, '"', static_cast<size_t>(end - start)));
       const char* limit = quote ? quote : end;
       const char* backslash =
           static_cast<const char*>(std::memchr(start, '\\', static_cast<size_t>(limit - start)));
@@ -205,8 +257,10 @@ class Scanner {
       std::uint64_t at = consumed_ + i;
       if (at == escaped_at) return false;
       if (in_string) {
-        if (c == '"') in_string = false;
-        else if (c == '\\') escaped_at = at + 1;
+        if (c == '"')
+          in_string = false;
+        else if (c == '\\')
+          escaped_at = at + 1;
       } else if (c == '"') {
         in_string = true;
       } else if (c == '{' || c == '[') {
@@ -280,8 +334,9 @@ class Scanner {
       skip_space();
       int c = next();
       if (c == '}') return;
-      if (c != ',') fail(c == kEnd ? "truncated: the trace ends inside its top-level object"
-                                   : "expected ',' or '}' in the top-level object");
+      if (c != ',')
+        fail(c == kEnd ? "truncated: the trace ends inside its top-level object"
+                       : "expected ',' or '}' in the top-level object");
     }
   }
 
@@ -295,8 +350,9 @@ class Scanner {
     for (;;) {
       skip_space();
       std::uint64_t start = offset();
-      if (peek() != '{') fail(peek() == kEnd ? "truncated: the trace ends inside traceEvents"
-                                             : "expected an event object in traceEvents");
+      if (peek() != '{')
+        fail(peek() == kEnd ? "truncated: the trace ends inside traceEvents"
+                            : "expected an event object in traceEvents");
       // Capture the event without copying it when it lies within one buffer (nearly always).
       spill_.clear();
       capturing_ = true;
@@ -314,8 +370,9 @@ class Scanner {
       skip_space();
       int c = next();
       if (c == ']') return;
-      if (c != ',') fail(c == kEnd ? "truncated: the trace ends inside traceEvents"
-                                   : "expected ',' or ']' between events");
+      if (c != ',')
+        fail(c == kEnd ? "truncated: the trace ends inside traceEvents"
+                       : "expected ',' or ']' between events");
     }
   }
 
@@ -373,8 +430,8 @@ class Scanner {
     bool have_phase = false, have_category = false, have_ts = false, have_dur = false;
     size_t i = 1;  // after '{'
     auto skip_space = [&] {
-      while (i < text.size() && (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' ||
-                                 text[i] == '\t')) {
+      while (i < text.size() &&
+             (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t')) {
         ++i;
       }
     };
@@ -388,7 +445,8 @@ class Scanner {
       i = end + 1;
       return true;
     };
-    while (!(have_phase && have_category && have_ts && (have_dur || (have_phase && phase != "X")))) {
+    while (
+        !(have_phase && have_category && have_ts && (have_dur || (have_phase && phase != "X")))) {
       skip_space();
       std::string_view key, value;
       if (!read_plain_string(key)) return false;
@@ -418,23 +476,58 @@ class Scanner {
     return true;
   }
 
+  // Applies the time rule; false when the event is skipped (and counted).
+  bool plausible(std::uint64_t start, std::string_view name, double ts, double dur) {
+    std::string reason = implausible_time(ts, dur);
+    if (reason.empty()) return true;
+    if (stats_.skipped_events++ == 0) {
+      stats_.first_skipped = name.empty() ? fmt::format("at byte {}: {}", start, reason)
+                                          : fmt::format("\"{}\" at byte {}: {}",
+                                                        escape_for_terminal(name), start, reason);
+    }
+    return false;
+  }
+
   void parse_event(std::uint64_t start, std::string_view text) {
     std::string_view phase, category;
     double ts = 0, dur = 0;
     if (quick_fields(text, phase, category, ts, dur) && !sink_.wants_category(category)) {
-      if (phase == "X") {
+      if (phase != "X") {
+        ++stats_.other_events;
+      } else if (plausible(start, {}, ts, dur)) {
         ++stats_.events;
         sink_.on_span(ts, dur);
-      } else {
-        ++stats_.other_events;
       }
       return;
     }
+    TraceEvent event;
+    bool complete = false;
+    simdjson::error_code error = parse_full(text, event, complete);
+    if (error == simdjson::UTF8_ERROR || error == simdjson::STRING_ERROR) {
+      // Bytes that are not UTF-8 (names as the program spelled them) or lone surrogate escapes:
+      // the event is kept with U+FFFD in their place, so every output can print its name.
+      event = TraceEvent{};
+      complete = false;
+      repaired_text_ = replace_lone_surrogate_escapes(to_valid_utf8(text));
+      error = parse_full(repaired_text_, event, complete);
+    }
+    if (error) {
+      throw_invalid(path_, InputPosition::byte(start),
+                    fmt::format("malformed trace event: {}", simdjson::error_message(error)));
+    }
+    if (!complete) {
+      ++stats_.other_events;
+    } else if (plausible(start, event.name, event.timestamp_us, event.duration_us)) {
+      ++stats_.events;
+      sink_.on_event(event);
+    }
+  }
+
+  // Parses one event fully into `event`; its views point into event_text_.
+  simdjson::error_code parse_full(std::string_view text, TraceEvent& event, bool& complete) {
     event_text_.assign(text);  // simdjson reads past the end: give it a padded copy
     size_t size = event_text_.size();
     event_text_.append(simdjson::SIMDJSON_PADDING, ' ');
-    TraceEvent event;
-    bool complete = false;
     try {
       simdjson::ondemand::document document =
           parser_.iterate(event_text_.data(), size, event_text_.size());
@@ -465,28 +558,31 @@ class Scanner {
             std::string_view name = arg.unescaped_key();
             simdjson::ondemand::value v = arg.value();
             auto is = [&](std::string_view canonical) { return same_key(name, canonical); };
-            if (is("device")) event.device = integer(v);
-            else if (is("stream")) event.stream = integer(v);
-            else if (is("correlation") || is("correlation id")) event.correlation = integer(v);
-            else if (is("external id")) event.external_id = integer(v);
-            else if (is("graph id") || is("cuda graph id")) event.graph_id = integer(v);
-            else if (is("registers per thread")) event.registers_per_thread = real(v);
-            else if (is("shared memory")) event.shared_memory = real(v);
-            else if (is("grid")) read_dim3(v, event.grid);
-            else if (is("block")) read_dim3(v, event.block);
+            if (is("device"))
+              event.device = integer(v);
+            else if (is("stream"))
+              event.stream = integer(v);
+            else if (is("correlation") || is("correlation id"))
+              event.correlation = integer(v);
+            else if (is("external id"))
+              event.external_id = integer(v);
+            else if (is("graph id") || is("cuda graph id"))
+              event.graph_id = integer(v);
+            else if (is("registers per thread"))
+              event.registers_per_thread = real(v);
+            else if (is("shared memory"))
+              event.shared_memory = real(v);
+            else if (is("grid"))
+              read_dim3(v, event.grid);
+            else if (is("block"))
+              read_dim3(v, event.block);
           }
         }
       }
     } catch (const simdjson::simdjson_error& error) {
-      throw_invalid(path_, InputPosition::byte(start),
-                    fmt::format("malformed trace event: {}", error.what()));
+      return error.error();
     }
-    if (complete) {
-      ++stats_.events;
-      sink_.on_event(event);
-    } else {
-      ++stats_.other_events;
-    }
+    return simdjson::SUCCESS;
   }
 
   const std::string& path_;
@@ -496,6 +592,7 @@ class Scanner {
   size_t position_ = 0, length_ = 0;
   std::uint64_t consumed_ = 0;
   std::string event_text_;
+  std::string repaired_text_;
   std::string spill_;  // an event that straddles two buffers
   bool capturing_ = false;
   size_t capture_start_ = 0;
@@ -505,6 +602,30 @@ class Scanner {
 };
 
 }  // namespace
+
+std::string implausible_time(double timestamp_us, double duration_us) {
+  constexpr double kMaxTimestampUs = 1e17, kMaxDurationUs = 1e12;
+  if (!std::isfinite(timestamp_us))
+    return fmt::format("timestamp {} is not a finite number", timestamp_us);
+  if (std::fabs(timestamp_us) > kMaxTimestampUs) {
+    return fmt::format("timestamp {:g} us is beyond ±1e17 us", timestamp_us);
+  }
+  if (!std::isfinite(duration_us))
+    return fmt::format("duration {} is not a finite number", duration_us);
+  if (duration_us < 0) return fmt::format("duration {:g} us is negative", duration_us);
+  if (duration_us > kMaxDurationUs) {
+    return fmt::format("duration {:g} us is longer than 1e12 us (11.6 days)", duration_us);
+  }
+  return {};
+}
+
+std::string skipped_events_warning(const std::string& path, const TraceReadStats& stats) {
+  if (stats.skipped_events == 0) return {};
+  return fmt::format(
+      "warning: {}: skipped {} event{} with an impossible time (first {}); "
+      "the rest of the trace is used",
+      path, stats.skipped_events, stats.skipped_events == 1 ? "" : "s", stats.first_skipped);
+}
 
 bool looks_like_chrome_trace(std::string_view head) {
   for (char c : head) {

@@ -20,8 +20,8 @@ namespace {
 // The identity columns ncu puts before the metrics; older versions omit some, so columns are
 // found by name and only ID and Kernel Name are required.
 constexpr std::string_view kIdentityColumns[] = {
-    "ID",    "Process ID", "Process Name", "Host Name", "Kernel Name", "Context",
-    "Stream", "Block Size", "Grid Size",   "Device",    "CC"};
+    "ID",     "Process ID", "Process Name", "Host Name", "Kernel Name", "Context",
+    "Stream", "Block Size", "Grid Size",    "Device",    "CC"};
 constexpr std::string_view kDevicePrefix = "device__attribute_";
 
 bool is_identity_column(std::string_view name) {
@@ -54,17 +54,49 @@ class Columns {
   size_t require(const std::string& path, std::string_view name, std::string_view page) const {
     auto column = find(name);
     if (!column) {
-      throw_invalid(path, InputPosition::line(1),
-                    fmt::format("missing column \"{}\" (every ncu {} page export has it)", name,
-                                page));
+      throw_invalid(
+          path, InputPosition::line(1),
+          fmt::format("missing column \"{}\" (every ncu {} page export has it)", name, page));
     }
     return *column;
   }
   size_t size() const { return header_.size(); }
+  const std::string& name(size_t column) const { return header_[column]; }
 
  private:
   const std::vector<std::string>& header_;
   std::map<std::string, size_t, std::less<>> index_;
+};
+
+// One record's fields by column: the only way the importer reads a field, so a row shorter than
+// the header is an error naming its line, never a read past the row.
+class Row {
+ public:
+  Row(const std::string& path, const CsvRecord& record, const Columns& columns)
+      : path_(path), record_(record), columns_(columns) {}
+  // A field the row must have.
+  const std::string& at(size_t column) const {
+    if (column >= record_.fields.size()) {
+      throw_invalid(
+          path_, InputPosition::line(record_.line),
+          fmt::format("{} fields: the row ends before column {} (\"{}\")", record_.fields.size(),
+                      column + 1, column < columns_.size() ? columns_.name(column) : ""));
+    }
+    return record_.fields[column];
+  }
+  // A field that may be absent (no such column, or a row that ends before it): "".
+  const std::string& optional(std::optional<size_t> column) const {
+    static const std::string kEmpty;
+    return column && *column < record_.fields.size() ? record_.fields[*column] : kEmpty;
+  }
+  const std::string& optional(std::string_view name) const { return optional(columns_.find(name)); }
+  size_t size() const { return record_.fields.size(); }
+  size_t line() const { return record_.line; }
+
+ private:
+  const std::string& path_;
+  const CsvRecord& record_;
+  const Columns& columns_;
 };
 
 // "(384, 1, 1)" -> Dim3
@@ -114,20 +146,17 @@ struct KernelIdentity {
   std::string compute_capability;
 };
 
-KernelIdentity read_identity(const std::string& path, const CsvRecord& record,
-                             const Columns& columns) {
+KernelIdentity read_identity(const std::string& path, const Row& row) {
   KernelIdentity identity;
-  auto text = [&](std::string_view name) -> std::string {
-    auto column = columns.find(name);
-    return column && *column < record.fields.size() ? record.fields[*column] : std::string();
-  };
+  auto text = [&](std::string_view name) -> std::string { return row.optional(name); };
   auto number = [&](std::string_view name) -> std::uint32_t {
     std::string value = text(name);
     if (value.empty()) return 0;
     auto parsed = parse_ncu_number(value);
     if (!parsed || *parsed < 0 || *parsed != std::floor(*parsed) || *parsed > 4294967295.0) {
-      throw_invalid(path, InputPosition::line(record.line),
-                    fmt::format("column \"{}\" holds \"{}\", expected a whole number", name, value));
+      throw_invalid(
+          path, InputPosition::line(row.line()),
+          fmt::format("column \"{}\" holds \"{}\", expected a whole number", name, value));
     }
     return static_cast<std::uint32_t>(*parsed);
   };
@@ -136,7 +165,7 @@ KernelIdentity read_identity(const std::string& path, const CsvRecord& record,
     if (value.empty()) return {};
     auto parsed = parse_dim3(value);
     if (!parsed) {
-      throw_invalid(path, InputPosition::line(record.line),
+      throw_invalid(path, InputPosition::line(row.line()),
                     fmt::format("column \"{}\" holds \"{}\", expected \"(x, y, z)\"", name, value));
     }
     return *parsed;
@@ -168,9 +197,9 @@ class CsvReportBuilder {
     model::Kernel& kernel = identity.kernel;
     auto id = parse_ncu_number(identity.id_text);
     if (!id || *id < 0 || *id != std::floor(*id)) {
-      throw_invalid(path_, InputPosition::line(line),
-                    fmt::format("column \"ID\" holds \"{}\", expected a whole number",
-                                identity.id_text));
+      throw_invalid(
+          path_, InputPosition::line(line),
+          fmt::format("column \"ID\" holds \"{}\", expected a whole number", identity.id_text));
     }
     kernel.id = static_cast<size_t>(*id);  // ncu's own numbering
     model::Device& device = device_for(kernel.device_id);
@@ -247,38 +276,37 @@ model::Report import_raw_page(const std::string& path, const std::vector<CsvReco
     throw_invalid(path, InputPosition::line(records[0].line + 1),
                   "missing the units row that follows the header of a raw page export");
   }
-  const CsvRecord& units_row = records[1];
-  if (units_row.fields.size() != header.size()) {
-    throw_invalid(path, InputPosition::line(units_row.line),
-                  fmt::format("the units row has {} fields, the header has {}",
-                              units_row.fields.size(), header.size()));
+  Row units_row(path, records[1], columns);
+  if (units_row.size() != header.size()) {
+    throw_invalid(path, InputPosition::line(units_row.line()),
+                  fmt::format("the units row has {} fields, the header has {}", units_row.size(),
+                              header.size()));
   }
   std::vector<UnitScale> scales(header.size());
   std::vector<bool> is_metric(header.size());
   for (size_t c = 0; c < header.size(); ++c) {
     is_metric[c] = !is_identity_column(header[c]);
     if (is_metric[c]) {
-      scales[c] = to_base_unit(units_row.fields[c]);
-    } else if (!units_row.fields[c].empty()) {
-      throw_invalid(path, InputPosition::line(units_row.line),
+      scales[c] = to_base_unit(units_row.at(c));
+    } else if (!units_row.at(c).empty()) {
+      throw_invalid(path, InputPosition::line(units_row.line()),
                     fmt::format("expected the units row (empty under \"{}\"), found \"{}\"",
-                                header[c], units_row.fields[c]));
+                                header[c], units_row.at(c)));
     }
   }
   CsvReportBuilder builder(path, model::SourceFormat::kNcuCsvRaw);
   for (size_t r = 2; r < records.size(); ++r) {
-    const CsvRecord& record = records[r];
-    if (record.fields.size() != header.size()) {
-      throw_invalid(path, InputPosition::line(record.line),
-                    fmt::format("{} fields, the header has {}", record.fields.size(),
-                                header.size()));
+    Row row(path, records[r], columns);
+    if (row.size() != header.size()) {
+      throw_invalid(path, InputPosition::line(row.line()),
+                    fmt::format("{} fields, the header has {}", row.size(), header.size()));
     }
-    model::Kernel& kernel = builder.add_kernel(read_identity(path, record, columns), record.line);
+    model::Kernel& kernel = builder.add_kernel(read_identity(path, row), row.line());
     model::Device& device = builder.device_for(kernel.device_id);
     kernel.metrics.reserve(header.size());
     for (size_t c = 0; c < header.size(); ++c) {
       if (!is_metric[c]) continue;
-      auto value = convert_printed_value(record.fields[c], scales[c]);
+      auto value = convert_printed_value(row.at(c), scales[c]);
       if (!value) continue;
       // Device attributes are kept per kernel too, as ncu stores them with each result.
       if (std::string_view(header[c]).substr(0, kDevicePrefix.size()) == kDevicePrefix) {
@@ -304,10 +332,8 @@ bool looks_like_metric_name(std::string_view label) {
 }
 
 // "9.0" in the CC column -> 90; 0 when absent or unreadable.
-int compute_capability_code(const std::vector<std::string>& fields, const Columns& columns) {
-  auto column = columns.find("CC");
-  if (!column || *column >= fields.size()) return 0;
-  const std::string& text = fields[*column];
+int compute_capability_code(const Row& row) {
+  const std::string& text = row.optional("CC");
   size_t dot = text.find('.');
   auto major = parse_uint(std::string_view(text).substr(0, dot));
   auto minor = dot == std::string::npos ? std::optional<std::uint64_t>(0)
@@ -323,8 +349,7 @@ model::RuleType rule_type_from_code(std::string_view code) {
   return model::RuleType::kNone;
 }
 
-model::Report import_details_page(const std::string& path,
-                                  const std::vector<CsvRecord>& records) {
+model::Report import_details_page(const std::string& path, const std::vector<CsvRecord>& records) {
   const std::vector<std::string>& header = records[0].fields;
   Columns columns(header);
   columns.require(path, "ID", "details");
@@ -338,62 +363,59 @@ model::Report import_details_page(const std::string& path,
   auto rule_text_col = columns.find("Rule Description");
   auto speedup_type_col = columns.find("Estimated Speedup Type");
   auto speedup_col = columns.find("Estimated Speedup");
-  size_t metric_row_fields = value_col + 1;
+  // Metric rows end after the last metric column (ncu's own order puts the value last).
+  size_t metric_row_fields = std::max({section_col, name_col, unit_col, value_col}) + 1;
 
   CsvReportBuilder builder(path, model::SourceFormat::kNcuCsvDetails);
   std::map<std::string, size_t> kernel_by_id;
   for (size_t r = 1; r < records.size(); ++r) {
-    const CsvRecord& record = records[r];
-    const auto& f = record.fields;
+    Row row(path, records[r], columns);
     // Metric rows carry the 15 metric columns (plus a trailing empty field when the export
     // has rule columns); rule rows carry all columns.
-    if (f.size() < metric_row_fields || f.size() > header.size() + 1) {
-      throw_invalid(path, InputPosition::line(record.line),
+    if (row.size() < metric_row_fields || row.size() > header.size() + 1) {
+      throw_invalid(path, InputPosition::line(row.line()),
                     fmt::format("{} fields, expected between {} and {} for a details page row",
-                                f.size(), metric_row_fields, header.size()));
+                                row.size(), metric_row_fields, header.size()));
     }
-    KernelIdentity identity = read_identity(path, record, columns);
+    KernelIdentity identity = read_identity(path, row);
     auto found = kernel_by_id.find(identity.id_text);
     size_t index;
     if (found == kernel_by_id.end()) {
       index = builder.ids().size();
-      builder.add_kernel(std::move(identity), record.line);
+      builder.add_kernel(std::move(identity), row.line());
       kernel_by_id.emplace(builder.ids().back(), index);
     } else {
       index = found->second;
     }
-    auto field = [&](std::optional<size_t> column) -> std::string {
-      return column && *column < f.size() ? f[*column] : std::string();
-    };
     model::Kernel& kernel = builder.kernel(index);
-    std::string rule = field(rule_col);
+    const std::string& rule = row.optional(rule_col);
     if (!rule.empty()) {
       model::RuleFinding finding;
       finding.rule = rule;
-      finding.section = f[section_col];
-      finding.type = rule_type_from_code(field(rule_type_col));
-      finding.message = field(rule_text_col);
-      finding.speedup_type = field(speedup_type_col);
-      std::string speedup = field(speedup_col);
+      finding.section = row.at(section_col);
+      finding.type = rule_type_from_code(row.optional(rule_type_col));
+      finding.message = row.optional(rule_text_col);
+      finding.speedup_type = row.optional(speedup_type_col);
+      const std::string& speedup = row.optional(speedup_col);
       if (!speedup.empty()) {
         finding.estimated_speedup = parse_ncu_number(speedup);
         if (!finding.estimated_speedup) {
-          throw_invalid(path, InputPosition::line(record.line),
-                        fmt::format("\"Estimated Speedup\" holds \"{}\", expected a number",
-                                    speedup));
+          throw_invalid(
+              path, InputPosition::line(row.line()),
+              fmt::format("\"Estimated Speedup\" holds \"{}\", expected a number", speedup));
         }
       }
       kernel.rules.push_back(std::move(finding));
       continue;
     }
-    UnitScale scale = to_base_unit(f[unit_col]);
-    auto value = convert_printed_value(f[value_col], scale);
+    UnitScale scale = to_base_unit(row.at(unit_col));
+    auto value = convert_printed_value(row.at(value_col), scale);
     if (!value) continue;
     model::Metric metric;
-    metric.section = f[section_col];
-    metric.label = f[name_col];
-    std::string_view known = metric_for_label(metric.section, metric.label,
-                                              compute_capability_code(f, columns));
+    metric.section = row.at(section_col);
+    metric.label = row.at(name_col);
+    std::string_view known =
+        metric_for_label(metric.section, metric.label, compute_capability_code(row));
     if (!known.empty()) {
       metric.name = std::string(known);
     } else if (looks_like_metric_name(metric.label)) {
@@ -415,7 +437,7 @@ bool NcuCsvImporter::recognizes(std::string_view head) const {
   return line.substr(0, 5) == "\"ID\"," || line.substr(0, 3) == "ID,";
 }
 
-model::Report NcuCsvImporter::import(const std::string& path, std::string_view bytes) const {
+model::Report NcuCsvImporter::parse(const std::string& path, std::string_view bytes) const {
   if (!recognizes(bytes)) {
     throw_invalid(path, InputPosition::line(1),
                   "not an ncu CSV export: the header must start with the \"ID\" column");

@@ -14,7 +14,9 @@ class NcuCsvImporter final : public Importer {
     return "ncu CSV export (--csv --page raw or --page details), starting with \"ID\"";
   }
   bool recognizes(std::string_view head) const override;
-  model::Report import(const std::string& path, std::string_view bytes) const override;
+
+ protected:
+  model::Report parse(const std::string& path, std::string_view bytes) const override;
 };
 
 }  // namespace kprof::importers

@@ -27,9 +27,9 @@ class Cursor {
 
   std::uint32_t read_u32(std::string_view what) {
     if (remaining() < 4) {
-      throw_invalid(path_, InputPosition::byte(offset_),
-                    fmt::format("truncated: the file ends where the 4-byte length of {} should be",
-                                what));
+      throw_invalid(
+          path_, InputPosition::byte(offset_),
+          fmt::format("truncated: the file ends where the 4-byte length of {} should be", what));
     }
     const auto* p = reinterpret_cast<const unsigned char*>(bytes_.data() + offset_);
     offset_ += 4;
@@ -39,9 +39,9 @@ class Cursor {
 
   std::string_view take(size_t size, std::string_view what) {
     if (remaining() < size) {
-      throw_invalid(path_, InputPosition::byte(offset_),
-                    fmt::format("truncated: {} needs {} bytes but only {} remain", what, size,
-                                remaining()));
+      throw_invalid(
+          path_, InputPosition::byte(offset_),
+          fmt::format("truncated: {} needs {} bytes but only {} remain", what, size, remaining()));
     }
     std::string_view slice = bytes_.substr(offset_, size);
     offset_ += size;
@@ -61,12 +61,12 @@ class Cursor {
 };
 
 template <typename Message>
-void parse_or_throw(Message& message, std::string_view data, const std::string& path,
-                    size_t offset, std::string_view what) {
+void parse_or_throw(Message& message, std::string_view data, const std::string& path, size_t offset,
+                    std::string_view what) {
   if (!message.ParseFromArray(data.data(), static_cast<int>(data.size()))) {
-    throw_invalid(path, InputPosition::byte(offset),
-                  fmt::format("corrupted {}: the {} bytes are not a valid message", what,
-                              data.size()));
+    throw_invalid(
+        path, InputPosition::byte(offset),
+        fmt::format("corrupted {}: the {} bytes are not a valid message", what, data.size()));
   }
 }
 
@@ -81,19 +81,27 @@ std::optional<model::MetricValue> convert_value(const ncu_wire::MetricValue& val
 
 model::RuleType convert_rule_type(int type) {
   switch (type) {
-    case 1: return model::RuleType::kOk;
-    case 2: return model::RuleType::kWarning;
-    case 3: return model::RuleType::kError;
-    case 4: return model::RuleType::kOptimization;
-    default: return model::RuleType::kNone;
+    case 1:
+      return model::RuleType::kOk;
+    case 2:
+      return model::RuleType::kWarning;
+    case 3:
+      return model::RuleType::kError;
+    case 4:
+      return model::RuleType::kOptimization;
+    default:
+      return model::RuleType::kNone;
   }
 }
 
 std::string speedup_type_name(int type) {
   switch (type) {
-    case 1: return "local";
-    case 2: return "global";
-    default: return "";
+    case 1:
+      return "local";
+    case 2:
+      return "global";
+    default:
+      return "";
   }
 }
 
@@ -143,9 +151,9 @@ class ReportBuilder {
     }
     if (header.has_session()) merge_session(header.session());
     if (header.has_process()) {
-      current_process_ = model::Process{header.process().process_id(),
-                                        header.process().process_name(),
-                                        header.process().hostname()};
+      current_process_ =
+          model::Process{header.process().process_id(), header.process().process_name(),
+                         header.process().hostname()};
       have_process_ = true;
       remember_process(current_process_);
     }
@@ -218,13 +226,11 @@ class ReportBuilder {
     // ncu numbers results grouped by process, lower process ids first (seen in a two-process
     // report: its CSV export lists pid 516's kernel as ID 0 although pid 518's comes first in
     // the file); follow it so that ids match `ncu --import` output.
-    std::stable_sort(report_.kernels.begin(), report_.kernels.end(),
-                     [](const model::Kernel& a, const model::Kernel& b) {
-                       return a.process_id < b.process_id;
-                     });
+    std::stable_sort(
+        report_.kernels.begin(), report_.kernels.end(),
+        [](const model::Kernel& a, const model::Kernel& b) { return a.process_id < b.process_id; });
     for (size_t i = 0; i < report_.kernels.size(); ++i) report_.kernels[i].id = i;
-    model::ProfilerSettings from_line =
-        settings_from_command_line(report_.session.command_line);
+    model::ProfilerSettings from_line = settings_from_command_line(report_.session.command_line);
     if (stored_settings_) {
       apply_stored_settings(*stored_settings_, from_line);
     }
@@ -339,7 +345,7 @@ bool NcuRepImporter::recognizes(std::string_view head) const {
   return head.size() >= kMagic.size() && head.substr(0, kMagic.size()) == kMagic;
 }
 
-model::Report NcuRepImporter::import(const std::string& path, std::string_view bytes) const {
+model::Report NcuRepImporter::parse(const std::string& path, std::string_view bytes) const {
   if (!recognizes(bytes)) {
     throw_invalid(path, InputPosition::byte(0), "not an Nsight Compute report: missing \"NVR\\0\"");
   }
@@ -415,9 +421,9 @@ model::Report NcuRepImporter::import(const std::string& path, std::string_view b
         try {
           entries.take_entry(skipped.what);
         } catch (const InputError&) {
-          throw_invalid(path, InputPosition::byte(at),
-                        fmt::format("truncated block: {} runs past the end of its block",
-                                    skipped.what));
+          throw_invalid(
+              path, InputPosition::byte(at),
+              fmt::format("truncated block: {} runs past the end of its block", skipped.what));
         }
         ++*skipped.counter;
       }

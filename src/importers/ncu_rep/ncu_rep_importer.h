@@ -17,7 +17,9 @@ class NcuRepImporter final : public Importer {
     return "Nsight Compute report .ncu-rep, starting with \"NVR\\0\"";
   }
   bool recognizes(std::string_view head) const override;
-  model::Report import(const std::string& path, std::string_view bytes) const override;
+
+ protected:
+  model::Report parse(const std::string& path, std::string_view bytes) const override;
 };
 
 }  // namespace kprof::importers

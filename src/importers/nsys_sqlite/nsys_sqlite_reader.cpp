@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "common/utf8.h"
 
 namespace kprof::importers {
 namespace {
@@ -31,7 +32,8 @@ class Database {
   std::set<std::string> tables() {
     std::set<std::string> names;
     each("SELECT name FROM sqlite_master WHERE type = 'table'", [&](sqlite3_stmt* row) {
-      names.insert(reinterpret_cast<const char*>(sqlite3_column_text(row, 0)));
+      const unsigned char* name = sqlite3_column_text(row, 0);
+      if (name) names.insert(reinterpret_cast<const char*>(name));
     });
     return names;
   }
@@ -48,19 +50,26 @@ class Database {
 
  private:
   [[noreturn]] void fail() {
-    throw_invalid(path_, InputPosition::none(),
-                  fmt::format("not a readable Nsight Systems export: {}", sqlite3_errmsg(db_.get())));
+    throw_invalid(
+        path_, InputPosition::none(),
+        fmt::format("not a readable Nsight Systems export: {}", sqlite3_errmsg(db_.get())));
   }
 
   std::string path_;
   std::unique_ptr<sqlite3, decltype(&sqlite3_close)> db_{nullptr, sqlite3_close};
 };
 
-std::string_view text(sqlite3_stmt* row, int column) {
+// A text column as valid UTF-8: SQLite stores whatever bytes the program gave nsys, so names
+// that are not UTF-8 are repaired (U+FFFD) into `storage`, which the view then points into.
+std::string_view text(sqlite3_stmt* row, int column, std::string& storage) {
   const unsigned char* value = sqlite3_column_text(row, column);
-  return value ? std::string_view(reinterpret_cast<const char*>(value),
-                                  static_cast<size_t>(sqlite3_column_bytes(row, column)))
-               : std::string_view();
+  std::string_view view =
+      value ? std::string_view(reinterpret_cast<const char*>(value),
+                               static_cast<size_t>(sqlite3_column_bytes(row, column)))
+            : std::string_view();
+  if (is_valid_utf8(view)) return view;
+  storage = to_valid_utf8(view);
+  return storage;
 }
 
 std::optional<std::int64_t> integer(sqlite3_stmt* row, int column) {
@@ -95,7 +104,17 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
                   "`nsys profile --trace=cuda`");
   }
   TraceReadStats stats;
+  std::string name_storage;
   auto deliver = [&](const TraceEvent& event) {
+    // The same time rule as for Chrome traces (an unfinished range can end before it starts).
+    std::string reason = implausible_time(event.timestamp_us, event.duration_us);
+    if (!reason.empty()) {
+      if (stats.skipped_events++ == 0) {
+        stats.first_skipped =
+            fmt::format("{} \"{}\": {}", event.category, escape_for_terminal(event.name), reason);
+      }
+      return;
+    }
     ++stats.events;
     if (sink.wants_category(event.category)) {
       sink.on_event(event);
@@ -116,12 +135,13 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
         event.device = integer(row, 2);
         event.stream = integer(row, 3);
         event.correlation = integer(row, 4);
-        event.name = text(row, 5);
+        event.name = text(row, 5, name_storage);
         for (int i = 0; i < 3; ++i) {
           event.grid[i] = integer(row, 6 + i);
           event.block[i] = integer(row, 9 + i);
         }
-        if (auto registers = integer(row, 12)) event.registers_per_thread = static_cast<double>(*registers);
+        if (auto registers = integer(row, 12))
+          event.registers_per_thread = static_cast<double>(*registers);
         if (auto shared = integer(row, 13)) event.shared_memory = static_cast<double>(*shared);
         deliver(event);
       });
@@ -134,17 +154,18 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
        {CopyTable{"CUPTI_ACTIVITY_KIND_MEMCPY", "gpu_memcpy", "CUDA memcpy"},
         CopyTable{"CUPTI_ACTIVITY_KIND_MEMSET", "gpu_memset", "CUDA memset"}}) {
     if (!tables.count(copies.table)) continue;
-    db.each(fmt::format("SELECT start, end, deviceId, streamId, correlationId FROM {}", copies.table),
-            [&](sqlite3_stmt* row) {
-              TraceEvent event;
-              event.category = copies.category;
-              event.name = copies.name;
-              set_times(event, row);
-              event.device = integer(row, 2);
-              event.stream = integer(row, 3);
-              event.correlation = integer(row, 4);
-              deliver(event);
-            });
+    db.each(
+        fmt::format("SELECT start, end, deviceId, streamId, correlationId FROM {}", copies.table),
+        [&](sqlite3_stmt* row) {
+          TraceEvent event;
+          event.category = copies.category;
+          event.name = copies.name;
+          set_times(event, row);
+          event.device = integer(row, 2);
+          event.stream = integer(row, 3);
+          event.correlation = integer(row, 4);
+          deliver(event);
+        });
   }
   if (tables.count("CUPTI_ACTIVITY_KIND_RUNTIME")) {
     db.each(
@@ -155,7 +176,7 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
           event.category = "cuda_runtime";
           set_times(event, row);
           event.correlation = integer(row, 2);
-          event.name = text(row, 3);
+          event.name = text(row, 3, name_storage);
           deliver(event);
         });
   }
@@ -163,12 +184,13 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
     // 59: push/pop range, 60: start/end range (NVTX event types in nsys exports).
     db.each(
         "SELECT n.start, n.end, COALESCE(n.text, s.value, '') FROM NVTX_EVENTS n "
-        "LEFT JOIN StringIds s ON s.id = n.textId WHERE n.eventType IN (59, 60) AND n.end IS NOT NULL",
+        "LEFT JOIN StringIds s ON s.id = n.textId WHERE n.eventType IN (59, 60) AND n.end IS NOT "
+        "NULL",
         [&](sqlite3_stmt* row) {
           TraceEvent event;
           event.category = "user_annotation";
           set_times(event, row);
-          event.name = text(row, 2);
+          event.name = text(row, 2, name_storage);
           deliver(event);
         });
   }

@@ -1,0 +1,191 @@
+// libFuzzer target for the whole pipeline, not only a parser: bytes → whatever kprof detects
+// (.ncu-rep or ncu CSV → report; Chrome trace JSON, gzip or Nsight Systems SQLite → trace) →
+// the analyses (verdicts; ranking, steps, join index) → every renderer. Each JSON output must
+// serialise without a lenient handler (so every string is valid UTF-8) and parse back, the CSV
+// must read back with one field count, and every terminal text must be shown literally
+// (escaping it again, line breaks kept, changes nothing). A violation aborts.
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "analysis/analysis_tables.h"
+#include "cli/report_header.h"
+#include "common/error.h"
+#include "common/utf8.h"
+#include "importers/chrome_trace/chrome_trace_reader.h"
+#include "importers/importer.h"
+#include "importers/ncu_csv/csv_records.h"
+#include "importers/nsys_sqlite/nsys_sqlite_reader.h"
+#include "render/html_report.h"
+#include "render/report_json.h"
+#include "render/report_text.h"
+#include "render/trace_render.h"
+#include "render/verdict_render.h"
+#include "timeline/kernel_ranking.h"
+#include "timeline/step_budget.h"
+#include "timeline/trace_join.h"
+
+namespace {
+
+using namespace kprof;
+
+[[noreturn]] void violation(const std::string& what, const std::string& output) {
+  std::fprintf(stderr, "pipeline fuzzer: %s\n--- output ---\n%s\n", what.c_str(), output.c_str());
+  std::abort();
+}
+
+void check_json(const nlohmann::json& document, const std::string& what) {
+  std::string text = document.dump(1);  // throws (uncaught: a finding) on invalid UTF-8
+  if (!is_valid_utf8(text)) violation(what + ": not UTF-8", text);
+  if (nlohmann::json::parse(text, nullptr, false).is_discarded()) {
+    violation(what + ": does not parse back", text);
+  }
+  // What kprof prints (render::json_text) is the same document.
+  if (render::json_text(document) != text + "\n") violation(what + ": json_text differs", text);
+}
+
+void check_text(const std::string& text, const std::string& what) {
+  if (escape_for_terminal(text, /*keep_newlines=*/true) != text) {
+    violation(what + ": a terminal would act on part of it", text);
+  }
+}
+
+void check_csv(const std::string& text) {
+  if (!is_valid_utf8(text)) violation("verdict CSV: not UTF-8", text);
+  std::vector<importers::CsvRecord> records;
+  try {
+    records = importers::parse_csv_records("verdicts.csv", text);
+  } catch (const InputError& error) {
+    violation(std::string("verdict CSV does not read back: ") + error.what(), text);
+  }
+  for (const auto& record : records) {
+    if (record.fields.size() != records.front().fields.size()) {
+      violation("verdict CSV: rows of different lengths", text);
+    }
+  }
+}
+
+const analysis::AnalysisTables& tables() {
+  static const analysis::AnalysisTables loaded = analysis::load_analysis_tables();
+  return loaded;
+}
+
+void run_report(const std::string& path, std::string_view bytes) {
+  model::Report report;
+  try {
+    report = importers::import_bytes(path, bytes);
+  } catch (const InputError&) {
+    return;
+  }
+  analysis::AnalysisConfig config = tables().config();
+  std::vector<size_t> all(report.kernels.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  std::vector<render::AnalyzedKernel> analyzed;
+  for (size_t i : all) {
+    analyzed.push_back({&report, &report.kernels[i],
+                        analysis::analyze_kernel(report, report.kernels[i], config), false,
+                        std::nullopt});
+  }
+  std::vector<const model::Report*> reports = {&report};
+  check_text(cli::describe_report(report, all.size()), "report description");
+  check_text(render::verdict_table(analyzed, config.thresholds, 48), "verdict table");
+  check_json(render::verdict_json(analyzed, reports, config, {"kprof", "analyze", path}),
+             "verdict JSON");
+  check_csv(render::verdict_csv(analyzed, config.thresholds));
+  std::string html = render::html_report(analyzed, reports, config, "");
+  if (!is_valid_utf8(html)) violation("HTML: not UTF-8", html);
+  render::JsonOptions options;
+  options.include_instances = true;
+  nlohmann::json document = render::envelope({"kprof", "inspect", path});
+  document["reports"] = nlohmann::json::array({render::report_json(report, all, options)});
+  check_json(document, "report JSON");
+  std::set<std::string> missing;
+  check_text(render::summary_table(report, all, 48, missing), "summary table");
+  check_text(render::session_text(report), "session text");
+  render::KernelTextOptions text_options;
+  text_options.rules = true;
+  text_options.instances = true;
+  for (const model::Kernel& kernel : report.kernels) {
+    check_text(render::kernel_text(kernel, text_options), "kernel text");
+  }
+}
+
+// Hands every event to the three trace analyses, as rank, budget and report --trace read them.
+class FanOut final : public importers::TraceEventSink {
+ public:
+  FanOut(std::vector<importers::TraceEventSink*> sinks) : sinks_(std::move(sinks)) {}
+  void on_event(const importers::TraceEvent& event) override {
+    for (auto* sink : sinks_) {
+      if (sink->wants_category(event.category)) {
+        sink->on_event(event);
+      } else {
+        sink->on_span(event.timestamp_us, event.duration_us);
+      }
+    }
+  }
+  void on_span(double timestamp_us, double duration_us) override {
+    for (auto* sink : sinks_) sink->on_span(timestamp_us, duration_us);
+  }
+
+ private:
+  std::vector<importers::TraceEventSink*> sinks_;
+};
+
+void run_trace(const std::string& path, std::string_view bytes, bool through_file) {
+  static const analysis::StageTable stages = analysis::load_stage_table();
+  timeline::RankingBuilder ranking_builder(stages, true);
+  timeline::BudgetBuilder budget_builder;
+  timeline::TraceTimeIndex index;
+  FanOut sink({&ranking_builder, &budget_builder, &index});
+  render::TraceSource source{path, {"kprof", "rank", path}, {}};
+  try {
+    if (through_file) {
+      std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<long>(bytes.size()));
+      source.stats = importers::read_trace(path, sink);
+    } else {
+      source.stats = importers::read_chrome_trace_bytes(path, bytes, sink);
+    }
+  } catch (const InputError&) {
+    return;
+  }
+  check_text(render::trace_warnings(source), "trace warnings");
+  timeline::Ranking ranking = ranking_builder.finish();
+  check_json(render::ranking_json(ranking, source), "rank JSON");
+  check_text(render::ranking_text(ranking, source, 20, 70), "rank text");
+  timeline::Budget budget = budget_builder.finish("", {});
+  check_json(render::budget_json(budget, {}, source), "budget JSON");
+  check_text(render::budget_text(budget, {}, source), "budget text");
+  check_json(render::step_ranking_json(budget, source), "rank --per-step JSON");
+  check_text(render::step_ranking_text(budget, source, 20, 70), "rank --per-step text");
+  (void)index.gpu_span_us();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  for (const importers::Importer* importer : importers::all_importers()) {
+    if (importer->recognizes(bytes)) {
+      run_report("fuzz.report", bytes);
+      return 0;
+    }
+  }
+  bool gzip = size >= 2 && data[0] == 0x1f && data[1] == 0x8b;
+  if (gzip || importers::looks_like_sqlite(bytes)) {
+    // These are read from a file, as the CLI reads them.
+    static const std::string file = "/tmp/kprof-fuzz-pipeline-" + std::to_string(::getpid());
+    run_trace(file, bytes, true);
+    std::remove(file.c_str());
+  } else if (importers::looks_like_chrome_trace(bytes)) {
+    run_trace("fuzz.json", bytes, false);
+  }
+  return 0;
+}

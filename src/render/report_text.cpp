@@ -1,0 +1,163 @@
+#include "render/report_text.h"
+
+#include <fmt/format.h>
+
+#include "analysis/kernel_summary.h"
+#include "common/text.h"
+#include "common/utf8.h"
+#include "render/table.h"
+
+namespace kprof::render {
+namespace {
+
+std::string cell(const std::optional<double>& value, double scale = 1) {
+  return value ? format_number(*value * scale) : "—";
+}
+
+std::string occupancy_cell(const analysis::KernelSummary& s) {
+  if (!s.achieved_occupancy_pct && !s.theoretical_occupancy_pct) return "—";
+  return fmt::format("{}/{}", cell(s.achieved_occupancy_pct), cell(s.theoretical_occupancy_pct));
+}
+
+std::string optional_number(const std::optional<std::uint64_t>& value) {
+  return value ? std::to_string(*value) : std::string("(not given)");
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : " ") + item;
+  return out;
+}
+
+constexpr size_t kWrapWidth = 96;
+
+}  // namespace
+
+std::string summary_table(const model::Report& report, const std::vector<size_t>& order,
+                          size_t name_width, std::set<std::string>& missing) {
+  TextTable table({{"id", TextTable::Align::kRight},
+                   {"kernel"},
+                   {"duration us", TextTable::Align::kRight},
+                   {"SM %", TextTable::Align::kRight},
+                   {"mem %", TextTable::Align::kRight},
+                   {"DRAM %", TextTable::Align::kRight},
+                   {"occ % ach/theo", TextTable::Align::kRight},
+                   {"regs", TextTable::Align::kRight},
+                   {"grid"},
+                   {"block"}});
+  for (size_t i : order) {
+    const model::Kernel& kernel = report.kernels[i];
+    analysis::KernelSummary s = analysis::summarize(report, kernel);
+    missing.insert(s.missing.begin(), s.missing.end());
+    table.add_row({std::to_string(kernel.id), ellipsize(kernel.display_name(), name_width),
+                   cell(s.duration_ns, 1e-3), cell(s.sm_throughput_pct),
+                   cell(s.memory_throughput_pct), cell(s.dram_throughput_pct), occupancy_cell(s),
+                   cell(s.registers_per_thread), kernel.grid.to_string(),
+                   kernel.block.to_string()});
+  }
+  return table.to_string();
+}
+
+std::string session_text(const model::Report& report) {
+  const model::Session& s = report.session;
+  const model::ProfilerSettings& p = s.settings;
+  std::string out = "session\n";
+  auto line = [&](std::string_view key, const std::string& value) {
+    if (!value.empty()) {
+      out += fmt::format("  {:<26} {}\n", escape_for_terminal(key), escape_for_terminal(value));
+    }
+  };
+  if (s.versions.empty()) {
+    line("Nsight Compute", s.ncu_version);
+  }
+  for (const auto& [provider, version] : s.versions) line(provider, version);
+  line("command line", s.command_line);
+  if (s.creation_time) line("created (unix time)", std::to_string(*s.creation_time));
+  line("host", s.host_os);
+  line("target", s.target_os);
+  line("target CPU", s.target_cpu);
+  line("settings read from", p.settings_source);
+  line("sets", join(p.sets));
+  line("sections", join(p.sections));
+  line("metrics", join(p.metrics));
+  line("kernel name filter", p.kernel_name);
+  line("kernel name base", p.kernel_name_base);
+  line("kernel id filter", p.kernel_id);
+  if (!p.settings_source.empty()) {
+    line("launch skip", optional_number(p.launch_skip));
+    line("launch count", optional_number(p.launch_count));
+  }
+  line("replay mode", p.replay_mode);
+  line("clock control", p.clock_control);
+  line("cache control", p.cache_control);
+  line("target processes", p.target_processes);
+  line("application", join(p.application));
+  for (const model::Process& process : report.processes) {
+    line("process", fmt::format("{} {} on {}", process.id, process.name, process.host));
+  }
+  for (const model::Device& device : report.devices) {
+    line("device", fmt::format("{} {} (cc {}), {} attributes", device.id, device.name,
+                               device.compute_capability(), device.attributes.size()));
+  }
+  return out;
+}
+
+std::string kernel_text(const model::Kernel& kernel, const KernelTextOptions& options) {
+  std::string out =
+      fmt::format("kernel {}: {}\n", kernel.id, escape_for_terminal(kernel.display_name()));
+  auto line = [&](std::string_view key, const std::string& value) {
+    if (!value.empty()) out += fmt::format("  {:<16} {}\n", key, escape_for_terminal(value));
+  };
+  line("function", kernel.function_name);
+  line("demangled", kernel.demangled_name);
+  line("mangled", kernel.mangled_name);
+  line("process", fmt::format("{} {}", kernel.process_id, kernel.process_name));
+  line("context/stream", fmt::format("{}/{}", kernel.context_id, kernel.stream_id));
+  line("device", std::to_string(kernel.device_id));
+  line("grid/block", fmt::format("{} {}", kernel.grid.to_string(), kernel.block.to_string()));
+  TextTable table({{"metric"}, {"value", TextTable::Align::kRight}, {"unit"}});
+  // A value too wide for the column gets its own lines under its metric.
+  auto add = [&](const std::string& name, const std::string& value, const std::string& unit) {
+    std::string shown = escape_for_terminal(value);
+    if (display_width(shown) <= kMaxValueWidth) {
+      table.add_row({name, shown, unit});
+      return;
+    }
+    table.add_row({name, fmt::format("({} characters:)", display_width(shown)), unit});
+    for (const std::string& piece : wrap_text(shown, kWrapWidth)) table.add_line("    " + piece);
+  };
+  size_t shown = 0;
+  for (const model::Metric& metric : kernel.metrics) {
+    if (options.include_metric && !options.include_metric(metric.name)) continue;
+    ++shown;
+    std::string value = metric.value.to_string();
+    if (metric.instances.size() > 1) {
+      value += fmt::format(" [{} instances]", metric.instances.size());
+    }
+    add(metric.name, value, metric.unit);
+    if (options.instances) {
+      for (const auto& instance : metric.instances) {
+        add("    @ " + instance.correlation_id.to_string(), instance.value.to_string(), "");
+      }
+    }
+  }
+  if (shown != 0) {
+    out += table.to_string();
+  } else {
+    out += "  (no metric matches)\n";
+  }
+  if (options.rules) {
+    for (const model::RuleFinding& rule : kernel.rules) {
+      std::string speedup = rule.estimated_speedup
+                                ? fmt::format(" (est. speedup {} {:.2f}%)", rule.speedup_type,
+                                              *rule.estimated_speedup)
+                                : "";
+      out += escape_for_terminal(fmt::format("  [{}] {}/{}{}: {}", model::rule_type_code(rule.type),
+                                             rule.section, rule.rule, speedup, rule.message)) +
+             "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace kprof::render

@@ -1,0 +1,40 @@
+// Presenting trace analyses: `kprof rank` (per name and stage, or per step) and `kprof budget`
+// as terminal text and JSON (kprof.rank/1, kprof.rank-steps/1, kprof.budget/1). Inputs are
+// finished analyses; nothing here decides anything. Names are shown literally in text.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "importers/chrome_trace/chrome_trace_reader.h"
+#include "timeline/kernel_ranking.h"
+#include "timeline/step_budget.h"
+
+namespace kprof::render {
+
+// Where the analysis came from, for the headers and JSON envelopes.
+struct TraceSource {
+  std::string path;
+  std::vector<std::string> argv;
+  importers::TraceReadStats stats;
+};
+
+// The lines kprof prints on stderr about the reading (events skipped for an impossible time),
+// each "kprof: warning: …\n"; "" when there is nothing to say.
+std::string trace_warnings(const TraceSource& source);
+
+nlohmann::json ranking_json(const timeline::Ranking& ranking, const TraceSource& source);
+std::string ranking_text(const timeline::Ranking& ranking, const TraceSource& source, size_t top,
+                         size_t name_width);
+
+nlohmann::json step_ranking_json(const timeline::Budget& budget, const TraceSource& source);
+std::string step_ranking_text(const timeline::Budget& budget, const TraceSource& source, size_t top,
+                              size_t name_width);
+
+nlohmann::json budget_json(const timeline::Budget& budget,
+                           const timeline::BudgetThresholds& thresholds, const TraceSource& source);
+std::string budget_text(const timeline::Budget& budget,
+                        const timeline::BudgetThresholds& thresholds, const TraceSource& source);
+
+}  // namespace kprof::render
