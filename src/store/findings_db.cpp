@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "common/text.h"
+#include "common/utf8.h"
 #include "hardware/gpu_specs.h"
 
 namespace kprof::store {
@@ -67,43 +68,6 @@ constexpr const char* kMigrations[] = {
 };
 
 constexpr const char* kKprofTables[] = {"hardware_facts", "kernels", "metrics", "runs", "verdicts"};
-
-// Text read back from any database becomes valid UTF-8 (each ill-formed sequence, by maximal
-// subpart as Unicode recommends, one U+FFFD): a name stored by an older kprof or written by hand
-// must not break the JSON of every later query.
-std::string to_valid_utf8(std::string_view text) {
-  static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
-  std::string out;
-  out.reserve(text.size());
-  size_t i = 0;
-  auto at = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  while (i < text.size()) {
-    unsigned char lead = at(i);
-    size_t length = lead < 0x80                    ? 1
-                    : lead >= 0xC2 && lead <= 0xDF ? 2
-                    : lead >= 0xE0 && lead <= 0xEF ? 3
-                    : lead >= 0xF0 && lead <= 0xF4 ? 4
-                                                   : 0;
-    size_t good = length == 0 ? 0 : 1;
-    for (; good > 0 && good < length && i + good < text.size(); ++good) {
-      unsigned char c = at(i + good);
-      unsigned char low = 0x80, high = 0xBF;
-      if (good == 1 && lead == 0xE0) low = 0xA0;   // no overlong forms
-      if (good == 1 && lead == 0xED) high = 0x9F;  // no surrogates
-      if (good == 1 && lead == 0xF0) low = 0x90;   // no overlong forms
-      if (good == 1 && lead == 0xF4) high = 0x8F;  // nothing above U+10FFFF
-      if (c < low || c > high) break;
-    }
-    if (length != 0 && good == length) {
-      out.append(text.substr(i, length));
-      i += length;
-    } else {
-      out.append(kReplacement);
-      i += std::max<size_t>(good, 1);
-    }
-  }
-  return out;
-}
 
 bool is_write_failure(int rc) {
   switch (rc & 0xFF) {
@@ -182,6 +146,8 @@ class Statement {
   std::string text(int column) {
     const unsigned char* value = sqlite3_column_text(statement_, column);
     if (!value) return "";
+    // Text read back from any database becomes valid UTF-8: a name stored by an older kprof or
+    // written by hand must not break the JSON of every later query.
     return to_valid_utf8({reinterpret_cast<const char*>(value),
                           static_cast<size_t>(sqlite3_column_bytes(statement_, column))});
   }
