@@ -70,10 +70,25 @@ constexpr CUpti_ActivityKind kActivityKinds[] = {
     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
     CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API};
 
-void say(const std::string& message) {
-  std::string line = "kprof-tracer: " + message + "\n";
-  ssize_t written = ::write(STDERR_FILENO, line.data(), line.size());
-  (void)written;
+void say(const std::string& message) noexcept {
+  try {
+    std::string line = "kprof-tracer: " + message + "\n";
+    ssize_t written = ::write(STDERR_FILENO, line.data(), line.size());
+    (void)written;
+  } catch (...) {
+    static const char kLost[] = "kprof-tracer: (a message was lost: out of memory)\n";
+    ssize_t written = ::write(STDERR_FILENO, kLost, sizeof kLost - 1);
+    (void)written;
+  }
+}
+
+// say() from an exception handler, where building the message may itself fail.
+void say_failure(const char* what, const std::exception& error) noexcept {
+  try {
+    say(std::string(what) + " (" + error.what() + ")");
+  } catch (...) {
+    say(what);
+  }
 }
 
 std::uint64_t clock_ns(clockid_t clock) {
@@ -159,6 +174,7 @@ struct Work {
   ClockAnchor anchor;
   StopReason reason = StopReason::kControl;
   std::uint64_t buffers_refused = 0;
+  std::uint64_t records_lost = 0;
 };
 
 struct Tracer {
@@ -175,6 +191,7 @@ struct Tracer {
   std::vector<std::uint8_t*> free_buffers;
   std::size_t allocated = 0, max_buffers = 0;
   std::atomic<std::uint64_t> buffers_refused{0};
+  std::atomic<std::uint64_t> records_lost{0};  // buffers the tracer could not queue (no memory)
 
   std::mutex queue_mutex;
   std::condition_variable queue_ready;
@@ -184,6 +201,7 @@ struct Tracer {
   std::condition_variable control_wake;
   std::atomic<bool> stopping{false};
   std::atomic<bool> cap_hit{false};
+  std::atomic<bool> writer_failed{false};
   WindowPolicy policy{StartMode::kNow, 0, 0};  // control thread; at exit after it ended
   bool kind_failure_reported[std::size(kActivityKinds)] = {};
 
@@ -255,7 +273,14 @@ void CUPTIAPI on_buffer_completed(CUcontext, std::uint32_t, std::uint8_t* buffer
   Work work;
   work.data = buffer;
   work.valid = valid;
-  post(*t, work);
+  try {
+    post(*t, work);
+  } catch (...) {  // out of memory: never let an exception reach CUPTI's thread
+    std::uint64_t records = 0;
+    for_each_record(buffer, valid, [&](const CUpti_Activity&) { ++records; });
+    t->records_lost += records;
+    recycle(*t, buffer);
+  }
 }
 
 void CUPTIAPI ignore_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
@@ -266,7 +291,31 @@ class Writer {
  public:
   explicit Writer(Tracer& t) : t_(t), converter_(t.api_names, strings_, options(t)) {}
 
-  void run() {
+  void run() noexcept {
+    try {
+      loop();
+    } catch (const std::exception& error) {
+      say_failure("the tracer's writer failed, no more traces from this process", error);
+      t_.writer_failed = true;
+      drain();
+    }
+  }
+
+ private:
+  // After a failure: keep handing buffers back to CUPTI until the process ends.
+  void drain() noexcept {
+    for (;;) {
+      std::unique_lock<std::mutex> lock(t_.queue_mutex);
+      t_.queue_ready.wait(lock, [&] { return !t_.queue.empty(); });
+      Work work = t_.queue.front();
+      t_.queue.pop_front();
+      lock.unlock();
+      if (work.kind == Work::Kind::kShutdown) return;
+      if (work.kind == Work::Kind::kBuffer) recycle(t_, work.data);
+    }
+  }
+
+  void loop() {
     ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);  // this thread only
     start_raw_dump();
     for (;;) {
@@ -297,7 +346,6 @@ class Writer {
     }
   }
 
- private:
   static ConverterOptions options(const Tracer& t) {
     ConverterOptions options;
     options.base_ns = t.base_ns;
@@ -409,6 +457,7 @@ class Writer {
     summary.cupti_dropped = cupti_dropped_;
     summary.buffers_refused = work.buffers_refused;
     summary.late_records = window_late_records_;
+    summary.records_lost = work.records_lost;
     window_open_ = false;
     if (!file_) return;  // already said why
     std::string error;
@@ -471,13 +520,18 @@ void close_window(Tracer& t, StopReason reason) {
   work.anchor = read_anchor();
   work.reason = reason;
   work.buffers_refused = t.buffers_refused.exchange(0);
+  work.records_lost = t.records_lost.exchange(0);
   post(t, work);
 }
 
-void control_main(Tracer& t) {
+void control_loop(Tracer& t) {
   ControlFileWatcher watcher(t.config.control_path);
   auto started = std::chrono::steady_clock::now();
   while (!t.stopping) {
+    if (t.writer_failed) {
+      if (t.policy.active()) set_kinds(t, false);
+      return;
+    }
     std::string content;
     ControlCommand command = watcher.poll(&content);
     if (command == ControlCommand::kUnknown) {
@@ -497,7 +551,19 @@ void control_main(Tracer& t) {
   }
 }
 
-void at_exit() {
+void control_main(Tracer& t) noexcept {
+  try {
+    control_loop(t);
+  } catch (const std::exception& error) {
+    say_failure("the tracer's control thread failed, tracing stopped", error);
+    try {
+      set_kinds(t, false);
+    } catch (...) {
+    }
+  }
+}
+
+void at_exit_unguarded() {
   Tracer* t = g_tracer;
   if (!t || ::getpid() != t->pid) return;  // a fork child: not ours to flush
   {
@@ -512,6 +578,14 @@ void at_exit() {
   shutdown.kind = Work::Kind::kShutdown;
   post(*t, shutdown);
   if (t->writer.joinable()) t->writer.join();
+}
+
+void at_exit() {
+  try {
+    at_exit_unguarded();
+  } catch (const std::exception& error) {
+    say_failure("the last window could not be finished", error);
+  }
 }
 
 // ---- start --------------------------------------------------------------------------------
@@ -624,8 +698,13 @@ bool start_tracer() {
   sigset_t all, previous;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &previous);
-  g_tracer->writer = std::thread([] { Writer(*g_tracer).run(); });
-  g_tracer->control = std::thread([] { control_main(*g_tracer); });
+  try {
+    g_tracer->writer = std::thread([] { Writer(*g_tracer).run(); });
+    g_tracer->control = std::thread([] { control_main(*g_tracer); });
+  } catch (...) {
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    throw;
+  }
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   return true;
 }
@@ -636,10 +715,15 @@ pid_t g_started_in = 0;
 std::atomic<bool> g_fork_reported{false};
 
 // Whichever entry point comes first (cuInit, or an NVTX call before it) starts the tracer.
-bool ensure_started() {
+bool ensure_started() noexcept {
   std::call_once(g_once, [] {
     g_started_in = ::getpid();
-    g_running = start_tracer();
+    try {
+      g_running = start_tracer();
+    } catch (const std::exception& error) {
+      say_failure("cannot start, the tracer stays off", error);
+      g_running = false;
+    }
   });
   if (::getpid() != g_started_in) {
     if (g_running && !g_fork_reported.exchange(true)) {
@@ -652,13 +736,16 @@ bool ensure_started() {
   return g_running;
 }
 
-void start_nvtx(CUptiResult (*initialize)(void*), void* get_export_table) {
+void start_nvtx(CUptiResult (*initialize)(void*), void* get_export_table) noexcept {
   if (!ensure_started()) return;  // NVTX then makes every call a no-op
   CUptiResult result = initialize(get_export_table);
   static std::atomic<bool> reported{false};
   if (result != CUPTI_SUCCESS && !reported.exchange(true)) {
-    say("CUPTI does not take NVTX (" + cupti_error_text(result) +
-        "): NVTX ranges (steps) are not recorded");
+    try {
+      say("CUPTI does not take NVTX (" + cupti_error_text(result) +
+          "): NVTX ranges (steps) are not recorded");
+    } catch (...) {
+    }
   }
 }
 

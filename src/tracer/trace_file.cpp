@@ -86,6 +86,7 @@ std::string summary_json(const TraceHeader& header, const WindowSummary& s) {
   add_field(out, "incomplete_records", c.incomplete_records);
   add_field(out, "over_cap_records", c.over_cap);
   add_field(out, "late_records", s.late_records);
+  add_field(out, "lost_records", s.records_lost);
   out += "}, \"nvtx\": {";
   add_field(out, "unmatched_range_ends", c.unmatched_range_ends, false);
   add_field(out, "open_ranges_at_stop", c.open_ranges_at_stop);
@@ -128,6 +129,10 @@ std::string summary_line(const std::string& path, const TraceHeader& header,
   }
   if (s.late_records) {
     dropped.push_back(std::to_string(s.late_records) + " records that arrived between windows");
+  }
+  if (s.records_lost) {
+    dropped.push_back(std::to_string(s.records_lost) +
+                      " records lost (the tracer ran out of memory queueing them)");
   }
   if (dropped.empty()) return line + "; nothing dropped";
   line += "; DROPPED: ";

@@ -41,6 +41,7 @@ struct WindowSummary {
   std::uint64_t cupti_dropped = 0;    // cuptiActivityGetNumDroppedRecords
   std::uint64_t buffers_refused = 0;  // requests met with an empty buffer pool
   std::uint64_t late_records = 0;     // records that arrived when no window was open
+  std::uint64_t records_lost = 0;     // records the tracer could not queue (out of memory)
 };
 
 // The "kprof" object closing the file (documented in README.md, "kprof's own tracer").

@@ -447,16 +447,20 @@ TEST(TraceSummary, TheStderrLineNamesEveryDropAndSaysWhenThereIsNone) {
   summary.counts.over_cap = 7;
   summary.max_events = 10;
   summary.late_records = 3;
-  EXPECT_EQ(summary_line("/t/x.json.gz", header, summary),
-            "pid 12 window 2 (stopped by duration): /t/x.json.gz: 10 events; DROPPED: 5 records "
-            "dropped by CUPTI, 2 buffer requests refused (all buffers in use: raise "
-            "KPROF_TRACE_MEMORY_MB), 1 records without timestamps, 7 records over the cap of 10 "
-            "events (KPROF_TRACE_MAX_EVENTS), 3 records that arrived between windows");
+  summary.records_lost = 4;
+  EXPECT_EQ(
+      summary_line("/t/x.json.gz", header, summary),
+      "pid 12 window 2 (stopped by duration): /t/x.json.gz: 10 events; DROPPED: 5 records "
+      "dropped by CUPTI, 2 buffer requests refused (all buffers in use: raise "
+      "KPROF_TRACE_MEMORY_MB), 1 records without timestamps, 7 records over the cap of 10 "
+      "events (KPROF_TRACE_MAX_EVENTS), 3 records that arrived between windows, 4 records lost "
+      "(the tracer ran out of memory queueing them)");
   auto json = nlohmann::json::parse(summary_json(header, summary));
   EXPECT_EQ(json["cap_hit"], true);
   EXPECT_EQ(json["dropped"]["over_cap_records"], 7);
   EXPECT_EQ(json["dropped"]["buffer_requests_refused"], 2);
   EXPECT_EQ(json["dropped"]["late_records"], 3);
+  EXPECT_EQ(json["dropped"]["lost_records"], 4);
 }
 
 }  // namespace
