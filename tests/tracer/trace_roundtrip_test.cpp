@@ -465,3 +465,46 @@ TEST(TraceSummary, TheStderrLineNamesEveryDropAndSaysWhenThereIsNone) {
 
 }  // namespace
 }  // namespace kprof::tracer
+
+namespace kprof::tracer {
+namespace {
+
+// Buffers recorded on a GPU machine (tools/tracer/gpu-check.sh, case raw) and committed under
+// data/h200/tracer-raw/NAME/ with trace.json.gz, the live trace the tracer wrote from the same
+// records: the replay must give the same events, and kprof must rank them.
+TEST(RecordedDumps, ReplayToTheTraceRecordedWithThem) {
+  std::string root = kprof::testing::data_path("h200/tracer-raw");
+  if (!std::filesystem::is_directory(root)) {
+    GTEST_SKIP() << "no recorded dumps yet under " << root
+                 << " (tools/tracer/gpu-check.sh, case raw)";
+  }
+  int replayed = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(root)) {
+    if (!entry.is_directory()) continue;
+    SCOPED_TRACE(entry.path().string());
+    char pattern[] = "/tmp/kprof-replay-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    std::string out = std::string(pattern) + "/replayed.json.gz", error;
+    ASSERT_TRUE(convert_raw_dump(entry.path().string(), out, &error)) << error;
+    auto live = nlohmann::json::parse(
+        kprof::testing::read_gzip_text((entry.path() / "trace.json.gz").string()));
+    auto again = nlohmann::json::parse(kprof::testing::read_gzip_text(out));
+    auto sorted = [](const nlohmann::json& events) {
+      std::vector<std::string> texts;
+      for (const auto& e : events) texts.push_back(e.dump());
+      std::sort(texts.begin(), texts.end());
+      return texts;
+    };
+    EXPECT_EQ(sorted(live["traceEvents"]), sorted(again["traceEvents"]));
+    static const analysis::StageTable stages = analysis::load_stage_table();
+    timeline::RankingBuilder builder(stages, true);
+    importers::read_chrome_trace(out, builder);
+    EXPECT_GT(builder.finish().kernel_events, 0u);
+    std::filesystem::remove_all(pattern);
+    ++replayed;
+  }
+  if (replayed == 0) GTEST_SKIP() << "no dump folders under " << root;
+}
+
+}  // namespace
+}  // namespace kprof::tracer

@@ -180,7 +180,8 @@ key = lambda e: json.dumps(e, sort_keys=True)
 print(f"    live {len(live)} events, replayed {len(replayed)}")
 sys.exit(0 if sorted(map(key, live)) == sorted(map(key, replayed)) else 1)
 EOF
-  echo "    dump kept for test data: $D ($(du -sh "$D" | cut -f1))"
+  cp "$(traces)" "$D/trace.json.gz"  # the live trace of the same records, for the replay test
+  echo "    for test data: cp -r $D data/h200/tracer-raw/eager ($(du -sh "$D" | cut -f1))"
 fi
 
 if wanted totals; then begin totals
