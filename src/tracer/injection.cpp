@@ -61,6 +61,10 @@ constexpr auto kPollInterval = 100ms;
 // UNVERIFIED on the H200: time for kernels launched just before a stop to finish, so the forced
 // flush finds their records complete (those still incomplete are counted, not written).
 constexpr auto kStopGrace = 100ms;
+// While a window is open, buffers whose records are all complete are collected this often
+// (cuptiActivityFlushAll(0)): the writer keeps up, the cap is seen in time, buffers come back to
+// the pool. CUPTI's guide advises rare flushes; once a second is rare. UNVERIFIED: its cost.
+constexpr auto kFlushInterval = std::chrono::seconds(1);
 constexpr std::size_t kInitialBuffers = 8;
 constexpr std::size_t kLowWaterBuffers = 4;
 constexpr std::size_t kFlushEventBytes = std::size_t{1} << 20;
@@ -463,8 +467,10 @@ class Writer {
     std::string error;
     if (file_->finish(summary, &error)) {
       say(summary_line(file_->final_path(), header_, summary));
-    } else {
+    } else if (file_->complete()) {
       say(error + "; " + summary_line(file_->partial_path(), header_, summary));
+    } else {
+      say(error + ": window " + std::to_string(header_.window) + " abandoned");
     }
     file_.reset();
   }
@@ -527,6 +533,7 @@ void close_window(Tracer& t, StopReason reason) {
 void control_loop(Tracer& t) {
   ControlFileWatcher watcher(t.config.control_path);
   auto started = std::chrono::steady_clock::now();
+  auto last_flush = started;
   while (!t.stopping) {
     if (t.writer_failed) {
       if (t.policy.active()) set_kinds(t, false);
@@ -540,11 +547,21 @@ void control_loop(Tracer& t) {
       say("control file " + t.config.control_path + ": \"" + content.substr(0, 32) +
           "\" is neither start nor stop: ignored");
     }
-    double now_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    WindowDecision decision = t.policy.step(now_s, command, t.cap_hit.load());
-    if (decision.action == WindowDecision::Action::kStart) open_window(t);
+    auto seconds = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    };
+    WindowDecision decision = t.policy.step(seconds(), command, t.cap_hit.load());
+    if (decision.action == WindowDecision::Action::kStart) {
+      open_window(t);
+      t.policy.opened_at(seconds());  // the duration counts from here, buffers ready
+    }
     if (decision.action == WindowDecision::Action::kStop) close_window(t, decision.reason);
+    auto now = std::chrono::steady_clock::now();
+    if (decision.action != WindowDecision::Action::kNothing) last_flush = now;
+    if (t.policy.active() && now - last_flush >= kFlushInterval) {
+      cuptiActivityFlushAll(0);
+      last_flush = now;
+    }
     if (t.policy.active()) top_up_pool(t, kLowWaterBuffers);
     std::unique_lock<std::mutex> lock(t.control_mutex);
     t.control_wake.wait_for(lock, kPollInterval, [&] { return t.stopping.load(); });

@@ -65,6 +65,8 @@ class TraceFile {
   // Closes the event array, writes the summary, syncs and renames; false with *error set.
   bool finish(const WindowSummary& summary, std::string* error);
 
+  // After a failed finish(): whether the whole trace is kept under partial_path().
+  bool complete() const { return finished_; }
   const std::string& final_path() const { return final_path_; }
   const std::string& partial_path() const { return partial_path_; }
 

@@ -31,6 +31,9 @@ class WindowPolicy {
   // cap_hit: the open window reached KPROF_TRACE_MAX_EVENTS.
   WindowDecision step(double now_s, ControlCommand command, bool cap_hit);
   WindowDecision at_exit();
+  // The window opened by the last kStart really began at now_s (after its buffers were ready):
+  // its duration counts from here.
+  void opened_at(double now_s) { opened_at_s_ = now_s; }
   bool active() const { return active_; }
 
  private:

@@ -43,6 +43,14 @@ TEST(WindowPolicy, DurationEndsEachWindow) {
   EXPECT_EQ(policy.step(13.0, kNone, false).reason, StopReason::kDuration);
 }
 
+TEST(WindowPolicy, TheDurationCountsFromWhenTheWindowReallyOpened) {
+  WindowPolicy policy(StartMode::kNow, 0, 1.0);
+  EXPECT_EQ(policy.step(0.1, kNone, false).action, Action::kStart);
+  policy.opened_at(0.4);  // buffers took 0.3 s to prepare
+  EXPECT_EQ(policy.step(1.2, kNone, false).action, Action::kNothing);
+  EXPECT_EQ(policy.step(1.5, kNone, false).action, Action::kStop);
+}
+
 TEST(WindowPolicy, OnControlStaysInactiveUntilStart) {
   WindowPolicy policy(StartMode::kOnControl, 0, 0);
   for (double t : {0.0, 1.0, 100.0})
