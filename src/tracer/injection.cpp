@@ -212,7 +212,7 @@ struct Tracer {
   std::thread control, writer;
 };
 
-Tracer* g_tracer = nullptr;
+std::atomic<Tracer*> g_tracer{nullptr};  // set once, before any kind is enabled
 
 void post(Tracer& t, Work work) {
   {
@@ -716,8 +716,8 @@ bool start_tracer() {
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &previous);
   try {
-    g_tracer->writer = std::thread([] { Writer(*g_tracer).run(); });
-    g_tracer->control = std::thread([] { control_main(*g_tracer); });
+    g_tracer.load()->writer = std::thread([] { Writer(*g_tracer.load()).run(); });
+    g_tracer.load()->control = std::thread([] { control_main(*g_tracer.load()); });
   } catch (...) {
     pthread_sigmask(SIG_SETMASK, &previous, nullptr);
     throw;
