@@ -32,7 +32,7 @@ extern "C" void fake_cupti_range(int start, unsigned id, const char* name);
 namespace {
 
 constexpr int kConcurrentKernel = 10;  // CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
-const char* const kKernels[] = {"_Z8k_alphaPfi", "_Z7k_betaPf", "k_gamma"};
+const char* const kKernels[] = {"_Z7k_alphaPfi", "_Z6k_betaPf", "k_gamma"};
 
 bool wait_for(bool on) {
   for (int i = 0; i < 1000; ++i) {

@@ -61,6 +61,10 @@ def main():
                 lines = [l for l in run.stderr.splitlines() if l.startswith("kprof-tracer:")]
                 if lines:
                     said[(workload, name)] = lines
+                if name == "tracer" and not any(" window 1 " in l for l in lines):
+                    print(f"FAIL the tracer wrote no window in {workload} round {r} (is libcupti.so.13 "
+                          f"on LD_LIBRARY_PATH? gpu-check.sh sets it):\n{run.stderr[-2000:]}")
+                    sys.exit(1)
     print(f"{'workload':8} {'arm':26} {'median ms':>10} {'p90 ms':>8} {'ratio':>6}   "
           f"({args.rounds} processes x {args.steps} steps per arm)")
     for workload in ("eager", "graph"):
