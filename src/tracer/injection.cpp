@@ -181,6 +181,10 @@ struct Work {
   std::uint64_t records_lost = 0;
 };
 
+class Writer;
+
+// Everything the tracer holds lives here, reachable from g_tracer for the life of the process
+// (also in a fork child, where the tracer's threads are gone).
 struct Tracer {
   TracerConfig config;
   pid_t pid = 0;
@@ -209,6 +213,8 @@ struct Tracer {
   WindowPolicy policy{StartMode::kNow, 0, 0};  // control thread; at exit after it ended
   bool kind_failure_reported[std::size(kActivityKinds)] = {};
 
+  std::unique_ptr<ControlFileWatcher> watcher;
+  std::unique_ptr<Writer> writer_state;
   std::thread control, writer;
 };
 
@@ -531,7 +537,7 @@ void close_window(Tracer& t, StopReason reason) {
 }
 
 void control_loop(Tracer& t) {
-  ControlFileWatcher watcher(t.config.control_path);
+  ControlFileWatcher& watcher = *t.watcher;
   auto started = std::chrono::steady_clock::now();
   auto last_flush = started;
   while (!t.stopping) {
@@ -709,6 +715,8 @@ bool start_tracer() {
   t.free_buffers.reserve(t.max_buffers);
   t.policy = WindowPolicy(t.config.start, t.config.delay_s, t.config.duration_s);
 
+  t.watcher = std::make_unique<ControlFileWatcher>(t.config.control_path);
+  t.writer_state = std::make_unique<Writer>(t);
   g_tracer = tracer.release();  // lives until the process ends: CUPTI may call back any time
   std::atexit(at_exit);
   // Our threads take no signal meant for the application (they inherit this mask).
@@ -716,7 +724,7 @@ bool start_tracer() {
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &previous);
   try {
-    g_tracer.load()->writer = std::thread([] { Writer(*g_tracer.load()).run(); });
+    g_tracer.load()->writer = std::thread([] { g_tracer.load()->writer_state->run(); });
     g_tracer.load()->control = std::thread([] { control_main(*g_tracer.load()); });
   } catch (...) {
     pthread_sigmask(SIG_SETMASK, &previous, nullptr);

@@ -34,6 +34,10 @@ namespace {
 constexpr int kConcurrentKernel = 10;  // CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
 const char* const kKernels[] = {"_Z7k_alphaPfi", "_Z6k_betaPf", "k_gamma"};
 
+// NVTX names stay valid until the tracer's exit handler, registered after this object, has read
+// them (CUPTI keeps its own copies).
+std::deque<std::string> g_names;
+
 bool wait_for(bool on) {
   for (int i = 0; i < 1000; ++i) {
     if ((fake_cupti_enabled(kConcurrentKernel) != 0) == on) return true;
@@ -59,7 +63,7 @@ int main(int argc, char** argv) {
     return 3;
   }
   auto initialize = reinterpret_cast<int (*)()>(dlsym(library, "InitializeInjection"));
-  std::deque<std::string> names;  // NVTX names stay valid while the tracer may read them
+  auto& names = g_names;
   unsigned step = 0;
   for (++i; i < argc; ++i) {
     std::string word = argv[i];

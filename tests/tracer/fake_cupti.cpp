@@ -31,7 +31,8 @@ struct ThreadBuffer {
 std::mutex g_mutex;  // the sets below and the list of thread buffers
 std::set<int> g_enabled_kinds;
 std::set<std::uint32_t> g_runtime_apis, g_driver_apis;
-std::vector<ThreadBuffer*> g_buffers;
+// Never destroyed: the buffers must stay reachable (and flushable) through the exit handlers.
+std::vector<ThreadBuffer*>& g_buffers = *new std::vector<ThreadBuffer*>;
 CUpti_BuffersCallbackRequestFunc g_request = nullptr;
 CUpti_BuffersCallbackCompleteFunc g_complete = nullptr;
 std::atomic<std::size_t> g_dropped{0};
