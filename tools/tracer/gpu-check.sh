@@ -8,6 +8,9 @@
 # PyTorch profiler's, and the overhead table (tools/tracer/overhead.py).
 # Everything each case wrote or printed stays in OUT/CASE/; the summary lines go to stdout.
 # usage: tools/tracer/gpu-check.sh BUILD_DIR OUT      (CASES="basic control ..." runs only those)
+# Cases: basic graph delay control inactive cap ncu nsys profiler two fork raw totals overhead.
+# All but overhead take a few minutes together; overhead runs 5 arms x 2 workloads x ROUNDS
+# (default 5) fresh processes, about a minute per round.
 set -u
 BUILD=$(realpath "$1"); OUT=$(realpath -m "$2"); R=$(cd "$(dirname "$0")/../.." && pwd)
 LIB=$BUILD/src/tracer/libkprof_tracer.so
@@ -113,7 +116,8 @@ if wanted inactive; then begin inactive
 fi
 
 if wanted cap; then begin cap
-  env "${TRACE[@]}" KPROF_TRACE_MAX_EVENTS=2000 python3 "$WORKLOAD" --steps 50 > "$C/stdout" 2> "$C/stderr"; rc=$?
+  # Long enough for the once-a-second collection to bring the cap's buffers to the writer.
+  env "${TRACE[@]}" KPROF_TRACE_MAX_EVENTS=2000 python3 "$WORKLOAD" --steps 200 --pause 0.01 > "$C/stdout" 2> "$C/stderr"; rc=$?
   said; facts
   [ $rc = 0 ] && [ "$(fact "['stop_reason']")" = "['event cap']" ] && [ "$(fact "['events']")" = "[2000]" ] &&
     grep -q "over the cap" "$C/stderr" && ok "cap: window closed at 2000 events, the rest counted and said" ||
