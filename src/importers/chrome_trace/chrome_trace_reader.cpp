@@ -392,6 +392,25 @@ class Scanner {
     return std::nullopt;
   }
 
+  // A uint64 id read from its JSON text, so values above 2^53 stay exact (a double would round
+  // them); a quoted number is accepted, anything else (negative, fractional, too large) is absent.
+  static std::optional<std::uint64_t> unsigned_integer(simdjson::ondemand::value value) {
+    std::string_view token = value.raw_json_token();
+    while (!token.empty() && (token.back() == ' ' || token.back() == '\n' ||
+                              token.back() == '\r' || token.back() == '\t')) {
+      token.remove_suffix(1);
+    }
+    if (token.size() >= 2 && token.front() == '"' && token.back() == '"') {
+      token = token.substr(1, token.size() - 2);
+    }
+    std::uint64_t parsed = 0;
+    auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), parsed);
+    if (token.empty() || ec != std::errc() || end != token.data() + token.size()) {
+      return std::nullopt;
+    }
+    return parsed;
+  }
+
   // key equals canonical (lower case, spaces) ignoring case and reading '_' as ' '.
   static bool same_key(std::string_view key, std::string_view canonical) {
     if (key.size() != canonical.size()) return false;
@@ -568,6 +587,8 @@ class Scanner {
               event.external_id = integer(v);
             else if (is("graph id") || is("cuda graph id"))
               event.graph_id = integer(v);
+            else if (is("graph node id"))
+              event.graph_node_id = unsigned_integer(v);
             else if (is("registers per thread"))
               event.registers_per_thread = real(v);
             else if (is("shared memory"))

@@ -23,6 +23,7 @@ struct TraceEvent {
   std::int64_t pid = 0;
   std::int64_t tid = 0;
   std::optional<std::int64_t> device, stream, correlation, external_id, graph_id;
+  std::optional<std::uint64_t> graph_node_id;  // CUPTI's uint64, read exactly (not via double)
   std::optional<double> registers_per_thread, shared_memory;
   std::optional<std::int64_t> grid[3], block[3];
 };
