@@ -1,10 +1,10 @@
 // The kprof binary as a user runs it: output, exit codes, and nothing on stdout on failure.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include "support/run_process.h"
 #include "support/test_data.h"
@@ -21,7 +21,8 @@ testing::ProcessResult kprof(std::vector<std::string> args) {
 }
 
 TEST(Cli, AnalyzeSummaryPrintsOneRowPerKernel) {
-  auto result = kprof({"analyze", "--summary", "--sort", "id", data_path("h200/big_full.ncu-rep.zst")});
+  auto result =
+      kprof({"analyze", "--summary", "--sort", "id", data_path("h200/big_full.ncu-rep.zst")});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("24 kernels · NVIDIA H200 (cc 9.0, 132 SMs)"), std::string::npos);
   EXPECT_NE(result.out.find("clock control none"), std::string::npos);
@@ -32,7 +33,9 @@ TEST(Cli, AnalyzeSummaryPrintsOneRowPerKernel) {
   EXPECT_NE(line.find(" 135.9 "), std::string::npos) << line;
   EXPECT_NE(line.find(" 88.91 "), std::string::npos) << line;
   size_t rows = 0;
-  for (size_t at = result.out.find('\n'); at != std::string::npos; at = result.out.find('\n', at + 1)) ++rows;
+  for (size_t at = result.out.find('\n'); at != std::string::npos;
+       at = result.out.find('\n', at + 1))
+    ++rows;
   EXPECT_EQ(rows, 1u + 1u + 24u);  // description, header, kernels
 }
 
@@ -115,9 +118,9 @@ TEST(Cli, AnalyzeCsvHasOneRowPerKernel) {
 TEST(Cli, GpusListsTheDatabaseWithSources) {
   auto all = kprof({"gpus"});
   ASSERT_EQ(all.exit_code, 0) << all.err;
-  for (const char* name : {"A100 SXM 80GB", "H100 SXM", "H100 PCIe", "H200 SXM", "H20", "GH200",
-                           "B200", "B300", "GB200", "GB300", "RTX PRO 6000 Blackwell", "L40S",
-                           "L4", "RTX 4090", "RTX 5090"}) {
+  for (const char* name :
+       {"A100 SXM 80GB", "H100 SXM", "H100 PCIe", "H200 SXM", "H20", "GH200", "B200", "B300",
+        "GB200", "GB300", "RTX PRO 6000 Blackwell", "L40S", "L4", "RTX 4090", "RTX 5090"}) {
     EXPECT_NE(all.out.find(std::string("\n") + name + " "), std::string::npos) << name;
   }
   auto b300 = kprof({"gpus", "B300"});
@@ -158,6 +161,55 @@ TEST(Cli, UserTablesOverrideTheBuiltInOnesAndBadOnesAreRejected) {
   EXPECT_EQ(bad_json.out, "");
 }
 
+TEST(Cli, GpusTakesACalibrationFileAsMeasuredCeilings) {
+  std::string path = ::testing::TempDir() + "/calibration.json";
+  std::ofstream(path) << R"({"schema": "kprof.calibration/1",
+      "gpu": {"name": "NVIDIA H200", "cc": "9.0", "sms": 132},
+      "driver": {"cuda": "13.0", "nvidia": "580.159.04"}, "date": "2026-11-30T12:00:00Z",
+      "ceilings": [
+        {"name": "dram_bandwidth", "figure": 4.1e12, "unit": "byte/s", "method": "copy", "repeats": 20},
+        {"name": "launch_back_to_back", "figure": 2.5e-6, "unit": "s", "method": "empty", "repeats": 20}]})";
+  auto shown = kprof({"gpus", "H200", "--gpus", path});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("  measured (" + path +
+                           ": NVIDIA H200, 2026-11-30T12:00:00Z, CUDA 13.0, driver 580.159.04):\n"
+                           "    dram_bandwidth: 4.10 TB/s (best of 20; copy)\n"
+                           "    launch_back_to_back: 2.50 us (best of 20; empty)\n"),
+            std::string::npos)
+      << shown.out;
+  auto json = nlohmann::json::parse(kprof({"gpus", "H200", "--gpus", path, "--json"}).out);
+  EXPECT_EQ(json["gpus"][0]["name"], "H200 SXM");
+  EXPECT_EQ(json["gpus"][0]["measured"]["dram_bandwidth"]["figure"], 4.1e12);
+  EXPECT_EQ(json["gpus"][0]["memory_bandwidth_tbs"], 4.8);  // the datasheet figure stays
+
+  // A GPU the database does not know gets an entry of its own.
+  std::ofstream(path)
+      << R"({"schema": "kprof.calibration/1", "gpu": {"name": "NVIDIA Z100", "cc": "11.0", "sms": 200},
+      "date": "2026-11-30T12:00:00Z",
+      "ceilings": [{"name": "fp32_flops", "figure": 1e14, "unit": "flop/s", "method": "fma", "repeats": 3}]})";
+  auto added = nlohmann::json::parse(kprof({"gpus", "Z100", "--gpus", path, "--json"}).out);
+  EXPECT_EQ(added["gpus"][0]["name"], "NVIDIA Z100");
+  EXPECT_EQ(added["gpus"][0]["cc"], "11.0");
+  EXPECT_EQ(added["gpus"][0]["measured"]["fp32_flops"]["repeats"], 3);
+
+  // What is not a measurement is refused, naming the file.
+  std::ofstream(path) << R"({"schema": "kprof.calibration/1", "gpu": {"name": "NVIDIA H200"},
+      "date": "2026-11-30T12:00:00Z",
+      "ceilings": [{"name": "fp32_flops", "figure": 0, "unit": "flop/s", "method": "fma", "repeats": 3}]})";
+  auto zero = kprof({"gpus", "--gpus", path});
+  EXPECT_EQ(zero.exit_code, 4);
+  EXPECT_EQ(zero.err, "kprof: " + path +
+                          ": not a valid calibration: ceiling fp32_flops: figure must be a "
+                          "positive number\n");
+  EXPECT_EQ(zero.out, "");
+  std::ofstream(path)
+      << R"({"schema": "kprof.calibration/1", "gpu": {}, "date": "x", "ceilings": []})";
+  auto nameless = kprof({"gpus", "--gpus", path});
+  EXPECT_EQ(nameless.exit_code, 4);
+  EXPECT_NE(nameless.err.find("calibration (kprof.calibration/1)"), std::string::npos)
+      << nameless.err;
+}
+
 TEST(Cli, RankListsKernelsAndStages) {
   auto result = kprof({"rank", data_path("h200/budget_eager_b1.json.gz"), "-n", "3"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
@@ -178,7 +230,8 @@ TEST(Cli, RankListsKernelsAndStages) {
 
 TEST(Cli, RankRejectsTracesWithoutGpuEventsAndOtherFiles) {
   std::string path = ::testing::TempDir() + "/cpu_only.json";
-  std::ofstream(path) << R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2}]})";
+  std::ofstream(path)
+      << R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2}]})";
   auto cpu_only = kprof({"rank", path});
   EXPECT_EQ(cpu_only.exit_code, 4);
   EXPECT_NE(cpu_only.err.find("no GPU events"), std::string::npos) << cpu_only.err;
@@ -200,7 +253,8 @@ TEST(Cli, BudgetSaysHostBoundAndWhy) {
       kprof({"budget", "--json", data_path("h200/budget_graph_decode.json.gz")}).out);
   EXPECT_EQ(graph["schema"], "kprof.budget/1");
   EXPECT_EQ(graph["verdict"], "kernel-bound");
-  EXPECT_EQ(kprof({"budget", "--step", "(", data_path("h200/budget_graph_decode.json.gz")}).exit_code, 2);
+  EXPECT_EQ(
+      kprof({"budget", "--step", "(", data_path("h200/budget_graph_decode.json.gz")}).exit_code, 2);
 }
 
 TEST(Cli, ReportJoinsCapturesToATrace) {
@@ -234,9 +288,9 @@ TEST(Cli, DiffExitsNonZeroOnlyOnARegression) {
   EXPECT_EQ(slower.exit_code, 6);
   EXPECT_NE(slower.out.find("k_fp32_fma"), std::string::npos);
   EXPECT_EQ(slower.err, "kprof: 1 kernel regressed (exit 6)\n");
-  auto json = kprof({"diff", "--json", "--no-fail",
-                     data_path("h200/diff_suite_basic_base_a.ncu-rep.zst"),
-                     data_path("h200/diff_suite_basic_slow_fp32.ncu-rep.zst")});
+  auto json =
+      kprof({"diff", "--json", "--no-fail", data_path("h200/diff_suite_basic_base_a.ncu-rep.zst"),
+             data_path("h200/diff_suite_basic_slow_fp32.ncu-rep.zst")});
   EXPECT_EQ(json.exit_code, 0);
   EXPECT_EQ(nlohmann::json::parse(json.out)["regressions"], 1);
   // A bundle folder stands for the report inside it.
@@ -245,7 +299,8 @@ TEST(Cli, DiffExitsNonZeroOnlyOnARegression) {
   std::filesystem::copy_file(data_path("h200/diff_suite_basic_base_b.ncu-rep.zst"),
                              bundle + "/capture.ncu-rep.zst",
                              std::filesystem::copy_options::overwrite_existing);
-  EXPECT_EQ(kprof({"diff", data_path("h200/diff_suite_basic_base_a.ncu-rep.zst"), bundle}).exit_code, 0);
+  EXPECT_EQ(
+      kprof({"diff", data_path("h200/diff_suite_basic_base_a.ncu-rep.zst"), bundle}).exit_code, 0);
   std::filesystem::remove_all(bundle);
 }
 
@@ -288,7 +343,8 @@ TEST(Cli, ExitCodesAreDocumented) {
 
 TEST(Cli, InvalidInputPrintsOneLineAndNoPartialOutput) {
   std::string path = ::testing::TempDir() + "/truncated.ncu-rep";
-  std::ofstream(path, std::ios::binary) << read_file(data_path("h200/big_min_raw.csv")).substr(0, 5000);
+  std::ofstream(path, std::ios::binary)
+      << read_file(data_path("h200/big_min_raw.csv")).substr(0, 5000);
   // A good report first, then the bad one: nothing may be printed for the good one.
   auto result = kprof({"analyze", data_path("h200/big_min.ncu-rep.zst"), path});
   EXPECT_EQ(result.exit_code, 4);
