@@ -11,11 +11,14 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "common/error.h"
 #include "common/file_bytes.h"
 #include "hardware/gpu_specs.h"
 #include "selftest/calibration_json.h"
+#include "support/run_process.h"
 
 namespace kprof::selftest {
 namespace {
@@ -268,6 +271,51 @@ TEST_F(FakeDriver, ACalibrationFileGivesTheGpuDatabaseItsMeasuredCeilings) {
       << h200->measured_source;
   EXPECT_EQ(h200->memory_bandwidth_tbs, 4.8);  // the datasheet figure stays
   std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace kprof::selftest
+
+namespace kprof::selftest {
+namespace {
+
+using kprof::testing::run_process;
+
+TEST(SelftestRunnerProgram, ExitCodesSayWhatHappened) {
+  const std::string runner = KPROF_SELFTEST_RUNNER;
+  auto no_driver = run_process({runner, "info", "--driver", "/nonexistent/libcuda.so.1"});
+  EXPECT_EQ(no_driver.exit_code, 9);
+  EXPECT_EQ(
+      no_driver.err.rfind("kprof-selftest-runner: no NVIDIA driver (/nonexistent/libcuda.so.1", 0),
+      0u)
+      << no_driver.err;
+  EXPECT_EQ(no_driver.out, "");
+
+  auto ran = run_process({runner, "run", "--driver", KPROF_FAKE_LIBCUDA, "--kernels",
+                          "k_fp32_fma,k_smem_chase", "--repeat", "2"});
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  auto document = nlohmann::json::parse(ran.out);
+  EXPECT_EQ(document["ptx_arch"], "sm_90");
+  ASSERT_EQ(document["kernels"].size(), 2u);
+  EXPECT_EQ(document["kernels"][1]["kernel"], "k_smem_chase");
+  EXPECT_EQ(document["kernels"][1]["shared_bytes"], 232448);
+  EXPECT_EQ(document["kernels"][1]["seconds"].size(), 2u);
+
+  auto unknown = run_process({runner, "run", "--driver", KPROF_FAKE_LIBCUDA, "--kernels", "k_x"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("no selftest kernel named k_x"), std::string::npos) << unknown.err;
+
+  // The suite's capture lacks the kernels new to the selftest: not a pass.
+  auto judged = run_process(
+      {runner, "judge", std::string(KPROF_DATA_DIR) + "/h200/bottleneck_suite_full.ncu-rep.zst"});
+  EXPECT_EQ(judged.exit_code, 6);
+  EXPECT_NE(judged.out.find("7 of 7 judged launches as expected; 0 mismatched (marked (!)); 4 "
+                            "selftest kernels not in the report"),
+            std::string::npos)
+      << judged.out;
+  auto not_a_report = run_process({runner, "judge", std::string(KPROF_DATA_DIR) + "/gpus.json"});
+  EXPECT_EQ(not_a_report.exit_code, 4);
+  EXPECT_EQ(not_a_report.out, "");
 }
 
 }  // namespace

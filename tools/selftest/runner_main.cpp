@@ -149,8 +149,16 @@ int run_judge(const std::string& report_path, bool as_json) {
     for (const auto& j : judgements) {
       for (const auto& note : j.notes) out += fmt::format("note: {}: {}\n", j.kernel, note);
     }
-    out += all_passed ? "every selftest kernel shows what it was written to show\n"
-                      : "some kernels do not show what they were written to show (marked)\n";
+    std::size_t passed = 0, missing = 0;
+    for (const auto& j : judgements) {
+      passed += j.passed();
+      missing += !j.in_report;
+    }
+    out += fmt::format(
+        "{} of {} judged launches as expected; {} mismatched (marked (!)); {} selftest kernel{} "
+        "not in the report\n",
+        passed, judgements.size() - missing, judgements.size() - missing - passed, missing,
+        missing == 1 ? "" : "s");
     std::fputs(out.c_str(), stdout);
   }
   return all_passed ? 0 : kMismatch;
