@@ -74,12 +74,12 @@ class GpuSession {
       const std::string& name) {
     const KernelSpec* spec = table_.find(name);
     if (!spec) throw std::invalid_argument(fmt::format("no selftest kernel named {}", name));
-    auto release = [this](PreparedKernel* kernel) {
+    auto free_buffers = [this](PreparedKernel* kernel) {
       for (CuDevicePtr pointer : kernel->buffers) driver_->api().cuMemFree(pointer);
       delete kernel;
     };
     std::unique_ptr<PreparedKernel, std::function<void(PreparedKernel*)>> kernel(
-        new PreparedKernel(), release);
+        new PreparedKernel(), free_buffers);
     kernel->plan = plan_launch(*spec, device_);
     const LaunchPlan& plan = kernel->plan;
     const auto& api = driver_->api();
@@ -152,6 +152,12 @@ class GpuSession {
     return milliseconds * 1e-3;
   }
 
+  void synchronize(const std::string& doing) {
+    driver_->check(driver_->api().cuCtxSynchronize(), "cuCtxSynchronize", doing);
+  }
+
+ private:
+  // What the session took from the driver, given back (also when the constructor fails).
   void release() {
     const auto& api = driver_->api();
     if (start_) api.cuEventDestroy(start_);
@@ -163,11 +169,6 @@ class GpuSession {
     context_retained_ = false;
   }
 
-  void synchronize(const std::string& doing) {
-    driver_->check(driver_->api().cuCtxSynchronize(), "cuCtxSynchronize", doing);
-  }
-
- private:
   // The newest module the device can JIT; an older one when the driver is too old for the
   // newer module's PTX ISA version.
   void load_module() {
