@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <re2/re2.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "common/error.h"
 #include "common/file_bytes.h"
@@ -63,6 +65,62 @@ void merge(GpuDatabase& db, const json& document) {
   }
 }
 
+// A calibration: its ceilings attach to the GPU it measured (json::exception for a missing or
+// mistyped field, std::invalid_argument for a value out of range; the caller names the file).
+void apply_calibration(GpuDatabase& db, const json& document, const std::string& path) {
+  const json& gpu = document.at("gpu");
+  std::string device_name = gpu.at("name").get<std::string>();
+  if (device_name.empty()) throw std::invalid_argument("gpu.name is empty");
+  std::map<std::string, MeasuredCeiling> measured;
+  for (const json& entry : document.at("ceilings")) {
+    std::string name = entry.at("name").get<std::string>();
+    MeasuredCeiling ceiling;
+    ceiling.figure = entry.at("figure").get<double>();
+    ceiling.unit = entry.at("unit").get<std::string>();
+    ceiling.method = entry.at("method").get<std::string>();
+    ceiling.repeats = entry.at("repeats").get<int>();
+    if (!(ceiling.figure > 0) || !std::isfinite(ceiling.figure)) {
+      throw std::invalid_argument(
+          fmt::format("ceiling {}: figure must be a positive number", name));
+    }
+    if (ceiling.repeats < 1) {
+      throw std::invalid_argument(fmt::format("ceiling {}: repeats must be at least 1", name));
+    }
+    if (!measured.emplace(name, ceiling).second) {
+      throw std::invalid_argument(fmt::format("ceiling {} is listed twice", name));
+    }
+  }
+  std::string driver;
+  if (auto it = document.find("driver"); it != document.end() && it->contains("cuda")) {
+    driver = ", CUDA " + it->at("cuda").get<std::string>();
+    if (it->contains("nvidia") && it->at("nvidia").is_string()) {
+      driver += ", driver " + it->at("nvidia").get<std::string>();
+    }
+  }
+  std::string source = fmt::format("{}: {}, {}{}", path, device_name,
+                                   document.at("date").get<std::string>(), driver);
+  GpuSpec* spec = nullptr;
+  for (GpuSpec& candidate : db.gpus) {
+    if (candidate.match_regex && RE2::PartialMatch(device_name, *candidate.match_regex)) {
+      spec = &candidate;
+      break;
+    }
+  }
+  if (!spec) {
+    // A GPU the database does not know: an entry of its own, matching exactly that name.
+    GpuSpec added;
+    added.name = device_name;
+    added.match = "^" + RE2::QuoteMeta(device_name) + "$";
+    added.compute_capability = gpu.value("cc", "");
+    added.sms = optional_number(gpu, "sms");
+    added.match_regex = std::make_shared<RE2>(added.match, RE2::Quiet);
+    db.gpus.insert(db.gpus.begin(), std::move(added));
+    spec = &db.gpus.front();
+  }
+  spec->measured = std::move(measured);
+  spec->measured_source = std::move(source);
+}
+
 }  // namespace
 
 const GpuSpec* GpuDatabase::find_for_device(const std::string& device_name) const {
@@ -89,19 +147,28 @@ GpuDatabase load_gpu_database(const std::string& override_path) {
   json builtin = json::parse(builtin_gpus_json());
   std::vector<GpuSpec> ordered;
   for (const json& entry : builtin.at("gpus")) db.gpus.push_back(parse_gpu(entry));
-  for (auto& [key, value] : builtin.at("sources").items()) db.sources[key] = value.get<std::string>();
+  for (auto& [key, value] : builtin.at("sources").items())
+    db.sources[key] = value.get<std::string>();
   if (override_path.empty()) return db;
   FileBytes file = read_input_file(override_path);
   try {
     json document = json::parse(file.bytes);
-    merge(db, document);
+    if (document.is_object() && document.value("schema", "") == "kprof.calibration/1") {
+      apply_calibration(db, document, override_path);
+    } else {
+      merge(db, document);
+    }
   } catch (const json::parse_error& error) {
     throw_invalid(override_path, InputPosition::byte(error.byte),
                   fmt::format("not valid JSON: {}", error.what()));
   } catch (const json::exception& error) {
     throw_invalid(override_path, InputPosition::none(),
-                  fmt::format("not a GPU database (expected {{\"gpus\": [{{\"name\": …}}]}}): {}",
+                  fmt::format("not a GPU database (expected {{\"gpus\": [{{\"name\": …}}]}}) "
+                              "or calibration (kprof.calibration/1): {}",
                               error.what()));
+  } catch (const std::invalid_argument& error) {
+    throw_invalid(override_path, InputPosition::none(),
+                  fmt::format("not a valid calibration: {}", error.what()));
   }
   db.origin = "built-in + " + override_path;
   return db;

@@ -1,5 +1,6 @@
 // The hardware database: datasheet figures per GPU with their sources, embedded from
-// data/gpus.json and overridable by a user file of the same shape.
+// data/gpus.json and overridable by a user file of the same shape — or by a calibration file
+// (kprof.calibration/1), whose measured ceilings are attached to the GPU it was measured on.
 #pragma once
 
 #include <map>
@@ -14,6 +15,14 @@ class RE2;
 
 namespace kprof::hardware {
 
+// A ceiling measured on a real GPU by kprof's calibration (not a datasheet figure).
+struct MeasuredCeiling {
+  double figure = 0;
+  std::string unit;    // "byte/s", "flop/s", "s"
+  std::string method;  // what ran and how the figure was computed
+  int repeats = 0;     // the figure is the best of this many runs
+};
+
 struct GpuSpec {
   std::string name;   // "H200 SXM"
   std::string match;  // regex (RE2, partial) over the device name a report records
@@ -21,9 +30,14 @@ struct GpuSpec {
   std::optional<double> sms, boost_clock_mhz, memory_gb, memory_bandwidth_tbs, l2_mb;
   std::optional<double> smem_per_sm_kb, smem_per_block_kb, registers_per_sm, max_warps_per_sm,
       max_blocks_per_sm;
-  std::map<std::string, double> peak_tflops;  // dense: fp64, fp64_tensor, fp32, tf32, bf16, fp8, fp4, int8
-  std::map<std::string, std::string> sources;  // figure group -> source ids
+  std::map<std::string, double>
+      peak_tflops;  // dense: fp64, fp64_tensor, fp32, tf32, bf16, fp8, fp4, int8
+  std::map<std::string, std::string> sources;   // figure group -> source ids
   std::shared_ptr<const re2::RE2> match_regex;  // compiled match, null if it does not compile
+  // From a calibration file: name (dram_bandwidth, fp32_flops, …) -> what was measured, and
+  // where, when and on which GPU and driver ("FILE: NVIDIA H200, 2026-11-30T…Z, CUDA 13.0").
+  std::map<std::string, MeasuredCeiling> measured;
+  std::string measured_source;
 };
 
 struct GpuDatabase {
@@ -37,7 +51,9 @@ struct GpuDatabase {
 };
 
 // The built-in database; with override_path, entries of that file replace built-in ones of
-// the same name and new ones are added. Throws InputError for an unreadable or invalid file.
+// the same name and new ones are added. A calibration file (schema kprof.calibration/1) instead
+// adds its measured ceilings to the GPU whose match finds the calibrated device's name, or to a
+// new entry for that name when none does. Throws InputError for an unreadable or invalid file.
 GpuDatabase load_gpu_database(const std::string& override_path = "");
 
 // The embedded data/gpus.json.

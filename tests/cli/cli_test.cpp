@@ -161,6 +161,55 @@ TEST(Cli, UserTablesOverrideTheBuiltInOnesAndBadOnesAreRejected) {
   EXPECT_EQ(bad_json.out, "");
 }
 
+TEST(Cli, GpusTakesACalibrationFileAsMeasuredCeilings) {
+  std::string path = ::testing::TempDir() + "/calibration.json";
+  std::ofstream(path) << R"({"schema": "kprof.calibration/1",
+      "gpu": {"name": "NVIDIA H200", "cc": "9.0", "sms": 132},
+      "driver": {"cuda": "13.0", "nvidia": "580.159.04"}, "date": "2026-11-30T12:00:00Z",
+      "ceilings": [
+        {"name": "dram_bandwidth", "figure": 4.1e12, "unit": "byte/s", "method": "copy", "repeats": 20},
+        {"name": "launch_back_to_back", "figure": 2.5e-6, "unit": "s", "method": "empty", "repeats": 20}]})";
+  auto shown = kprof({"gpus", "H200", "--gpus", path});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("  measured (" + path +
+                           ": NVIDIA H200, 2026-11-30T12:00:00Z, CUDA 13.0, driver 580.159.04):\n"
+                           "    dram_bandwidth: 4.10 TB/s (best of 20; copy)\n"
+                           "    launch_back_to_back: 2.50 us (best of 20; empty)\n"),
+            std::string::npos)
+      << shown.out;
+  auto json = nlohmann::json::parse(kprof({"gpus", "H200", "--gpus", path, "--json"}).out);
+  EXPECT_EQ(json["gpus"][0]["name"], "H200 SXM");
+  EXPECT_EQ(json["gpus"][0]["measured"]["dram_bandwidth"]["figure"], 4.1e12);
+  EXPECT_EQ(json["gpus"][0]["memory_bandwidth_tbs"], 4.8);  // the datasheet figure stays
+
+  // A GPU the database does not know gets an entry of its own.
+  std::ofstream(path)
+      << R"({"schema": "kprof.calibration/1", "gpu": {"name": "NVIDIA Z100", "cc": "11.0", "sms": 200},
+      "date": "2026-11-30T12:00:00Z",
+      "ceilings": [{"name": "fp32_flops", "figure": 1e14, "unit": "flop/s", "method": "fma", "repeats": 3}]})";
+  auto added = nlohmann::json::parse(kprof({"gpus", "Z100", "--gpus", path, "--json"}).out);
+  EXPECT_EQ(added["gpus"][0]["name"], "NVIDIA Z100");
+  EXPECT_EQ(added["gpus"][0]["cc"], "11.0");
+  EXPECT_EQ(added["gpus"][0]["measured"]["fp32_flops"]["repeats"], 3);
+
+  // What is not a measurement is refused, naming the file.
+  std::ofstream(path) << R"({"schema": "kprof.calibration/1", "gpu": {"name": "NVIDIA H200"},
+      "date": "2026-11-30T12:00:00Z",
+      "ceilings": [{"name": "fp32_flops", "figure": 0, "unit": "flop/s", "method": "fma", "repeats": 3}]})";
+  auto zero = kprof({"gpus", "--gpus", path});
+  EXPECT_EQ(zero.exit_code, 4);
+  EXPECT_EQ(zero.err, "kprof: " + path +
+                          ": not a valid calibration: ceiling fp32_flops: figure must be a "
+                          "positive number\n");
+  EXPECT_EQ(zero.out, "");
+  std::ofstream(path)
+      << R"({"schema": "kprof.calibration/1", "gpu": {}, "date": "x", "ceilings": []})";
+  auto nameless = kprof({"gpus", "--gpus", path});
+  EXPECT_EQ(nameless.exit_code, 4);
+  EXPECT_NE(nameless.err.find("calibration (kprof.calibration/1)"), std::string::npos)
+      << nameless.err;
+}
+
 TEST(Cli, RankListsKernelsAndStages) {
   auto result = kprof({"rank", data_path("h200/budget_eager_b1.json.gz"), "-n", "3"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
