@@ -237,6 +237,7 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
   std::string ended_at = utc_time();
 
   std::vector<capture::Diagnosis> diagnoses;
+  bool detached = spec.attach && result.stop_requested;
   if (!result.started) {
     diagnoses.push_back({"ncu_not_started", true,
                          fmt::format("{} could not be started: {}", ncu.path, result.start_error),
@@ -245,9 +246,13 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
     bundle.write("ncu-stdout.txt", result.out);
     bundle.write("ncu-stderr.txt", result.err);
     bundle.write("ncu.log", result.combined);
-    diagnoses = capture::diagnose({command.argv, result.combined, result.exit_code});
+    // The classification `kprof explain` gives the same log. ncu exits 130 when kprof detaches
+    // it with SIGINT, and dies of what kprof sent it on a timeout or Ctrl-C: kprof's doing,
+    // diagnosed below, not ncu's failure.
+    bool stopped_by_kprof = detached || result.timed_out || result.interrupted;
+    diagnoses =
+        capture::diagnose({command.argv, result.combined, result.exit_code, stopped_by_kprof});
   }
-  bool detached = spec.attach && result.stop_requested;
   if (result.timed_out) {
     diagnoses.push_back(
         {"timeout", true,
@@ -272,25 +277,6 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
                            "check the target; start it again under `ncu --mode launch`"});
     }
   }
-  // ncu exits 130 when kprof detaches it with SIGINT: expected, not a failure.
-  bool ncu_failed = result.started && !detached && result.exit_code != 0 &&
-                    std::none_of(diagnoses.begin(), diagnoses.end(),
-                                 [](const capture::Diagnosis& d) { return d.failure; });
-  if (ncu_failed) {
-    std::string last_line;
-    for (size_t end = result.combined.size(); end > 0;) {
-      size_t start = result.combined.rfind('\n', end - 1);
-      start = start == std::string::npos ? 0 : start + 1;
-      last_line = result.combined.substr(start, end - start);
-      if (!last_line.empty() && last_line != "\n") break;
-      end = start > 0 ? start - 1 : 0;
-    }
-    diagnoses.push_back({"ncu_failed", true,
-                         fmt::format("ncu exited {} without a known cause; its last line: {}",
-                                     result.exit_code, last_line),
-                         "read ncu.log in the bundle"});
-  }
-
   std::string analysis_text, analysis_json;
   if (report_written) {
     write_ncu_exports(bundle, ncu.path, report_file);

@@ -307,7 +307,7 @@ TEST(Cli, ExplainNamesWhatWentWrongAndExitsSeven) {
                     "--target-processes", "application-only", "--launch-count", "1",
                     "--clock-control", "none", "--", "env", "FOO=1", "./diag", "plain"});
   EXPECT_EQ(env.exit_code, 7);
-  EXPECT_NE(env.out.find("FAILED [env_wrapper]"), std::string::npos) << env.out;
+  EXPECT_NE(env.err.find("FAILED [env_wrapper]"), std::string::npos) << env.err;
   auto ok = kprof({"explain", dir + "ok_basic.out", "--", "ncu", "--set", "basic",
                    "--clock-control", "none", "./diag", "plain"});
   EXPECT_EQ(ok.exit_code, 0) << ok.out;
