@@ -165,6 +165,17 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
   // Ctrl-C at any moment (also between ncu and its exports) ends in an .incomplete bundle,
   // never in a .partial folder left behind.
   capture::keep_interrupts();
+  // What the user can fix in the command line comes first (exit 2), then the bundle path
+  // (exit 3), then ncu (exit 9): a missing ncu must not hide a wrong option, and nothing is
+  // created or run before all three hold.
+  capture::CaptureSpec spec = to_spec(options, "ncu");
+  std::vector<std::pair<std::string, std::string>> env = parse_env(options.env);
+  std::string output_path =
+      options.output.empty() ? "kprof-capture-" + utc_time("%Y%m%d-%H%M%S") : options.output;
+  spec.export_path = "report";  // placeholder; checked for refusal only
+  build_or_refuse(spec);
+  // Checked without following links: a dangling link there would fail the rename at the end.
+  capture::EvidenceBundle::require_free(output_path);
   capture::NcuLocation ncu = capture::locate_ncu(options.ncu);
   if (ncu.path.empty()) {
     throw NotReady(
@@ -172,13 +183,7 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
                     "pass --ncu PATH — `kprof doctor` checks the whole setup",
                     ncu.searched));
   }
-  capture::CaptureSpec spec = to_spec(options, ncu.path);
-  std::vector<std::pair<std::string, std::string>> env = parse_env(options.env);
-  std::string output_path =
-      options.output.empty() ? "kprof-capture-" + utc_time("%Y%m%d-%H%M%S") : options.output;
-  // Refusals come before anything is created or run.
-  spec.export_path = "report";  // placeholder; checked for refusal only
-  build_or_refuse(spec);
+  spec.ncu = ncu.path;
 
   capture::EvidenceBundle bundle(output_path);
   spec.export_path = bundle.path_of("report");
