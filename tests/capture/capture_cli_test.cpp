@@ -423,6 +423,16 @@ TEST_F(Capture, DoctorOnTheH200sRecordedFacts) {
   EXPECT_EQ(not_ready.exit_code, 9);
   EXPECT_NE(not_ready.out.find("FAILED   GPU device"), std::string::npos) << not_ready.out;
   EXPECT_NE(not_ready.out.find("warning  CUDA_INJECTION64_PATH"), std::string::npos);
+
+  // A version file that holds no driver version is reported as found, not trusted.
+  fs::remove(root / "sys/module/nvidia/version");
+  std::ofstream(root / "sys/module/nvidia/version") << "99999.1\n";
+  auto absurd = testing::run_process({KPROF_BINARY, "doctor", "--root", root.string()});
+  EXPECT_EQ(absurd.exit_code, 9);
+  EXPECT_NE(absurd.out.find("FAILED   driver                 /sys/module/nvidia/version holds "
+                            "\"99999.1\", not a driver version"),
+            std::string::npos)
+      << absurd.out;
 }
 
 }  // namespace
