@@ -67,15 +67,15 @@ TEST(Doctor, AnImplausibleDriverVersionIsNamedNotTrusted) {
     facts.driver_version = version;
     facts.driver_version_source = "/sys/module/nvidia/version";
     std::vector<Check> checks = run_doctor_checks(facts);
-    const Check* driver = find(checks, "driver");
-    ASSERT_NE(driver, nullptr);
+    std::optional<Check> driver = find(checks, "driver");
+    ASSERT_TRUE(driver.has_value());
     EXPECT_EQ(driver->status, Check::Status::kFailed);
     EXPECT_NE(driver->detail.find("/sys/module/nvidia/version holds \"" + std::string(version) +
                                   "\", not a driver version"),
               std::string::npos)
         << driver->detail;
     EXPECT_EQ(driver->detail.find("supports CUDA"), std::string::npos);
-    EXPECT_EQ(find(checks, "cuda versions"), nullptr);  // nothing compared with it
+    EXPECT_FALSE(find(checks, "cuda versions").has_value());  // nothing compared with it
     EXPECT_EQ(cuda_major_of_driver(version), std::nullopt);
   }
   for (const char* version : {"580.159.04", "470.256.02", "535.104", "390.157"}) {
