@@ -72,7 +72,8 @@ CaptureDiff diff_captures(const model::Report& baseline, const model::Report& ca
   for (const auto& [key, sides] : groups) {
     const auto& [base, cand] = sides;
     KernelDiff d;
-    const model::Kernel& any = base.launches.empty() ? *cand.launches.front() : *base.launches.front();
+    const model::Kernel& any =
+        base.launches.empty() ? *cand.launches.front() : *base.launches.front();
     d.name = std::get<0>(key);
     d.grid = any.grid;
     d.block = any.block;
@@ -81,8 +82,10 @@ CaptureDiff diff_captures(const model::Report& baseline, const model::Report& ca
     d.baseline_ns = median(base.durations);
     d.candidate_ns = median(cand.durations);
     auto base_noise = noise(base.durations), cand_noise = noise(cand.durations);
-    if (base_noise || cand_noise) d.noise_pct = std::max(base_noise.value_or(0), cand_noise.value_or(0));
-    d.threshold_pct = std::max(options.threshold_pct, options.noise_factor * d.noise_pct.value_or(0));
+    if (base_noise || cand_noise)
+      d.noise_pct = std::max(base_noise.value_or(0), cand_noise.value_or(0));
+    d.threshold_pct =
+        std::max(options.threshold_pct, options.noise_factor * d.noise_pct.value_or(0));
     if (!base.launches.empty()) {
       KernelVerdict v = analyze_kernel(baseline, *base.launches.front(), config);
       d.baseline_verdict = roofline_name(v.roofline);
@@ -97,6 +100,7 @@ CaptureDiff diff_captures(const model::Report& baseline, const model::Report& ca
       d.candidate_memory_pct = v.memory_throughput_pct;
       d.candidate_occupancy = v.achieved_occupancy;
     }
+    if (!base.launches.empty() && !cand.launches.empty()) ++diff.in_both;
     if (base.launches.empty()) {
       d.change = Change::kOnlyInCandidate;
     } else if (cand.launches.empty()) {
@@ -116,11 +120,11 @@ CaptureDiff diff_captures(const model::Report& baseline, const model::Report& ca
   auto rank = [](const KernelDiff& d) {
     return d.change == Change::kRegression ? 0 : d.change == Change::kImprovement ? 1 : 2;
   };
-  std::stable_sort(diff.kernels.begin(), diff.kernels.end(),
-                   [&](const KernelDiff& a, const KernelDiff& b) {
-                     if (rank(a) != rank(b)) return rank(a) < rank(b);
-                     return std::fabs(a.change_pct.value_or(0)) > std::fabs(b.change_pct.value_or(0));
-                   });
+  std::stable_sort(
+      diff.kernels.begin(), diff.kernels.end(), [&](const KernelDiff& a, const KernelDiff& b) {
+        if (rank(a) != rank(b)) return rank(a) < rank(b);
+        return std::fabs(a.change_pct.value_or(0)) > std::fabs(b.change_pct.value_or(0));
+      });
   return diff;
 }
 

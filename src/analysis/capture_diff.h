@@ -39,6 +39,7 @@ struct KernelDiff {
 struct CaptureDiff {
   std::vector<KernelDiff> kernels;  // regressions first, then by |change|
   size_t regressions = 0, improvements = 0;
+  size_t in_both = 0;  // kernel groups both captures have: 0 means nothing was compared
 };
 
 CaptureDiff diff_captures(const model::Report& baseline, const model::Report& candidate,

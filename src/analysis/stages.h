@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/report.h"
@@ -40,12 +41,18 @@ struct ExpectationTable {
   const Expectation* find(const std::string& gpu_name, const model::Kernel& kernel) const;
 };
 
-// Built-in tables, or the user's file instead (InputError when unreadable, invalid JSON, or a
-// regex that does not compile).
+// Built-in tables, or the user's file instead. A user file is checked against its schema
+// (docs/kprof.stages.schema.json, docs/kprof.expectations.schema.json) and its regexes compiled:
+// InputError naming the file and the entry when unreadable, not JSON, or not such a table.
 StageTable load_stage_table(const std::string& path = "");
 ExpectationTable load_expectations(const std::string& path = "");
+// The same from a user file's text (path names it in errors).
+StageTable parse_stage_table(const std::string& path, std::string_view text);
+ExpectationTable parse_expectations(const std::string& path, std::string_view text);
 
 const char* builtin_stages_json();
 const char* builtin_expectations_json();
+const char* stages_schema_json();        // docs/kprof.stages.schema.json
+const char* expectations_schema_json();  // docs/kprof.expectations.schema.json
 
 }  // namespace kprof::analysis

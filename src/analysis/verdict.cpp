@@ -15,7 +15,8 @@ namespace {
 constexpr std::string_view kSm = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
 constexpr std::string_view kMemory =
     "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed";
-constexpr std::string_view kSmBreakdown = "breakdown:sm__throughput.avg.pct_of_peak_sustained_elapsed";
+constexpr std::string_view kSmBreakdown =
+    "breakdown:sm__throughput.avg.pct_of_peak_sustained_elapsed";
 constexpr std::string_view kMemoryBreakdown =
     "breakdown:gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed";
 
@@ -23,7 +24,9 @@ class Reader {
  public:
   Reader(const model::Report& report, const model::Kernel& kernel)
       : report_(report), kernel_(kernel) {}
-  std::optional<double> number(std::string_view name) const { return report_.number(kernel_, name); }
+  std::optional<double> number(std::string_view name) const {
+    return report_.number(kernel_, name);
+  }
   const model::Metric* find(std::string_view name) const { return report_.find(kernel_, name); }
 
  private:
@@ -44,9 +47,9 @@ std::vector<std::string> split_commas(const std::string& text) {
 // The metrics whose names start with prefix (metrics are sorted by name).
 std::pair<std::vector<model::Metric>::const_iterator, std::vector<model::Metric>::const_iterator>
 with_prefix(const model::Kernel& kernel, std::string_view prefix) {
-  auto first = std::lower_bound(
-      kernel.metrics.begin(), kernel.metrics.end(), prefix,
-      [](const model::Metric& m, std::string_view p) { return m.name < p; });
+  auto first =
+      std::lower_bound(kernel.metrics.begin(), kernel.metrics.end(), prefix,
+                       [](const model::Metric& m, std::string_view p) { return m.name < p; });
   auto last = first;
   while (last != kernel.metrics.end() && last->name.compare(0, prefix.size(), prefix) == 0) ++last;
   return {first, last};
@@ -67,18 +70,28 @@ std::string memory_unit_of(const std::string& metric) {
 // SM-side units from the pipe metrics of the SM-throughput breakdown. Issue-slot and aggregate
 // entries are not units; "shared" is the pipe FP64 and tensor instructions share, so it is named
 // by whichever of those is active.
+constexpr std::pair<const char*, const char*> kPipes[] = {
+    {"sm__pipe_tensor", "tensor"},
+    {"sm__inst_executed_pipe_tensor", "tensor"},
+    {"sm__pipe_fp64", "fp64"},
+    {"sm__inst_executed_pipe_fp64", "fp64"},
+    {"sm__pipe_fma", "fp32"},
+    {"sm__inst_executed_pipe_fma", "fp32"},
+    {"sm__pipe_fp16", "fp16"},
+    {"sm__pipe_alu", "alu"},
+    {"sm__inst_executed_pipe_alu", "alu"},
+    {"sm__inst_executed_pipe_lsu", "lsu"},
+    {"sm__inst_executed_pipe_xu", "xu"},
+    {"sm__inst_executed_pipe_uniform", "uniform"},
+    {"sm__inst_executed_pipe_adu", "adu"},
+    {"sm__inst_executed_pipe_cbu", "cbu"},
+    {"sm__inst_executed_pipe_tex", "tex"},
+    {"sm__pipe_tma", "tma"},
+    {"sm__inst_executed_pipe_ipa", "ipa"},
+};
+constexpr const char* kMemoryUnits[] = {"dram", "l2", "l1"};
+
 std::string compute_unit_of(const std::string& metric) {
-  static const std::pair<const char*, const char*> kPipes[] = {
-      {"sm__pipe_tensor", "tensor"},          {"sm__inst_executed_pipe_tensor", "tensor"},
-      {"sm__pipe_fp64", "fp64"},              {"sm__inst_executed_pipe_fp64", "fp64"},
-      {"sm__pipe_fma", "fp32"},               {"sm__inst_executed_pipe_fma", "fp32"},
-      {"sm__pipe_fp16", "fp16"},              {"sm__pipe_alu", "alu"},
-      {"sm__inst_executed_pipe_alu", "alu"},  {"sm__inst_executed_pipe_lsu", "lsu"},
-      {"sm__inst_executed_pipe_xu", "xu"},    {"sm__inst_executed_pipe_uniform", "uniform"},
-      {"sm__inst_executed_pipe_adu", "adu"},  {"sm__inst_executed_pipe_cbu", "cbu"},
-      {"sm__inst_executed_pipe_tex", "tex"},  {"sm__pipe_tma", "tma"},
-      {"sm__inst_executed_pipe_ipa", "ipa"},
-  };
   for (auto [prefix, unit] : kPipes) {
     if (metric.rfind(prefix, 0) == 0) return unit;
   }
@@ -86,7 +99,7 @@ std::string compute_unit_of(const std::string& metric) {
 }
 
 std::optional<UnitUse> top_unit(const Reader& reader, std::string_view breakdown,
-                                 std::string (*unit_of)(const std::string&)) {
+                                std::string (*unit_of)(const std::string&)) {
   const model::Metric* list = reader.find(breakdown);
   if (!list || list->value.kind != model::MetricValue::Kind::kString) return std::nullopt;
   std::optional<UnitUse> best;
@@ -178,10 +191,12 @@ void compute_flops(const Reader& reader, const model::Kernel& kernel, KernelVerd
   for (const auto& [precision, rate] : v.flops_per_second) {
     if (precision.rfind("tensor_", 0) == 0) tensor_rate += rate;
   }
-  auto tensor_pipe = reader.number("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed");
+  auto tensor_pipe =
+      reader.number("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed");
   // The pipe reads a few percent on kernels without tensor instructions (5.6 % on the suite's
   // FP32 FMA loop: it shares cycles with half-precision math), hence the 20 % bar.
-  bool unmeasured_tensor_work = tensor_measured && tensor_rate == 0 && tensor_pipe && *tensor_pipe >= 20;
+  bool unmeasured_tensor_work =
+      tensor_measured && tensor_rate == 0 && tensor_pipe && *tensor_pipe >= 20;
   if (unmeasured_tensor_work) {
     v.tflops_withheld = fmt::format(
         "the tensor pipe was {:.0f}% busy in a precision whose op counter was not collected",
@@ -209,19 +224,21 @@ void compute_memory(const Reader& reader, const model::Report& report, const mod
   auto dram_hz = reader.number("dram__cycles_elapsed.avg.per_second");
   if (peak_per_cycle && dram_hz) {
     v.dram_peak_bytes_per_second = *peak_per_cycle * *dram_hz;
-    v.dram_peak_source = "report (dram__bytes.sum.peak_sustained x dram__cycles_elapsed.avg.per_second)";
+    v.dram_peak_source =
+        "report (dram__bytes.sum.peak_sustained x dram__cycles_elapsed.avg.per_second)";
   } else if (config.gpus) {
     const model::Device* device = report.device_of(kernel);
     const hardware::GpuSpec* spec = device ? config.gpus->find_for_device(device->name) : nullptr;
     if (spec && spec->memory_bandwidth_tbs) {
       v.dram_peak_bytes_per_second = *spec->memory_bandwidth_tbs * 1e12;
       auto source = spec->sources.find("memory");
-      v.dram_peak_source = fmt::format("hardware database: {} {} TB/s ({})", spec->name,
-                                       *spec->memory_bandwidth_tbs,
-                                       source == spec->sources.end() ? "" : source->second);
+      v.dram_peak_source =
+          fmt::format("hardware database: {} {} TB/s ({})", spec->name, *spec->memory_bandwidth_tbs,
+                      source == spec->sources.end() ? "" : source->second);
     }
   }
-  if (v.dram_bytes_per_second && v.dram_peak_bytes_per_second && *v.dram_peak_bytes_per_second > 0) {
+  if (v.dram_bytes_per_second && v.dram_peak_bytes_per_second &&
+      *v.dram_peak_bytes_per_second > 0) {
     v.memory_bw_utilization = *v.dram_bytes_per_second / *v.dram_peak_bytes_per_second;
   }
   if (v.tflops && v.dram_bytes_per_second && *v.dram_bytes_per_second > 0) {
@@ -318,8 +335,10 @@ std::string pct(double value) { return fmt::format("{:.0f}%", value); }
 
 std::string unit_label(const std::string& unit) {
   static const std::map<std::string, std::string> kLabels = {
-      {"dram", "DRAM"}, {"l2", "L2"},      {"l1", "L1/shared"}, {"tensor", "tensor pipe"},
-      {"fp32", "FP32 pipe"}, {"fp64", "FP64 pipe"}, {"fp16", "FP16 pipe"}, {"alu", "ALU pipe"},
+      {"dram", "DRAM"},      {"l2", "L2"},
+      {"l1", "L1/shared"},   {"tensor", "tensor pipe"},
+      {"fp32", "FP32 pipe"}, {"fp64", "FP64 pipe"},
+      {"fp16", "FP16 pipe"}, {"alu", "ALU pipe"},
       {"lsu", "LSU pipe"},   {"xu", "XU (transcendental) pipe"}};
   auto it = kLabels.find(unit);
   return it == kLabels.end() ? unit : it->second;
@@ -357,9 +376,11 @@ void explain_latency(KernelVerdict& v) {
 
 void write_headroom(KernelVerdict& v, const Thresholds& t) {
   const UnitUse* unit = nullptr;
-  if (v.bound_by == (v.memory_unit ? v.memory_unit->unit : "")) unit = v.memory_unit ? &*v.memory_unit : nullptr;
+  if (v.bound_by == (v.memory_unit ? v.memory_unit->unit : ""))
+    unit = v.memory_unit ? &*v.memory_unit : nullptr;
   if (!unit && v.compute_unit && v.bound_by == v.compute_unit->unit) unit = &*v.compute_unit;
-  std::string unit_text = unit ? fmt::format("{} at {} of peak", unit_label(unit->unit), pct(unit->pct)) : "";
+  std::string unit_text =
+      unit ? fmt::format("{} at {} of peak", unit_label(unit->unit), pct(unit->pct)) : "";
   switch (v.roofline) {
     case Roofline::kComputeBound:
       v.headroom = unit && unit->pct >= t.compute_pct
@@ -376,10 +397,9 @@ void write_headroom(KernelVerdict& v, const Thresholds& t) {
                                pct(*v.sm_throughput_pct), pct(*v.memory_throughput_pct));
       break;
     case Roofline::kLatencyBound:
-      v.headroom = fmt::format(
-          "high — neither compute ({}) nor memory ({}) is near its roof{}",
-          pct(*v.sm_throughput_pct), pct(*v.memory_throughput_pct),
-          v.latency_reasons.empty() ? "" : "; " + v.latency_reasons.front());
+      v.headroom = fmt::format("high — neither compute ({}) nor memory ({}) is near its roof{}",
+                               pct(*v.sm_throughput_pct), pct(*v.memory_throughput_pct),
+                               v.latency_reasons.empty() ? "" : "; " + v.latency_reasons.front());
       break;
     case Roofline::kUnknown:
       v.headroom = "unknown — the capture lacks the SpeedOfLight throughputs";
@@ -388,6 +408,14 @@ void write_headroom(KernelVerdict& v, const Thresholds& t) {
 }
 
 }  // namespace
+
+std::vector<std::string> bottleneck_units() {
+  std::vector<std::string> units(std::begin(kMemoryUnits), std::end(kMemoryUnits));
+  for (auto [prefix, unit] : kPipes) {
+    if (std::find(units.begin(), units.end(), unit) == units.end()) units.push_back(unit);
+  }
+  return units;
+}
 
 std::string roofline_name(Roofline roofline) {
   switch (roofline) {
@@ -417,9 +445,9 @@ KernelVerdict analyze_kernel(const model::Report& report, const model::Kernel& k
     bool compute = *v.sm_throughput_pct >= t.compute_pct;
     bool memory = *v.memory_throughput_pct >= t.memory_pct;
     v.roofline = compute && memory ? Roofline::kRidge
-                 : compute        ? Roofline::kComputeBound
-                 : memory         ? Roofline::kMemoryBound
-                                  : Roofline::kLatencyBound;
+                 : compute         ? Roofline::kComputeBound
+                 : memory          ? Roofline::kMemoryBound
+                                   : Roofline::kLatencyBound;
   }
   v.memory_unit = top_unit(reader, kMemoryBreakdown, memory_unit_of);
   v.compute_unit = top_unit(reader, kSmBreakdown, compute_unit_of);
@@ -464,9 +492,10 @@ KernelVerdict analyze_kernel(const model::Report& report, const model::Kernel& k
   need(v.memory_unit.has_value() && v.compute_unit.has_value(), "bound_by",
        "SpeedOfLight breakdown metrics");
   if (!v.tflops_withheld.empty()) {
-    v.missing.push_back(fmt::format("tflops ({}: needs that sm__ops_path_tensor_src_* counter, "
-                                    "e.g. --preset full)",
-                                    v.tflops_withheld));
+    v.missing.push_back(
+        fmt::format("tflops ({}: needs that sm__ops_path_tensor_src_* counter, "
+                    "e.g. --preset full)",
+                    v.tflops_withheld));
   } else {
     need(v.tflops.has_value(), "tflops",
          "the roofline sections' rates: smsp__sass_thread_inst_executed_op_* and "
@@ -481,7 +510,8 @@ KernelVerdict analyze_kernel(const model::Report& report, const model::Kernel& k
   need(v.shared_memory_usage_bytes.has_value(), "shared_memory_usage_bytes",
        "launch__shared_mem_per_block");
   need(!v.stalls.empty(), "warp_stall_reasons",
-       "WarpStateStats: smsp__average_warps_issue_stalled_*_per_issue_active.ratio, or >= 100 PC samples (smsp__pcsamp_warps_issue_stalled_*)");
+       "WarpStateStats: smsp__average_warps_issue_stalled_*_per_issue_active.ratio, or >= 100 PC "
+       "samples (smsp__pcsamp_warps_issue_stalled_*)");
   return v;
 }
 

@@ -36,10 +36,10 @@ struct UnitUse {
 };
 
 struct StallShare {
-  std::string reason;             // "long_scoreboard"
-  double cycles_per_issue = 0;    // ncu's smsp__average_warps_issue_stalled_*_per_issue_active
-                                  // (0 when the shares come from PC sampling)
-  double share = 0;               // of all stall cycles (excluding "selected")
+  std::string reason;           // "long_scoreboard"
+  double cycles_per_issue = 0;  // ncu's smsp__average_warps_issue_stalled_*_per_issue_active
+                                // (0 when the shares come from PC sampling)
+  double share = 0;             // of all stall cycles (excluding "selected")
 };
 
 struct KernelVerdict {
@@ -55,8 +55,8 @@ struct KernelVerdict {
   std::string bound_by;
 
   std::map<std::string, double> flops_per_second;  // fp32, fp64, fp16, tensor_<type>
-  std::optional<double> tflops;                     // sum of the above / 1e12
-  std::string tflops_withheld;                      // why tflops is absent though rates exist
+  std::optional<double> tflops;                    // sum of the above / 1e12
+  std::string tflops_withheld;                     // why tflops is absent though rates exist
   std::optional<double> dram_bytes_per_second;
   std::optional<double> dram_peak_bytes_per_second;
   std::string dram_peak_source;  // "report" (ncu's peak_sustained) or "hardware database: …"
@@ -65,7 +65,7 @@ struct KernelVerdict {
 
   std::optional<double> achieved_occupancy;     // 0..1
   std::optional<double> theoretical_occupancy;  // 0..1
-  std::string occupancy_limiter;                // registers, shared_memory, warps, blocks, barriers, none
+  std::string occupancy_limiter;  // registers, shared_memory, warps, blocks, barriers, none
   std::map<std::string, double> occupancy_block_limits;
   std::optional<double> shared_memory_usage_bytes;
   std::optional<double> registers_per_thread;
@@ -73,7 +73,7 @@ struct KernelVerdict {
   std::optional<std::uint64_t> blocks;
   std::optional<double> sm_count;
 
-  std::vector<StallShare> stalls;  // largest first
+  std::vector<StallShare> stalls;     // largest first
   bool stalls_from_sampling = false;  // shares of PC-sampled warp states, not of stall cycles
   std::vector<std::string> latency_reasons;
   std::string stage;
@@ -85,6 +85,10 @@ struct KernelVerdict {
   std::string headroom;
   std::vector<std::string> missing;  // "field (what it needs)"
 };
+
+// Every unit bound_by can name (memory units, then SM pipes): with "latency", "nvlink" and
+// "mixed", the values an expectation table may expect (docs/kprof.expectations.schema.json).
+std::vector<std::string> bottleneck_units();
 
 KernelVerdict analyze_kernel(const model::Report& report, const model::Kernel& kernel,
                              const AnalysisConfig& config);

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "capture/ncu_locator.h"
+#include "common/json_table.h"
 #include "common/text.h"
 
 namespace kprof::capture {
@@ -28,13 +29,20 @@ int major_of(const std::string& version) { return std::atoi(version.c_str()); }
 
 }  // namespace
 
+std::optional<int> driver_major_of(const std::string& driver_version) {
+  static const RE2 kVersion("(\\d{3})\\.\\d{1,3}(?:\\.\\d{1,3})?");
+  int major = 0;
+  if (!RE2::FullMatch(driver_version, kVersion, &major) || major < 300) return std::nullopt;
+  return major;
+}
+
 std::optional<int> cuda_major_of_driver(const std::string& driver_version) {
-  int branch = major_of(driver_version);
-  if (branch >= 580) return 13;
-  if (branch >= 525) return 12;
-  if (branch >= 450) return 11;
-  if (branch > 0) return 10;
-  return std::nullopt;
+  std::optional<int> branch = driver_major_of(driver_version);
+  if (!branch) return std::nullopt;
+  if (*branch >= 580) return 13;
+  if (*branch >= 525) return 12;
+  if (*branch >= 450) return 11;
+  return 10;
 }
 
 SystemFacts gather_system_facts(const std::string& root, const std::string& ncu_path,
@@ -51,11 +59,13 @@ SystemFacts gather_system_facts(const std::string& root, const std::string& ncu_
   }
   if (auto text = read_text(root + "/sys/module/nvidia/version")) {
     facts.driver_version = std::string(trim(*text));
+    facts.driver_version_source = "/sys/module/nvidia/version";
   } else if (auto text = read_text(root + "/proc/driver/nvidia/version")) {
     std::string version;
     if (RE2::PartialMatch(*text, "Kernel Module(?: for \\S+)?\\s+(\\d+\\.\\d+(?:\\.\\d+)?)",
                           &version)) {
       facts.driver_version = version;
+      facts.driver_version_source = "/proc/driver/nvidia/version";
     }
   }
   for (const char* candidate : {"/usr/local/cuda/version.json", "/usr/local/cuda/version.txt"}) {
@@ -126,11 +136,22 @@ std::vector<Check> run_doctor_checks(const SystemFacts& facts) {
                       facts.device_nodes ? ""
                                          : "no GPU driver here: run on the GPU host or in a "
                                            "container that has the GPU"});
+  } else if (!driver_major) {
+    // A file under --root that is not what the driver writes (or a damaged install): saying
+    // "supports CUDA up to 13.x" of "99999.1" would be a guess dressed as a fact.
+    checks.push_back(
+        {"driver", S::kFailed,
+         fmt::format("{} holds {}, not a driver version (expected MAJOR.MINOR[.PATCH] with a "
+                     "major of 300-999, e.g. 580.159.04)",
+                     facts.driver_version_source.empty() ? "the driver version file"
+                                                         : facts.driver_version_source,
+                     quote_json_value(nlohmann::json(facts.driver_version))),
+         "check the driver (`nvidia-smi`) and, with --root, that it points at a node's or "
+         "image's root folder"});
   } else {
-    checks.push_back({"driver", S::kOk,
-                      fmt::format("{} (supports CUDA up to {}.x)", facts.driver_version,
-                                  driver_major.value_or(0)),
-                      ""});
+    checks.push_back(
+        {"driver", S::kOk,
+         fmt::format("{} (supports CUDA up to {}.x)", facts.driver_version, *driver_major), ""});
   }
   if (!facts.cuda_toolkit_version.empty() && driver_major) {
     int toolkit_major = major_of(facts.cuda_toolkit_version);

@@ -11,12 +11,13 @@
 namespace kprof::capture {
 
 struct SystemFacts {
-  std::string ncu_path;              // empty: not found
-  std::string ncu_searched;          // where kprof looked
-  bool ncu_is_script = false;        // starts with "#!": a wrapper picking an install
-  std::string ncu_version;           // "Version 2025.3.1.0 (build …)"
-  std::string driver_version;        // "580.159.04"
-  std::string cuda_toolkit_version;  // "13.0.88" from the toolkit's version.json
+  std::string ncu_path;               // empty: not found
+  std::string ncu_searched;           // where kprof looked
+  bool ncu_is_script = false;         // starts with "#!": a wrapper picking an install
+  std::string ncu_version;            // "Version 2025.3.1.0 (build …)"
+  std::string driver_version;         // "580.159.04", as read (checked by the driver check)
+  std::string driver_version_source;  // the file it was read from
+  std::string cuda_toolkit_version;   // "13.0.88" from the toolkit's version.json
   std::string cuda_toolkit_source;
   std::optional<int> profiling_admin_only;  // RmProfilingAdminOnly from the driver's params
   unsigned effective_uid = 0;
@@ -39,7 +40,12 @@ SystemFacts gather_system_facts(const std::string& root, const std::string& ncu_
 
 std::vector<Check> run_doctor_checks(const SystemFacts& facts);
 
-// The newest CUDA major a driver branch supports (580 → 13, 525..575 → 12, 450..520 → 11).
+// The newest CUDA major a driver branch supports (580 → 13, 525..575 → 12, 450..520 → 11);
+// nullopt for anything that is not a plausible driver version.
 std::optional<int> cuda_major_of_driver(const std::string& driver_version);
+
+// A driver version as NVIDIA numbers them: MAJOR.MINOR[.PATCH], a major of 300-999 (R300 to
+// today's 5xx), two or three digits after each point. nullopt for anything else.
+std::optional<int> driver_major_of(const std::string& driver_version);
 
 }  // namespace kprof::capture

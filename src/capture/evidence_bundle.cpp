@@ -1,6 +1,10 @@
 #include "capture/evidence_bundle.h"
 
+#include <fcntl.h>
+#include <fmt/format.h>
+
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -23,15 +27,51 @@ namespace {
   throw InputError(ExitCode::kOutputUnwritable, path, InputPosition::none(), message);
 }
 
+// Anything at path, a dangling symbolic link included (lstat: links are not followed).
+bool taken(const std::string& path) {
+  std::error_code error;
+  return fs::symlink_status(path, error).type() != fs::file_type::not_found;
+}
+
+// Renames a folder to a name nothing holds, never replacing anything (an empty folder or a
+// link that appeared there meanwhile included): RENAME_NOREPLACE where the filesystem has it.
+std::error_code rename_without_replacing(const std::string& from, const std::string& to) {
+  if (renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return {};
+  int error = errno;
+  if (error != EINVAL && error != ENOSYS) return {error, std::generic_category()};
+  if (taken(to)) return std::make_error_code(std::errc::file_exists);
+  return rename(from.c_str(), to.c_str()) == 0 ? std::error_code()
+                                               : std::error_code(errno, std::generic_category());
+}
+
+std::string trimmed(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
 }  // namespace
 
-EvidenceBundle::EvidenceBundle(std::string final_path) : final_path_(std::move(final_path)) {
-  while (final_path_.size() > 1 && final_path_.back() == '/') final_path_.pop_back();
+void EvidenceBundle::require_free(const std::string& path) {
+  std::string checked = trimmed(path);
   std::error_code error;
-  if (fs::exists(final_path_, error)) {
-    unwritable(final_path_,
-               "already exists; choose another --output (kprof never overwrites a bundle)");
+  fs::file_status status = fs::symlink_status(checked, error);
+  if (status.type() == fs::file_type::not_found) return;
+  if (error) unwritable(checked, "cannot check the bundle path: " + error.message());
+  if (status.type() == fs::file_type::symlink) {
+    std::string target = fs::read_symlink(checked, error).string();
+    unwritable(checked,
+               fmt::format("already exists (a symbolic link to {}{}); choose another "
+                           "--output (kprof never overwrites a bundle nor follows a link "
+                           "there)",
+                           target, fs::exists(checked, error) ? "" : ", which is missing"));
   }
+  unwritable(checked, "already exists; choose another --output (kprof never overwrites a bundle)");
+}
+
+EvidenceBundle::EvidenceBundle(std::string final_path)
+    : final_path_(trimmed(std::move(final_path))) {
+  require_free(final_path_);
+  std::error_code error;
   fs::path parent = fs::path(final_path_).parent_path();
   if (!parent.empty() && !fs::is_directory(parent, error)) {
     fs::create_directories(parent, error);
@@ -81,15 +121,41 @@ std::string EvidenceBundle::finish(nlohmann::json manifest, const std::string& d
   }
   manifest["files"] = files;
   write("manifest.json", manifest.dump(1) + "\n");
-  std::string target = destination;
-  if (fs::exists(target, error)) {
-    // Only an earlier .incomplete can be in the way (the final name was checked at the start).
-    for (int n = 2; fs::exists(target, error); ++n) target = destination + "." + std::to_string(n);
-  }
-  fs::rename(staging_path_, target, error);
-  if (error) cannot_write(target, "cannot rename the bundle into place: " + error.message());
+  // From here on the folder holds the whole manifest: nothing may replace it with less.
   finished_ = true;
-  return target;
+  // An earlier .incomplete can be in the way: number this one. The final name was free at the
+  // start; if it is taken now, the bundle goes nowhere near what took it.
+  auto free_name = [](const std::string& wanted) {
+    std::string name = wanted;
+    for (int n = 2; taken(name); ++n) name = wanted + "." + std::to_string(n);
+    return name;
+  };
+  std::string target = destination == final_path_ ? destination : free_name(destination);
+  error = rename_without_replacing(staging_path_, target);
+  if (!error) return target;
+
+  // Something took the final name meanwhile, or the folder became unwritable: keep the bundle
+  // whole, its manifest saying why it is not where it should be.
+  std::string failure =
+      fmt::format("cannot rename {} to {}: {}", staging_path_, target, error.message());
+  manifest["rename_error"] = failure;
+  if (!manifest.contains("incomplete_reason")) manifest["incomplete_reason"] = "rename_failed";
+  std::string kept = staging_path_;
+  bool updated = true;
+  try {
+    write("manifest.json", manifest.dump(1) + "\n");
+  } catch (const InputError&) {
+    updated = false;  // the manifest written above, without rename_error, is still there
+  }
+  std::string incomplete = final_path_ + ".incomplete";
+  if (destination != incomplete) {
+    std::string fallback = free_name(incomplete);
+    if (!rename_without_replacing(staging_path_, fallback)) kept = fallback;
+  }
+  cannot_write(target, fmt::format("cannot rename the bundle into place: {}; the bundle is kept "
+                                   "whole at {}{}",
+                                   error.message(), kept,
+                                   updated ? "" : " (its manifest could not be updated with why)"));
 }
 
 std::string EvidenceBundle::commit(nlohmann::json manifest) {

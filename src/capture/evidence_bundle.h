@@ -16,6 +16,9 @@ class EvidenceBundle {
   // Throws InputError: kInputUnreadable when final_path exists, kOutputUnwritable when the
   // folder cannot be made (as every write of the bundle that fails).
   explicit EvidenceBundle(std::string final_path);
+  // Throws InputError (kInputUnreadable) when anything is at path — a file, a folder, a symbolic
+  // link, a dangling one included (never followed): callers check before running anything.
+  static void require_free(const std::string& path);
   ~EvidenceBundle();  // a bundle neither committed nor abandoned is abandoned
   EvidenceBundle(const EvidenceBundle&) = delete;
   EvidenceBundle& operator=(const EvidenceBundle&) = delete;
@@ -29,7 +32,10 @@ class EvidenceBundle {
   std::string with_final_paths(std::string text, bool incomplete) const;
 
   // Adds "files" (name → bytes, sha256) to the manifest, writes it, renames the folder to its
-  // final path; returns that path.
+  // final path; returns that path. When that rename fails (something appeared at the final path,
+  // the folder became unwritable), the bundle is kept whole: renamed FINAL.incomplete — or left
+  // at its temporary name when that fails too — with the full manifest plus "incomplete_reason"
+  // and "rename_error", and InputError (kInputUnreadable) says where it is.
   std::string commit(nlohmann::json manifest);
   // The same, but to FINAL.incomplete (status "incomplete" is the caller's to set).
   std::string abandon(nlohmann::json manifest);

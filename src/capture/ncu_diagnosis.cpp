@@ -37,22 +37,87 @@ bool has_option(const std::vector<std::string>& argv, std::string_view option) {
   });
 }
 
+const char* signal_meaning(int signal) {
+  switch (signal) {
+    case SIGSEGV:
+      return "SIGSEGV: a segmentation fault";
+    case SIGABRT:
+      return "SIGABRT: an abort, e.g. a failed assertion";
+    case SIGKILL:
+      return "SIGKILL: killed, e.g. out of memory";
+    case SIGBUS:
+      return "SIGBUS";
+    case SIGFPE:
+      return "SIGFPE";
+    case SIGILL:
+      return "SIGILL";
+    case SIGINT:
+      return "SIGINT: interrupted, e.g. Ctrl-C";
+    case SIGTERM:
+      return "SIGTERM: terminated";
+    case SIGHUP:
+      return "SIGHUP: the terminal went away";
+    case SIGPIPE:
+      return "SIGPIPE: its output was closed";
+    default:
+      return nullptr;
+  }
+}
+
 std::string signal_name(int code) {
   // ncu reports a target killed by signal N as "error code (N)".
   switch (code) {
     case SIGSEGV:
-      return " (SIGSEGV: a segmentation fault)";
     case SIGABRT:
-      return " (SIGABRT: an abort, e.g. a failed assertion)";
     case SIGKILL:
-      return " (SIGKILL: killed, e.g. out of memory)";
     case SIGBUS:
-      return " (SIGBUS)";
     case SIGFPE:
-      return " (SIGFPE)";
+      return fmt::format(" ({})", signal_meaning(code));
     default:
       return "";
   }
+}
+
+// The last line ncu printed that is not blank, shortened for one line of diagnosis.
+std::string last_line_of(std::string_view output) {
+  std::vector<std::string_view> lines = lines_of(output);
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    std::string_view line = trim(*it);
+    if (line.empty()) continue;
+    constexpr size_t kLongest = 300;
+    if (line.size() <= kLongest) return std::string(line);
+    size_t cut = kLongest;  // on a UTF-8 character boundary
+    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+    return std::string(line.substr(0, cut)) + " …";
+  }
+  return "";
+}
+
+// ncu ended non-zero and no rule says why: still a failure, with what can be said.
+Diagnosis unexplained_exit(const NcuRun& run) {
+  int signal = run.exit_code > 128 && run.exit_code < 128 + 65 ? run.exit_code - 128 : 0;
+  const char* meaning = signal ? signal_meaning(signal) : nullptr;
+  std::string status =
+      signal ? fmt::format("{}, which is how a shell reports a process killed by signal {} ({})",
+                           run.exit_code, signal, meaning ? meaning : "see `kill -l`")
+             : std::to_string(run.exit_code);
+  std::string last = last_line_of(run.output);
+  std::string what =
+      fmt::format("ncu exited {} without a known cause; {}", status,
+                  last.empty() ? "it printed nothing" : fmt::format("its last line: {}", last));
+  std::string next =
+      signal == SIGSEGV || signal == SIGABRT || signal == SIGBUS || signal == SIGILL
+          ? "run the application without ncu to see whether it crashes alone; if it does not, "
+            "ncu crashed: compare ncu's version with the driver (`kprof doctor`) and keep the "
+            "log for a report"
+      : signal == SIGKILL
+          ? "look for the out-of-memory killer (`dmesg`); scope the capture (-k, --launch-count) "
+            "so that fewer passes are kept"
+      : signal == SIGINT || signal == SIGTERM || signal == SIGHUP
+          ? "the run was stopped from outside: run it again to the end"
+          : "read ncu's whole output (the lines before the last) and `ncu --help` for this "
+            "version";
+  return {"ncu_failed", true, what, next};
 }
 
 }  // namespace
@@ -301,6 +366,9 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
                      "--clock-control was not given: ncu 2025.x locks the GPU clocks to base "
                      "frequency by default, so durations differ from production",
                      "pass --clock-control none (leave clocks alone) or base, explicitly"});
+  }
+  if (run.exit_code != 0 && !run.stopped_by_kprof && !failed) {
+    found.push_back(unexplained_exit(run));
   }
   return found;
 }

@@ -14,7 +14,10 @@ namespace kprof::capture {
 struct NcuRun {
   std::vector<std::string> argv;  // ncu and its arguments, as run
   std::string output;             // ncu's console output (stdout and stderr, interleaved)
-  int exit_code = 0;
+  int exit_code = 0;              // as a shell reports it: 128 + N when killed by signal N
+  // kprof itself stopped ncu (a timeout, Ctrl-C, detaching an attach client): its exit status
+  // is then kprof's doing, not a failure to explain.
+  bool stopped_by_kprof = false;
 };
 
 struct NcuProgress {
@@ -38,6 +41,9 @@ NcuProgress parse_progress(std::string_view output);
 // longest run of the filter's characters found in the name (case-insensitive), then by name.
 std::vector<std::string> closest_kernel_names(const std::string& filter,
                                               std::vector<std::string> names, size_t count);
+// Every finding about the run, failures and warnings: the one classification `kprof capture`
+// and `kprof explain` share. A non-zero exit status that no rule explains is still a failure
+// ("ncu_failed", with ncu's last line and the signal a status above 128 stands for).
 std::vector<Diagnosis> diagnose(const NcuRun& run);
 
 }  // namespace kprof::capture

@@ -121,6 +121,36 @@ AnalyzedReports analyze_loaded(const std::vector<model::Report>& reports,
   return result;
 }
 
+// A join that found none of the captured kernels in the trace answers nothing (a trace of
+// another workload, or captures of another program): say what each side holds.
+void require_some_in_trace(const std::vector<render::AnalyzedKernel>& analyzed,
+                           const std::vector<std::string>& report_paths,
+                           const std::string& trace_path, const timeline::TraceTimeIndex& trace) {
+  if (std::any_of(analyzed.begin(), analyzed.end(), [](const auto& k) { return k.share; })) return;
+  auto listed = [](const std::vector<std::string>& names, size_t total) {
+    std::string text;
+    for (size_t i = 0; i < names.size() && i < 3; ++i) {
+      text += (i ? ", " : "") + render::ellipsize(names[i], 60);
+    }
+    return total > 3 ? text + fmt::format(", … ({} names)", total) : text;
+  };
+  std::vector<std::string> captured;
+  for (const auto& k : analyzed) {
+    const std::string& name = k.kernel->display_name();
+    if (std::find(captured.begin(), captured.end(), name) == captured.end()) captured.push_back(name);
+  }
+  std::sort(captured.begin(), captured.end());
+  std::string reports;
+  for (const std::string& path : report_paths) reports += (reports.empty() ? "" : ", ") + path;
+  std::vector<std::string> traced = trace.longest_kernels(3);
+  throw NothingSelected(fmt::format(
+      "nothing in common: none of the captured kernels of {} ({}) is in {}, so no kernel was "
+      "joined; {}",
+      reports, captured.empty() ? "none" : listed(captured, captured.size()), trace_path,
+      traced.empty() ? "the trace has no kernels"
+                     : "the trace's longest kernels are " + listed(traced, traced.size())));
+}
+
 }  // namespace
 
 ExitCode run_analyze(const AnalyzeOptions& options, Output& output) {
@@ -157,6 +187,7 @@ ExitCode run_analyze(const AnalyzeOptions& options, Output& output) {
     }
   }
   AnalyzedReports result = analyze_loaded(reports, selected, options, config, trace);
+  if (trace) require_some_in_trace(result.kernels, options.paths, options.trace_path, *trace);
   std::vector<render::AnalyzedKernel>& analyzed = result.kernels;
   std::vector<const model::Report*>& report_list = result.reports;
   std::string& text = result.table;

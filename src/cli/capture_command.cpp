@@ -165,6 +165,17 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
   // Ctrl-C at any moment (also between ncu and its exports) ends in an .incomplete bundle,
   // never in a .partial folder left behind.
   capture::keep_interrupts();
+  // What the user can fix in the command line comes first (exit 2), then the bundle path
+  // (exit 3), then ncu (exit 9): a missing ncu must not hide a wrong option, and nothing is
+  // created or run before all three hold.
+  capture::CaptureSpec spec = to_spec(options, "ncu");
+  std::vector<std::pair<std::string, std::string>> env = parse_env(options.env);
+  std::string output_path =
+      options.output.empty() ? "kprof-capture-" + utc_time("%Y%m%d-%H%M%S") : options.output;
+  spec.export_path = "report";  // placeholder; checked for refusal only
+  build_or_refuse(spec);
+  // Checked without following links: a dangling link there would fail the rename at the end.
+  capture::EvidenceBundle::require_free(output_path);
   capture::NcuLocation ncu = capture::locate_ncu(options.ncu);
   if (ncu.path.empty()) {
     throw NotReady(
@@ -172,13 +183,7 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
                     "pass --ncu PATH — `kprof doctor` checks the whole setup",
                     ncu.searched));
   }
-  capture::CaptureSpec spec = to_spec(options, ncu.path);
-  std::vector<std::pair<std::string, std::string>> env = parse_env(options.env);
-  std::string output_path =
-      options.output.empty() ? "kprof-capture-" + utc_time("%Y%m%d-%H%M%S") : options.output;
-  // Refusals come before anything is created or run.
-  spec.export_path = "report";  // placeholder; checked for refusal only
-  build_or_refuse(spec);
+  spec.ncu = ncu.path;
 
   capture::EvidenceBundle bundle(output_path);
   spec.export_path = bundle.path_of("report");
@@ -237,6 +242,7 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
   std::string ended_at = utc_time();
 
   std::vector<capture::Diagnosis> diagnoses;
+  bool detached = spec.attach && result.stop_requested;
   if (!result.started) {
     diagnoses.push_back({"ncu_not_started", true,
                          fmt::format("{} could not be started: {}", ncu.path, result.start_error),
@@ -245,9 +251,13 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
     bundle.write("ncu-stdout.txt", result.out);
     bundle.write("ncu-stderr.txt", result.err);
     bundle.write("ncu.log", result.combined);
-    diagnoses = capture::diagnose({command.argv, result.combined, result.exit_code});
+    // The classification `kprof explain` gives the same log. ncu exits 130 when kprof detaches
+    // it with SIGINT, and dies of what kprof sent it on a timeout or Ctrl-C: kprof's doing,
+    // diagnosed below, not ncu's failure.
+    bool stopped_by_kprof = detached || result.timed_out || result.interrupted;
+    diagnoses =
+        capture::diagnose({command.argv, result.combined, result.exit_code, stopped_by_kprof});
   }
-  bool detached = spec.attach && result.stop_requested;
   if (result.timed_out) {
     diagnoses.push_back(
         {"timeout", true,
@@ -272,25 +282,6 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
                            "check the target; start it again under `ncu --mode launch`"});
     }
   }
-  // ncu exits 130 when kprof detaches it with SIGINT: expected, not a failure.
-  bool ncu_failed = result.started && !detached && result.exit_code != 0 &&
-                    std::none_of(diagnoses.begin(), diagnoses.end(),
-                                 [](const capture::Diagnosis& d) { return d.failure; });
-  if (ncu_failed) {
-    std::string last_line;
-    for (size_t end = result.combined.size(); end > 0;) {
-      size_t start = result.combined.rfind('\n', end - 1);
-      start = start == std::string::npos ? 0 : start + 1;
-      last_line = result.combined.substr(start, end - start);
-      if (!last_line.empty() && last_line != "\n") break;
-      end = start > 0 ? start - 1 : 0;
-    }
-    diagnoses.push_back({"ncu_failed", true,
-                         fmt::format("ncu exited {} without a known cause; its last line: {}",
-                                     result.exit_code, last_line),
-                         "read ncu.log in the bundle"});
-  }
-
   std::string analysis_text, analysis_json;
   if (report_written) {
     write_ncu_exports(bundle, ncu.path, report_file);

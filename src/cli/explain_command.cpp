@@ -1,10 +1,12 @@
 // kprof explain LOG -- NCU ARGS...: what an ncu run did and, if it went wrong, why and what to do.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "capture/ncu_diagnosis.h"
+#include "cli/capture_support.h"
 #include "cli/command.h"
 #include "common/file_bytes.h"
 
@@ -18,6 +20,8 @@ struct ExplainOptions {
   bool json = false;
 };
 
+// The rule capture follows too: stdout carries the result (the run's summary, or the JSON that
+// holds the diagnoses), stderr the diagnoses as text — in every mode, failed or not.
 ExitCode run_explain(const ExplainOptions& options, Output& output) {
   FileBytes log = read_input_file(options.log_path);
   capture::NcuRun run{options.ncu_argv, log.bytes, options.exit_code};
@@ -27,22 +31,19 @@ ExitCode run_explain(const ExplainOptions& options, Output& output) {
   bool failed = std::any_of(diagnoses.begin(), diagnoses.end(),
                             [](const capture::Diagnosis& d) { return d.failure; });
   if (options.json) {
-    nlohmann::json list = nlohmann::json::array();
-    for (const auto& d : diagnoses) {
-      list.push_back({{"id", d.id}, {"failure", d.failure}, {"what", d.what}, {"next", d.next}});
-    }
-    output.stdout_text = nlohmann::json{{"schema", "kprof.explain/1"},
-                                        {"ncu_exit_code", options.exit_code},
-                                        {"processes", progress.processes_connected},
-                                        {"kernels_profiled", progress.kernels_profiled},
-                                        {"passes_per_kernel", progress.passes_per_kernel
-                                                                  ? nlohmann::json(*progress.passes_per_kernel)
-                                                                  : nlohmann::json(nullptr)},
-                                        {"reports", progress.report_paths},
-                                        {"failed", failed},
-                                        {"diagnoses", list}}
-                             .dump(1) +
-                         "\n";
+    output.stdout_text =
+        nlohmann::json{{"schema", "kprof.explain/1"},
+                       {"ncu_exit_code", options.exit_code},
+                       {"processes", progress.processes_connected},
+                       {"kernels_profiled", progress.kernels_profiled},
+                       {"passes_per_kernel", progress.passes_per_kernel
+                                                 ? nlohmann::json(*progress.passes_per_kernel)
+                                                 : nlohmann::json(nullptr)},
+                       {"reports", progress.report_paths},
+                       {"failed", failed},
+                       {"diagnoses", diagnoses_json(diagnoses)}}
+            .dump(1) +
+        "\n";
   } else {
     std::string out = fmt::format(
         "ncu exited {}; {} process{} profiled, {} kernel launch{}{}; report{}: {}\n",
@@ -53,13 +54,12 @@ ExitCode run_explain(const ExplainOptions& options, Output& output) {
                                    : "",
         progress.report_paths.size() == 1 ? "" : "s",
         progress.report_paths.empty() ? "none written" : progress.report_paths.front());
-    if (diagnoses.empty()) out += "nothing to report: the run looks healthy\n";
-    for (const auto& d : diagnoses) {
-      out += fmt::format("{} [{}] {}\n    → {}\n", d.failure ? "FAILED" : "warning", d.id, d.what,
-                         d.next);
-    }
+    out += failed              ? "the run failed: the diagnoses (stderr) say why and what to do\n"
+           : diagnoses.empty() ? "nothing to report: the run looks healthy\n"
+                               : "the run worked, with warnings (stderr)\n";
     output.stdout_text = std::move(out);
   }
+  output.stderr_text = render_diagnoses(diagnoses);
   return failed ? ExitCode::kCaptureFailed : ExitCode::kOk;
 }
 
@@ -73,11 +73,14 @@ void define_explain(CLI::App& parent, Runner& runner) {
       "ncu exits 0 when it profiled nothing, when a set name is unknown, when the command ran\n"
       "under `env` or a shell: read its output instead. Give the saved console output (stdout\n"
       "and stderr, e.g. `ncu … 2>&1 | tee ncu.log`), its exit status, and after `--` the ncu\n"
-      "command line. Exit 7 when the run failed, 0 otherwise (warnings included).\n\n"
+      "command line. The summary goes to stdout, the diagnoses (FAILED/warning, what to do)\n"
+      "to stderr, as `kprof capture` prints them. Exit 7 when the run failed — a non-zero\n"
+      "exit status no rule explains included —, 0 otherwise (warnings included).\n\n"
       "Example:\n"
       "  kprof explain ncu.log --exit-code 0 -- ncu --launch-count 1 -- env FOO=1 ./app");
   command->add_option("LOG", options->log_path, "ncu's console output")->required();
-  command->add_option("--exit-code", options->exit_code, "ncu's exit status")->capture_default_str();
+  command->add_option("--exit-code", options->exit_code, "ncu's exit status")
+      ->capture_default_str();
   command->add_option("NCU", options->ncu_argv, "The ncu command line, after --");
   command->add_flag("--json", options->json, "Print JSON (schema kprof.explain/1)");
   command->callback([&runner, options] {

@@ -368,8 +368,11 @@ bool capture_in_pod(const K8sOptions& options, const Cluster& cluster, const Pod
       exec, std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000)));
   bundle.write("ncu-stdout.txt", attached.out);
   bundle.write("ncu-stderr.txt", attached.err);
-  std::vector<capture::Diagnosis> diagnoses =
-      capture::diagnose({command.argv, attached.out + attached.err, attached.exit_code});
+  // kAttachScript detaches the attach client with SIGINT once the report is written (ncu then
+  // exits 130, as a timeout's SIGINT also ends it): kprof's doing, not an ncu failure.
+  bool stopped_by_kprof = attached.interrupted || attached.exit_code == 130;
+  std::vector<capture::Diagnosis> diagnoses = capture::diagnose(
+      {command.argv, attached.out + attached.err, attached.exit_code, stopped_by_kprof});
   capture::NcuProgress progress = capture::parse_progress(attached.out);
   for (size_t i = 0; i < progress.kernels_profiled; ++i)
     note(fmt::format("capture {}: kernel {} profiled", index, i + 1));

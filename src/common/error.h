@@ -17,7 +17,8 @@ enum class ExitCode : int {
   kUsage = 2,             // bad command line
   kInputUnreadable = 3,   // missing file, permission denied, I/O error
   kInputInvalid = 4,      // not a format kprof reads, truncated, corrupted
-  kNothingSelected = 5,   // input is fine but the filter selected no kernel
+  kNothingSelected = 5,   // input is fine but selected no kernel (a filter; diff, report --trace:
+                          // nothing in common)
   kRegression = 6,        // kprof diff: a kernel got slower than the threshold allows
   kCaptureFailed = 7,     // capture/explain: the ncu run failed or profiled nothing (diagnosed)
   kIncomplete = 8,        // capture: timed out or interrupted; the bundle is marked incomplete

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/file_bytes.h"
+#include "common/json_table.h"
 
 namespace kprof::hardware {
 namespace {
@@ -45,6 +46,31 @@ GpuSpec parse_gpu(const json& entry) {
   auto regex = std::make_shared<RE2>(spec.match, RE2::Quiet);
   if (regex->ok()) spec.match_regex = regex;
   return spec;
+}
+
+// What the schema cannot say: each match regex compiles, each cc reads MAJOR.MINOR.
+void check_user_gpus(const json& document, const std::string& path) {
+  const json& gpus = document.at("gpus");
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    const json& entry = gpus[i];
+    if (auto match = entry.find("match"); match != entry.end()) {
+      RE2 regex(match->get<std::string>(), RE2::Quiet);
+      if (!regex.ok()) {
+        throw_table_error(
+            path, describe_table_entry(document, "gpus", i), "match",
+            fmt::format("regex {} does not compile: {}", quote_json_value(*match), regex.error()));
+      }
+    }
+    if (auto cc = entry.find("cc"); cc != entry.end()) {
+      static const RE2 kComputeCapability("\\d{1,2}\\.\\d{1,2}");
+      if (!RE2::FullMatch(cc->get<std::string>(), kComputeCapability)) {
+        throw_table_error(path, describe_table_entry(document, "gpus", i), "cc",
+                          fmt::format("expected a compute capability MAJOR.MINOR such as \"9.0\", "
+                                      "found {}",
+                                      quote_json_value(*cc)));
+      }
+    }
+  }
 }
 
 void merge(GpuDatabase& db, const json& document) {
@@ -142,35 +168,43 @@ const GpuSpec* GpuDatabase::find_by_name(const std::string& name) const {
 }
 
 GpuDatabase load_gpu_database(const std::string& override_path) {
-  GpuDatabase db;
-  db.origin = "built-in";
-  json builtin = json::parse(builtin_gpus_json());
-  std::vector<GpuSpec> ordered;
-  for (const json& entry : builtin.at("gpus")) db.gpus.push_back(parse_gpu(entry));
-  for (auto& [key, value] : builtin.at("sources").items())
-    db.sources[key] = value.get<std::string>();
-  if (override_path.empty()) return db;
-  FileBytes file = read_input_file(override_path);
-  try {
-    json document = json::parse(file.bytes);
-    if (document.is_object() && document.value("schema", "") == "kprof.calibration/1") {
-      apply_calibration(db, document, override_path);
-    } else {
-      merge(db, document);
+  if (override_path.empty()) {
+    GpuDatabase db;
+    db.origin = "built-in";
+    json builtin = json::parse(builtin_gpus_json());
+    for (const json& entry : builtin.at("gpus")) db.gpus.push_back(parse_gpu(entry));
+    for (auto& [key, value] : builtin.at("sources").items()) {
+      db.sources[key] = value.get<std::string>();
     }
-  } catch (const json::parse_error& error) {
-    throw_invalid(override_path, InputPosition::byte(error.byte),
-                  fmt::format("not valid JSON: {}", error.what()));
-  } catch (const json::exception& error) {
-    throw_invalid(override_path, InputPosition::none(),
-                  fmt::format("not a GPU database (expected {{\"gpus\": [{{\"name\": …}}]}}) "
-                              "or calibration (kprof.calibration/1): {}",
-                              error.what()));
-  } catch (const std::invalid_argument& error) {
-    throw_invalid(override_path, InputPosition::none(),
-                  fmt::format("not a valid calibration: {}", error.what()));
+    return db;
   }
-  db.origin = "built-in + " + override_path;
+  return load_gpu_database_text(override_path, read_input_file(override_path).bytes);
+}
+
+GpuDatabase load_gpu_database_text(const std::string& path, std::string_view text) {
+  GpuDatabase db = load_gpu_database();
+  json document = parse_json_table(path, text);
+  auto schema = document.is_object() ? document.find("schema") : document.end();
+  bool calibration = schema != document.end() && schema->is_string() &&
+                     schema->get_ref<const std::string&>() == "kprof.calibration/1";
+  if (calibration) {
+    // A calibration is checked field by field as it is applied (its schema, docs/
+    // kprof.calibration.schema.json, is draft 2020-12).
+    try {
+      apply_calibration(db, document, path);
+    } catch (const json::exception& error) {
+      throw_invalid(path, InputPosition::none(),
+                    fmt::format("not a valid calibration (kprof.calibration/1): {}", error.what()));
+    } catch (const std::invalid_argument& error) {
+      throw_invalid(path, InputPosition::none(),
+                    fmt::format("not a valid calibration: {}", error.what()));
+    }
+  } else {
+    check_json_table(document, gpus_schema_json(), path);
+    check_user_gpus(document, path);
+    merge(db, document);
+  }
+  db.origin = "built-in + " + path;
   return db;
 }
 

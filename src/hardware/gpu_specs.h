@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace re2 {
@@ -53,10 +54,15 @@ struct GpuDatabase {
 // The built-in database; with override_path, entries of that file replace built-in ones of
 // the same name and new ones are added. A calibration file (schema kprof.calibration/1) instead
 // adds its measured ceilings to the GPU whose match finds the calibrated device's name, or to a
-// new entry for that name when none does. Throws InputError for an unreadable or invalid file.
+// new entry for that name when none does. Any other file is checked against
+// docs/kprof.gpus.schema.json (and its match regexes and compute capabilities read). Throws
+// InputError naming the file (and the entry) for an unreadable or invalid file.
 GpuDatabase load_gpu_database(const std::string& override_path = "");
+// The same from the user file's text (path names it in errors).
+GpuDatabase load_gpu_database_text(const std::string& path, std::string_view text);
 
-// The embedded data/gpus.json.
+// The embedded data/gpus.json and docs/kprof.gpus.schema.json.
 const char* builtin_gpus_json();
+const char* gpus_schema_json();
 
 }  // namespace kprof::hardware

@@ -35,12 +35,13 @@ void TraceTimeIndex::on_event(const importers::TraceEvent& event) {
 std::optional<KernelShare> TraceTimeIndex::share_of(const model::Kernel& kernel) const {
   // PyTorch records demangled names; ncu stores none for extern "C" kernels, whose function name
   // is then the traced name.
-  std::string name = normalize_kernel_name(
-      kernel.demangled_name.empty() ? kernel.function_name : kernel.demangled_name);
+  std::string name = normalize_kernel_name(kernel.demangled_name.empty() ? kernel.function_name
+                                                                         : kernel.demangled_name);
   KernelShare share;
-  LaunchConfig config{static_cast<std::int64_t>(kernel.grid.x), static_cast<std::int64_t>(kernel.grid.y),
-                      static_cast<std::int64_t>(kernel.grid.z), static_cast<std::int64_t>(kernel.block.x),
-                      static_cast<std::int64_t>(kernel.block.y), static_cast<std::int64_t>(kernel.block.z)};
+  LaunchConfig config{
+      static_cast<std::int64_t>(kernel.grid.x),  static_cast<std::int64_t>(kernel.grid.y),
+      static_cast<std::int64_t>(kernel.grid.z),  static_cast<std::int64_t>(kernel.block.x),
+      static_cast<std::int64_t>(kernel.block.y), static_cast<std::int64_t>(kernel.block.z)};
   if (auto it = by_config_.find({name, config}); it != by_config_.end()) {
     share.time = it->second;
     share.matched_launch_config = true;
@@ -51,9 +52,19 @@ std::optional<KernelShare> TraceTimeIndex::share_of(const model::Kernel& kernel)
   }
   double span = gpu_span_us();
   share.fraction_of_pipeline = span > 0 ? std::min(1.0, share.time.total_us / span) : 0;
-  share.max_e2e_speedup =
-      share.fraction_of_pipeline < 1 ? 1 / (1 - share.fraction_of_pipeline) : std::numeric_limits<double>::infinity();
+  share.max_e2e_speedup = share.fraction_of_pipeline < 1 ? 1 / (1 - share.fraction_of_pipeline)
+                                                         : std::numeric_limits<double>::infinity();
   return share;
+}
+
+std::vector<std::string> TraceTimeIndex::longest_kernels(size_t count) const {
+  std::vector<std::pair<double, std::string>> ranked;
+  for (const auto& [name, time] : by_name_) ranked.emplace_back(time.total_us, name);
+  std::sort(ranked.begin(), ranked.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::string> names;
+  for (size_t i = 0; i < ranked.size() && i < count; ++i) names.push_back(ranked[i].second);
+  return names;
 }
 
 }  // namespace kprof::timeline

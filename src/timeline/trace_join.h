@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "importers/chrome_trace/chrome_trace_reader.h"
 #include "model/report.h"
@@ -36,6 +37,8 @@ class TraceTimeIndex final : public importers::TraceEventSink {
   // The captured kernel's share: by name and launch configuration when the trace has that
   // configuration, else by name; nullopt when the trace never ran it.
   std::optional<KernelShare> share_of(const model::Kernel& kernel) const;
+  // The traced kernel names with the most time, most first (normalised as share_of matches).
+  std::vector<std::string> longest_kernels(size_t count) const;
 
  private:
   using LaunchConfig = std::array<std::int64_t, 6>;

@@ -13,19 +13,24 @@ namespace {
 
 using testing::data_path;
 
-CaptureDiff diff_of(const std::string& a, const std::string& b, DiffOptions options = {}) {
+CaptureDiff diff_files(const std::string& a, const std::string& b, DiffOptions options = {}) {
   static const hardware::GpuDatabase gpus = hardware::load_gpu_database();
   static const StageTable stages = load_stage_table();
   static const ExpectationTable expectations = load_expectations();
   AnalysisConfig config{{}, &stages, &expectations, &gpus};
-  return diff_captures(importers::import_report(data_path("h200/diff_suite_basic_" + a + ".ncu-rep.zst")),
-                       importers::import_report(data_path("h200/diff_suite_basic_" + b + ".ncu-rep.zst")),
-                       options, config);
+  return diff_captures(importers::import_report(data_path(a)),
+                       importers::import_report(data_path(b)), options, config);
+}
+
+CaptureDiff diff_of(const std::string& a, const std::string& b, DiffOptions options = {}) {
+  return diff_files("h200/diff_suite_basic_" + a + ".ncu-rep.zst",
+                    "h200/diff_suite_basic_" + b + ".ncu-rep.zst", options);
 }
 
 TEST(CaptureDiff, TwoCapturesOfTheSameKernelsShowNoRegression) {
   CaptureDiff diff = diff_of("base_a", "base_b");
   ASSERT_EQ(diff.kernels.size(), 10u);
+  EXPECT_EQ(diff.in_both, 10u);
   EXPECT_EQ(diff.regressions, 0u);
   EXPECT_EQ(diff.improvements, 0u);
   for (const KernelDiff& k : diff.kernels) {
@@ -58,6 +63,17 @@ TEST(CaptureDiff, NoiseRaisesTheBar) {
     if (k.change == Change::kRegression) {
       EXPECT_GT(*k.change_pct, k.threshold_pct);
     }
+  }
+}
+
+// The bottleneck suite against a vLLM step: every kernel is only on one side, nothing compared.
+TEST(CaptureDiff, UnrelatedCapturesHaveNothingInBoth) {
+  CaptureDiff diff =
+      diff_files("h200/diff_suite_basic_base_a.ncu-rep.zst", "h200/big_min.ncu-rep.zst");
+  EXPECT_EQ(diff.in_both, 0u);
+  EXPECT_EQ(diff.kernels.size(), 20u);  // 10 suite kernels, 10 launch configurations of big_min
+  for (const KernelDiff& k : diff.kernels) {
+    EXPECT_TRUE(k.change == Change::kOnlyInBaseline || k.change == Change::kOnlyInCandidate);
   }
 }
 

@@ -340,6 +340,49 @@ TEST_F(Capture, AnExistingBundleIsNeverOverwritten) {
   EXPECT_NE(result.err.find("already exists"), std::string::npos);
 }
 
+// The case: a dangling link at -o let the whole capture run and then fail at the rename,
+// leaving a reduced manifest. It is refused before ncu is asked anything.
+TEST_F(Capture, ADanglingLinkAtTheOutputIsRefusedBeforeNcuRuns) {
+  fs::create_symlink(dir_ / "elsewhere" / "bundle", bundle());
+  auto result = capture(recording("suite_triage"), {"-k", "^k_", "--", "./suite"});
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  EXPECT_NE(result.err.find(bundle() + ": already exists (a symbolic link to "), std::string::npos)
+      << result.err;
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+  EXPECT_TRUE(ncu_calls().empty());
+  EXPECT_TRUE(fs::is_symlink(bundle()));
+  EXPECT_FALSE(fs::exists(dir_ / "elsewhere"));
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    std::string name = entry.path().filename().string();
+    EXPECT_EQ(name.find(".partial-"), std::string::npos) << name;
+    EXPECT_EQ(name.find(".incomplete"), std::string::npos) << name;
+  }
+}
+
+// A missing ncu must not hide a mistake in the command line: usage (2), then the bundle path
+// (3), then ncu (9).
+TEST_F(Capture, UsageErrorsComeBeforeLookingForNcu) {
+  setenv("KPROF_NCU", "/nonexistent/ncu", 1);
+  const std::vector<std::vector<std::string>> wrong = {
+      {"--env", "NOEQUALS", "--", "./app"}, {"-k", "(", "--", "./app"},
+      {"--preset", "huge", "--", "./app"},  {"--safety", "some", "--", "./app"},
+      {"--", "env", "FOO=1", "./app"},      {"--preset", "full", "--", "./server"},
+  };
+  for (const auto& args : wrong) {
+    auto result = capture(recording("suite_triage"), args);
+    EXPECT_EQ(result.exit_code, 2) << args.front() << ": " << result.err;
+    EXPECT_EQ(result.err.find("ncu not found"), std::string::npos) << result.err;
+  }
+  fs::create_directories(bundle());
+  EXPECT_EQ(capture(recording("suite_triage"), {"--", "./suite"}).exit_code, 3);
+  fs::remove(bundle());
+  EXPECT_EQ(capture(recording("suite_triage"), {"--", "./suite"}).exit_code, 9);
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(entry.path().filename().string().find("bundle"), std::string::npos)
+        << entry.path();  // nothing created
+  }
+}
+
 TEST_F(Capture, MissingNcuSaysWhatToInstall) {
   setenv("KPROF_NCU", "/nonexistent/ncu", 1);
   auto result = capture(recording("suite_triage"), {"--", "./suite"});
@@ -380,6 +423,16 @@ TEST_F(Capture, DoctorOnTheH200sRecordedFacts) {
   EXPECT_EQ(not_ready.exit_code, 9);
   EXPECT_NE(not_ready.out.find("FAILED   GPU device"), std::string::npos) << not_ready.out;
   EXPECT_NE(not_ready.out.find("warning  CUDA_INJECTION64_PATH"), std::string::npos);
+
+  // A version file that holds no driver version is reported as found, not trusted.
+  fs::remove(root / "sys/module/nvidia/version");
+  std::ofstream(root / "sys/module/nvidia/version") << "99999.1\n";
+  auto absurd = testing::run_process({KPROF_BINARY, "doctor", "--root", root.string()});
+  EXPECT_EQ(absurd.exit_code, 9);
+  EXPECT_NE(absurd.out.find("FAILED   driver                 /sys/module/nvidia/version holds "
+                            "\"99999.1\", not a driver version"),
+            std::string::npos)
+      << absurd.out;
 }
 
 }  // namespace

@@ -57,6 +57,36 @@ TEST(Doctor, DriverOlderThanTheToolkitIsAMajorVersionSkew) {
   EXPECT_EQ(cuda_major_of_driver(""), std::nullopt);
 }
 
+// `doctor --root` read "99999.1" and said "supports CUDA up to 13.x": a value that is not a
+// driver version is named as such, and nothing is concluded from it.
+TEST(Doctor, AnImplausibleDriverVersionIsNamedNotTrusted) {
+  for (const char* version : {"99999.1", "hello", "580", "1.2.3", "2999.1", "580.159.04.1", "200.1",
+                              "580.1234", "-580.1"}) {
+    SCOPED_TRACE(version);
+    SystemFacts facts = h200();
+    facts.driver_version = version;
+    facts.driver_version_source = "/sys/module/nvidia/version";
+    std::vector<Check> checks = run_doctor_checks(facts);
+    std::optional<Check> driver = find(checks, "driver");
+    ASSERT_TRUE(driver.has_value());
+    EXPECT_EQ(driver->status, Check::Status::kFailed);
+    EXPECT_NE(driver->detail.find("/sys/module/nvidia/version holds \"" + std::string(version) +
+                                  "\", not a driver version"),
+              std::string::npos)
+        << driver->detail;
+    EXPECT_EQ(driver->detail.find("supports CUDA"), std::string::npos);
+    EXPECT_FALSE(find(checks, "cuda versions").has_value());  // nothing compared with it
+    EXPECT_EQ(cuda_major_of_driver(version), std::nullopt);
+  }
+  for (const char* version : {"580.159.04", "470.256.02", "535.104", "390.157"}) {
+    SystemFacts facts = h200();
+    facts.driver_version = version;
+    EXPECT_EQ(find(run_doctor_checks(facts), "driver")->status, Check::Status::kOk) << version;
+  }
+  EXPECT_EQ(driver_major_of("580.159.04"), 580);
+  EXPECT_EQ(cuda_major_of_driver("390.157"), 10);
+}
+
 TEST(Doctor, AdminOnlyCountersFailForNonRootOnly) {
   SystemFacts facts = h200();
   facts.profiling_admin_only = 1;

@@ -98,6 +98,36 @@ TEST(NcuDiagnosis, WarningsForRunsThatWorked) {
   EXPECT_EQ(ids(stopped), std::vector<std::string>{"fewer_kernels_than_requested"});
 }
 
+// ncu's status says it failed while its output names no cause: a failure all the same (the
+// issue's case: `explain … --exit-code 139` on a log that looked fine said "healthy").
+TEST(NcuDiagnosis, AnUnexplainedNonZeroExitIsAFailure) {
+  NcuRun crashed = recording("ok_basic");
+  crashed.exit_code = 139;
+  EXPECT_EQ(failure_ids(crashed), std::vector<std::string>{"ncu_failed"});
+  const Diagnosis failed = diagnose(crashed).back();
+  EXPECT_NE(failed.what.find("ncu exited 139, which is how a shell reports a process killed by "
+                             "signal 11 (SIGSEGV: a segmentation fault)"),
+            std::string::npos)
+      << failed.what;
+  EXPECT_NE(failed.what.find("its last line: ==PROF== Report: /tmp/ok_basic.ncu-rep"),
+            std::string::npos);
+  EXPECT_NE(failed.next.find("without ncu"), std::string::npos);
+  for (int code : {1, 2, 255}) {
+    NcuRun run = recording("ok_basic");
+    run.exit_code = code;
+    EXPECT_EQ(failure_ids(run), std::vector<std::string>{"ncu_failed"}) << code;
+  }
+  NcuRun silent{{"ncu", "--clock-control", "none", "./app"}, "\n\n", 1};
+  EXPECT_NE(diagnose(silent).back().what.find("it printed nothing"), std::string::npos);
+  // A status kprof caused (detaching an attach client, a timeout) is not ncu's failure.
+  NcuRun detached = recording("ok_basic");
+  detached.exit_code = 130;
+  detached.stopped_by_kprof = true;
+  EXPECT_TRUE(failure_ids(detached).empty());
+  // A status a rule explains gets that rule only: the target's crash (ncu exited 11).
+  EXPECT_EQ(failure_ids(recording("target_crash")), std::vector<std::string>{"target_failed"});
+}
+
 // Neither could be provoked on the lent H200 (root, RmProfilingAdminOnly 0, one CUDA 13 toolkit
 // on a CUDA 13 driver). The permission message is the one NVIDIA documents for ERR_NVGPUCTRPERM;
 // the version lines are written the way the rule expects them, and say so.

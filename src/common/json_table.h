@@ -1,0 +1,34 @@
+// The user's data tables (--gpus, --stages, --expectations): JSON checked against the table's
+// JSON Schema (docs/kprof.*.schema.json, embedded in the binary) before kprof reads a value of
+// it, so a wrong key, type or value is one line naming the file and the entry — never a value
+// silently ignored or an "internal error".
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+namespace kprof {
+
+// Parses text as JSON; InputError (kInputInvalid, the byte offset) when it is not JSON.
+nlohmann::json parse_json_table(const std::string& path, std::string_view text);
+
+// Checks document against schema_json (draft 7). Throws InputError (kInputInvalid) for the
+// first violation: "ENTRY: FIELD: what" — e.g. `expectations[0] (kernel "bmm_E2m1"): expected:
+// "DRAM" is not one of: tensor, fp32, …`.
+void check_json_table(const nlohmann::json& document, const char* schema_json,
+                      const std::string& path);
+
+// How an error names the entry at document[array_key][index]: `rules[3] (stage "gemm")`, using
+// the entry's name, stage or kernel when it has one.
+std::string describe_table_entry(const nlohmann::json& document, std::string_view array_key,
+                                 size_t index);
+
+// A value as the user wrote it, shortened and with control characters escaped (JSON syntax).
+std::string quote_json_value(const nlohmann::json& value);
+
+// Throws InputError (kInputInvalid) naming path: "ENTRY: FIELD: what".
+[[noreturn]] void throw_table_error(const std::string& path, const std::string& entry,
+                                    std::string_view field, const std::string& what);
+
+}  // namespace kprof
