@@ -260,7 +260,16 @@ TEST_F(Capture, AttachWithNothingListeningIsDiagnosed) {
   EXPECT_NE(result.err.find("[no_attachable_process]"), std::string::npos) << result.err;
 }
 
-bool alive(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
+// A process that has ended but not been reaped yet (a zombie: its parent, ncu, is gone and
+// whatever adopted it reaps when it gets to it) no longer runs.
+bool alive(pid_t pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  size_t close = line.rfind(')');
+  return close == std::string::npos || close + 2 >= line.size() || line[close + 2] != 'Z';
+}
 
 pid_t wait_for_pid(const std::string& pidfile) {
   for (int i = 0; i < 200; ++i) {

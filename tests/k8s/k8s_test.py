@@ -42,6 +42,15 @@ NEW = next((KUBECTLS[m] for m in sorted(KUBECTLS, reverse=True) if m >= 31), Non
 OLD = next((KUBECTLS[m] for m in sorted(KUBECTLS) if 29 <= m < 31), None)
 
 
+def read_jsonl(path):
+    """The complete lines of a log another process may be appending to right now: a line still
+    being written (no newline yet) is left for the next read."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.endswith("\n")]
+
+
 class Cluster:
     """One stand-in API server, a kubeconfig for it, and the logs of what happened."""
 
@@ -86,12 +95,10 @@ class Cluster:
         return subprocess.run(command, env=env, cwd=self.dir, capture_output=True, text=True, timeout=300)
 
     def kubectl_calls(self):
-        path = os.path.join(self.dir, "kubectl-argv.jsonl")
-        return [json.loads(line) for line in open(path)] if os.path.exists(path) else []
+        return read_jsonl(os.path.join(self.dir, "kubectl-argv.jsonl"))
 
     def requests(self):
-        path = os.path.join(self.dir, "requests.jsonl")
-        return [json.loads(line) for line in open(path)] if os.path.exists(path) else []
+        return read_jsonl(os.path.join(self.dir, "requests.jsonl"))
 
     def close(self):
         self.server.kill()
