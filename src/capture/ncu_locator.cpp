@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "capture/child_process.h"
+#include "common/child_process.h"
 
 namespace kprof::capture {
 

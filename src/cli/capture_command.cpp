@@ -15,7 +15,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "capture/child_process.h"
+#include "common/child_process.h"
 #include "capture/evidence_bundle.h"
 #include "capture/ncu_command.h"
 #include "capture/ncu_diagnosis.h"
@@ -164,7 +164,7 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
   std::signal(SIGPIPE, SIG_IGN);
   // Ctrl-C at any moment (also between ncu and its exports) ends in an .incomplete bundle,
   // never in a .partial folder left behind.
-  capture::keep_interrupts();
+  keep_interrupts();
   // What the user can fix in the command line comes first (exit 2), then the bundle path
   // (exit 3), then ncu (exit 9): a missing ncu must not hide a wrong option, and nothing is
   // created or run before all three hold.
@@ -200,7 +200,7 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
   std::optional<std::int64_t> expected = capture::effective_launch_count(spec);
   size_t profiled = 0;
   std::vector<int> passes;  // per profiled kernel, in order
-  capture::ChildRequest request;
+  ChildRequest request;
   request.argv = command.argv;
   request.env = env;
   if (options.timeout_s > 0) {
@@ -238,7 +238,7 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
       return true;
     };
   }
-  capture::ChildResult result = capture::run_child(request);
+  ChildResult result = run_child(request);
   std::string ended_at = utc_time();
 
   std::vector<capture::Diagnosis> diagnoses;
@@ -317,7 +317,7 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
 
   bool failed = std::any_of(diagnoses.begin(), diagnoses.end(),
                             [](const capture::Diagnosis& d) { return d.failure; });
-  bool incomplete = result.timed_out || result.interrupted || capture::interrupt_received();
+  bool incomplete = result.timed_out || result.interrupted || interrupt_received();
   nlohmann::json manifest = {
       {"schema", "kprof.bundle/1"},
       {"status", incomplete ? "incomplete"

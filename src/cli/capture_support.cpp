@@ -5,7 +5,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "capture/child_process.h"
+#include "common/child_process.h"
 #include "cli/command.h"
 
 namespace kprof::cli {
@@ -67,10 +67,10 @@ void write_ncu_exports(capture::EvidenceBundle& bundle, const std::string& ncu_p
        {ncu_path, "--import", report_file, "--csv", "--page", "details", "--section",
         "SpeedOfLight"}}};
   for (const auto& [file, argv] : exports) {
-    capture::ChildRequest request;
+    ChildRequest request;
     request.argv = argv;
     request.timeout = std::chrono::minutes(10);
-    capture::ChildResult exported = capture::run_child(request);
+    ChildResult exported = run_child(request);
     if (exported.started && exported.exit_code == 0 && !exported.out.empty()) {
       bundle.write(file, exported.out);
     } else {

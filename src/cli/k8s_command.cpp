@@ -13,7 +13,7 @@
 #include <random>
 #include <thread>
 
-#include "capture/child_process.h"
+#include "common/child_process.h"
 #include "capture/evidence_bundle.h"
 #include "capture/ncu_command.h"
 #include "capture/ncu_diagnosis.h"
@@ -63,7 +63,7 @@ std::string kubectl_path(const std::string& given) {
     const char* env = std::getenv("KPROF_KUBECTL");
     wanted = env && *env ? env : "kubectl";
   }
-  std::string found = capture::find_executable(wanted);
+  std::string found = find_executable(wanted);
   if (found.empty()) {
     throw NotReady(
         fmt::format("kubectl not found ({}); install it or pass --kubectl PATH", wanted));
@@ -510,7 +510,7 @@ bool wait_for(double timeout_s, Predicate ready) {
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
   while (std::chrono::steady_clock::now() < deadline) {
-    if (capture::interrupt_received()) return false;
+    if (interrupt_received()) return false;
     if (ready()) return true;
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }
@@ -587,7 +587,7 @@ class OperationEnd {
     finished_ = true;
     try {
       bool clean = true;
-      std::string text = end(capture::interrupt_received() ? "interrupted" : "failed", clean);
+      std::string text = end(interrupt_received() ? "interrupted" : "failed", clean);
       std::fputs(text.c_str(), stderr);
     } catch (const std::exception& error) {
       std::fprintf(stderr,
@@ -601,7 +601,7 @@ class OperationEnd {
   ExitCode finish(Outcome outcome, Output& output) {
     finished_ = true;
     bool clean = true;
-    std::string status = capture::interrupt_received() ? "interrupted"
+    std::string status = interrupt_received() ? "interrupted"
                          : outcome.all_ok              ? "ok"
                                                        : "failed";
     output.stderr_text += end(status, clean);
@@ -707,7 +707,7 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
   build_or_refuse(
       pod_capture_spec(options, std::string(k8s::kNcuMount) + "/ncu", assessment.safety));
   LocalPlan plan = prepare_output(options, "sister", sister.run_id);
-  capture::keep_interrupts();
+  keep_interrupts();
   const std::string& ns = options.namespace_name;
   std::string name = k8s::string_at(manifest, {"metadata", "name"});
   k8s::CleanupReceipt receipt(plan.receipt, "sister", options.context);
@@ -745,7 +745,7 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
       return false;
     });
     if (!running)
-      throw K8sFailed(capture::interrupt_received()
+      throw K8sFailed(interrupt_received()
                           ? "interrupted while waiting for the sister pod"
                           : "the sister pod did not reach Running in time (--ready-timeout)");
     note(fmt::format("pod {} running on {}; waiting for the server to wait for ncu", where.pod,
@@ -757,10 +757,10 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
              logs.out.find("Waiting for profiler to attach") != std::string::npos;
     });
     if (!waiting)
-      throw K8sFailed(capture::interrupt_received() ? "interrupted while waiting for the server"
+      throw K8sFailed(interrupt_received() ? "interrupted while waiting for the server"
                                                     : "the server never printed ncu's \"Waiting "
                                                       "for profiler to attach\" (--ready-timeout)");
-    for (int i = 1; i <= options.captures && !capture::interrupt_received(); ++i) {
+    for (int i = 1; i <= options.captures && !interrupt_received(); ++i) {
       capture::CaptureSpec spec =
           pod_capture_spec(options, std::string(k8s::kNcuMount) + "/ncu", assessment.safety);
       if (!capture_in_pod(options, cluster, where, spec, i, "sister", receipt, bundles))
@@ -798,7 +798,7 @@ ExitCode run_sidecar(const K8sOptions& options, Output& output) {
   build_or_refuse(pod_capture_spec(options, options.ncu_path, assessment.safety));
   std::string run = run_id();
   LocalPlan plan = prepare_output(options, "sidecar", run);
-  capture::keep_interrupts();
+  keep_interrupts();
   const std::string& ns = options.namespace_name;
   std::string name = "kprof-ncu-" + run;  // a fresh name each time: ephemeral containers stay
   k8s::CleanupReceipt receipt(plan.receipt, "sidecar", options.context);
@@ -857,7 +857,7 @@ ExitCode run_sidecar(const K8sOptions& options, Output& output) {
     auto image = pod.image_ids.find(container.name);
     if (image != pod.image_ids.end()) where.image_id = image->second;
     where.image = container.image;
-    for (int i = 1; i <= options.captures && !capture::interrupt_received(); ++i) {
+    for (int i = 1; i <= options.captures && !interrupt_received(); ++i) {
       capture::CaptureSpec spec = pod_capture_spec(options, options.ncu_path, assessment.safety);
       if (!capture_in_pod(options, cluster, where, spec, i, "sidecar", receipt, bundles))
         outcome.all_ok = false;

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "capture/child_process.h"
+#include "common/child_process.h"
 #include "common/text.h"
 
 namespace kprof::k8s {
@@ -100,11 +100,11 @@ KubectlResult Kubectl::run(std::vector<std::string> args, std::chrono::milliseco
   if (!context_.empty()) argv.insert(argv.end(), {"--context", context_});
   argv.insert(argv.end(), args.begin(), args.end());
   calls_.push_back(argv);
-  capture::ChildRequest request;
+  ChildRequest request;
   request.argv = argv;
   request.timeout = timeout;
   request.survive_interrupt = cleaning_;
-  capture::ChildResult child = capture::run_child(request);
+  ChildResult child = run_child(request);
   KubectlResult result;
   result.argv = argv;
   result.started = child.started;

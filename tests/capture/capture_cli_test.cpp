@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "capture/child_process.h"
+#include "common/child_process.h"
 #include "support/run_process.h"
 #include "support/test_data.h"
 
@@ -310,12 +310,12 @@ TEST_F(Capture, CtrlCStopsNcuAndItsTargetAndMarksTheBundleIncomplete) {
   setenv("FAKE_NCU_HANG", "1", 1);
   setenv("FAKE_NCU_HANG_PIDFILE", pidfile.c_str(), 1);
   setenv("FAKE_NCU_RECORDING", recording("suite_triage").c_str(), 1);
-  capture::ChildRequest request;
+  ChildRequest request;
   request.argv = {KPROF_BINARY, "capture", "-o", bundle(), "-k", "^k_", "--", "./suite"};
   request.timeout = std::chrono::seconds(60);
   // SIGINT to kprof (as a terminal's Ctrl-C would) once the profiled program is running.
   request.on_tick = [&] { return fs::exists(pidfile); };
-  capture::ChildResult result = capture::run_child(request);
+  ChildResult result = run_child(request);
   unsetenv("FAKE_NCU_HANG");
   EXPECT_EQ(result.exit_code, 8) << result.err;
   nlohmann::json m = manifest(bundle() + ".incomplete");

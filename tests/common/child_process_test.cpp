@@ -1,6 +1,6 @@
 // Running a child from an argv in its own process group: output, exit status, line callbacks,
 // and a timeout that stops the whole group (grandchildren included).
-#include "capture/child_process.h"
+#include "common/child_process.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -12,7 +12,7 @@
 #include <fstream>
 #include <thread>
 
-namespace kprof::capture {
+namespace kprof {
 namespace {
 
 ChildRequest request(std::vector<std::string> argv) {
@@ -87,4 +87,4 @@ TEST(ChildProcess, LineCallbackCanAskForAStop) {
 }
 
 }  // namespace
-}  // namespace kprof::capture
+}  // namespace kprof

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-namespace kprof::capture {
+namespace kprof {
 
 struct ChildRequest {
   std::vector<std::string> argv;                         // argv[0] is a path or a PATH name
@@ -56,4 +56,4 @@ bool interrupt_received();
 // can clean up before it exits; run_child stops its child at once when the flag is set.
 void keep_interrupts();
 
-}  // namespace kprof::capture
+}  // namespace kprof

@@ -1,4 +1,4 @@
-#include "capture/child_process.h"
+#include "common/child_process.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -15,7 +15,7 @@
 
 extern char** environ;
 
-namespace kprof::capture {
+namespace kprof {
 namespace {
 
 volatile std::sig_atomic_t g_interrupt = 0;
@@ -277,4 +277,4 @@ ChildResult run_child(const ChildRequest& request) {
   return result;
 }
 
-}  // namespace kprof::capture
+}  // namespace kprof
