@@ -23,6 +23,7 @@
 #include "importers/chrome_trace/chrome_trace_reader.h"
 #include "importers/importer.h"
 #include "importers/ncu_csv/csv_records.h"
+#include "importers/common/read_trace.h"
 #include "importers/nsys_sqlite/nsys_sqlite_reader.h"
 #include "render/html_report.h"
 #include "render/report_json.h"

@@ -19,7 +19,7 @@
 #include "common/text.h"
 #include "common/utf8.h"
 #include "hardware/gpu_specs.h"
-#include "importers/nsys_sqlite/nsys_sqlite_reader.h"
+#include "importers/common/read_trace.h"
 #include "render/html_report.h"
 #include "render/report_json.h"
 #include "render/report_text.h"

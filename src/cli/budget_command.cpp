@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
-#include "importers/nsys_sqlite/nsys_sqlite_reader.h"
+#include "importers/common/read_trace.h"
 #include "render/report_json.h"
 #include "render/trace_render.h"
 #include "timeline/step_budget.h"

@@ -6,7 +6,7 @@
 
 #include "analysis/stages.h"
 #include "cli/command.h"
-#include "importers/nsys_sqlite/nsys_sqlite_reader.h"
+#include "importers/common/read_trace.h"
 #include "render/report_json.h"
 #include "render/trace_render.h"
 #include "timeline/kernel_ranking.h"

@@ -50,10 +50,21 @@ std::string budget_advice(const timeline::Budget& budget) {
   return {};
 }
 
+// One warning line (no "kprof: " prefix, no newline) naming the trace, how many events were
+// skipped and the first of them; "" when none was.
+std::string skipped_events_warning(const std::string& path,
+                                   const importers::TraceReadStats& stats) {
+  if (stats.skipped_events == 0) return {};
+  return fmt::format(
+      "warning: {}: skipped {} event{} with an impossible time (first {}); "
+      "the rest of the trace is used",
+      path, stats.skipped_events, stats.skipped_events == 1 ? "" : "s", stats.first_skipped);
+}
+
 }  // namespace
 
 std::string trace_warnings(const TraceSource& source) {
-  std::string warning = importers::skipped_events_warning(source.path, source.stats);
+  std::string warning = skipped_events_warning(source.path, source.stats);
   return warning.empty() ? "" : "kprof: " + escape_for_terminal(warning) + "\n";
 }
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "importers/chrome_trace/chrome_trace_reader.h"
+#include "importers/common/trace_sink.h"
 #include "timeline/kernel_ranking.h"
 #include "timeline/step_budget.h"
 

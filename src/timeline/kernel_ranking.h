@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "analysis/stages.h"
-#include "importers/chrome_trace/chrome_trace_reader.h"
+#include "importers/common/trace_sink.h"
 
 namespace kprof::timeline {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "importers/chrome_trace/chrome_trace_reader.h"
+#include "importers/common/trace_sink.h"
 #include "model/report.h"
 
 namespace kprof::timeline {

@@ -13,6 +13,7 @@
 #include "common/utf8.h"
 #include "importers/chrome_trace/chrome_trace_reader.h"
 #include "importers/importer.h"
+#include "importers/common/read_trace.h"
 #include "importers/nsys_sqlite/nsys_sqlite_reader.h"
 #include "render/report_json.h"
 #include "support/test_data.h"

@@ -1,5 +1,6 @@
 // The Nsight Systems SQLite export recorded on the H200 (tools/traces/nsys_decode_steps.py),
 // read through kprof and checked against SQL run directly on the same database.
+#include "importers/common/read_trace.h"
 #include "importers/nsys_sqlite/nsys_sqlite_reader.h"
 
 #include <gtest/gtest.h>

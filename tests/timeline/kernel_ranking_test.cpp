@@ -1,5 +1,6 @@
 // Ranking on real PyTorch profiler traces, checked against the same traces read whole by a
 // different JSON parser (nlohmann) and summed independently.
+#include "importers/chrome_trace/chrome_trace_reader.h"
 #include "timeline/kernel_ranking.h"
 
 #include <gtest/gtest.h>

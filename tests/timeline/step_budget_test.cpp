@@ -1,5 +1,6 @@
 // Step budgets on real H200 traces, checked against an independent reading of the same traces
 // (nlohmann, launches matched to kernels by correlation, intervals merged here).
+#include "importers/chrome_trace/chrome_trace_reader.h"
 #include "timeline/step_budget.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,6 @@
 // Joining a capture to the trace of the same workload (big_full and trace_eager were recorded from
 // one eager PyTorch program), checked against shares computed here from the trace JSON.
+#include "importers/chrome_trace/chrome_trace_reader.h"
 #include "timeline/trace_join.h"
 
 #include <gtest/gtest.h>

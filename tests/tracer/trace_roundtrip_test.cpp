@@ -13,6 +13,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "importers/chrome_trace/chrome_trace_reader.h"
 #include "analysis/stages.h"
 #include "support/run_process.h"
 #include "support/test_data.h"

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "importers/chrome_trace/chrome_trace_reader.h"
 #include "support/confined_fs.h"
 #include "support/run_process.h"
 #include "support/test_data.h"

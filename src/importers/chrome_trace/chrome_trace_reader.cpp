@@ -624,30 +624,6 @@ class Scanner {
 
 }  // namespace
 
-std::string implausible_time(double timestamp_us, double duration_us) {
-  constexpr double kMaxTimestampUs = 1e17, kMaxDurationUs = 1e12;
-  if (!std::isfinite(timestamp_us))
-    return fmt::format("timestamp {} is not a finite number", timestamp_us);
-  if (std::fabs(timestamp_us) > kMaxTimestampUs) {
-    return fmt::format("timestamp {:g} us is beyond ±1e17 us", timestamp_us);
-  }
-  if (!std::isfinite(duration_us))
-    return fmt::format("duration {} is not a finite number", duration_us);
-  if (duration_us < 0) return fmt::format("duration {:g} us is negative", duration_us);
-  if (duration_us > kMaxDurationUs) {
-    return fmt::format("duration {:g} us is longer than 1e12 us (11.6 days)", duration_us);
-  }
-  return {};
-}
-
-std::string skipped_events_warning(const std::string& path, const TraceReadStats& stats) {
-  if (stats.skipped_events == 0) return {};
-  return fmt::format(
-      "warning: {}: skipped {} event{} with an impossible time (first {}); "
-      "the rest of the trace is used",
-      path, stats.skipped_events, stats.skipped_events == 1 ? "" : "s", stats.first_skipped);
-}
-
 bool looks_like_chrome_trace(std::string_view head) {
   for (char c : head) {
     if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;

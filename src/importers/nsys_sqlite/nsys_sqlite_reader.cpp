@@ -4,7 +4,6 @@
 #include <sqlite3.h>
 
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <set>
 
@@ -195,16 +194,6 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
         });
   }
   return stats;
-}
-
-TraceReadStats read_trace(const std::string& path, TraceEventSink& sink) {
-  char head[16] = {};
-  std::ifstream in(path, std::ios::binary);
-  in.read(head, sizeof head);
-  if (looks_like_sqlite(std::string_view(head, static_cast<size_t>(in.gcount())))) {
-    return read_nsys_sqlite(path, sink);
-  }
-  return read_chrome_trace(path, sink);
 }
 
 }  // namespace kprof::importers

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "importers/chrome_trace/chrome_trace_reader.h"
+#include "importers/common/trace_sink.h"
 
 namespace kprof::importers {
 
@@ -16,8 +16,5 @@ bool looks_like_sqlite(std::string_view head);
 // Throws InputError for a file that is not an SQLite database, a database that is not an
 // Nsight Systems export, or one without CUDA kernel activity.
 TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink);
-
-// Either trace format, told apart by content: SQLite magic, else Chrome trace JSON (.gz or not).
-TraceReadStats read_trace(const std::string& path, TraceEventSink& sink);
 
 }  // namespace kprof::importers

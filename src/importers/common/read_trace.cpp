@@ -1,0 +1,20 @@
+#include "importers/common/read_trace.h"
+
+#include <fstream>
+
+#include "importers/chrome_trace/chrome_trace_reader.h"
+#include "importers/nsys_sqlite/nsys_sqlite_reader.h"
+
+namespace kprof::importers {
+
+TraceReadStats read_trace(const std::string& path, TraceEventSink& sink) {
+  char head[16] = {};
+  std::ifstream in(path, std::ios::binary);
+  in.read(head, sizeof head);
+  if (looks_like_sqlite(std::string_view(head, static_cast<size_t>(in.gcount())))) {
+    return read_nsys_sqlite(path, sink);
+  }
+  return read_chrome_trace(path, sink);
+}
+
+}  // namespace kprof::importers

@@ -1,0 +1,36 @@
+// What every trace reader hands over: one complete event, fields as the trace spells them, and
+// the time rule every reader applies before a sink sees an event.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kprof::importers {
+
+// One complete ("ph": "X") event, fields as the trace spells them. Views are valid only during
+// the sink call; the name is valid UTF-8 (bytes that are not, and lone \u surrogates, become
+// U+FFFD).
+struct TraceEvent {
+  std::string_view category;  // kernel, gpu_memcpy, gpu_memset, cuda_runtime, cuda_driver,
+                              // user_annotation, gpu_user_annotation, cpu_op, …
+  std::string_view name;
+  double timestamp_us = 0;
+  double duration_us = 0;
+  std::int64_t pid = 0;
+  std::int64_t tid = 0;
+  std::optional<std::int64_t> device, stream, correlation, external_id, graph_id;
+  std::optional<std::uint64_t> graph_node_id;  // CUPTI's uint64, read exactly (not via double)
+  std::optional<double> registers_per_thread, shared_memory;
+  std::optional<std::int64_t> grid[3], block[3];
+};
+
+// The time rule both trace readers apply to every complete event before a sink sees it: the
+// timestamp must be a finite number within ±1e17 us (about 3,000 years from its origin) and the
+// duration a finite number from 0 to 1e12 us (about 11.6 days, longer than any profiler trace).
+// Such an event is skipped and counted, never summed or clamped; the reason, or "" when the
+// event is fine.
+std::string implausible_time(double timestamp_us, double duration_us);
+
+}  // namespace kprof::importers
