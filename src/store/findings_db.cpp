@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <re2/re2.h>
-#include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +13,7 @@
 #include <functional>
 
 #include "common/error.h"
+#include "common/sqlite.h"
 #include "common/text.h"
 #include "common/utf8.h"
 #include "hardware/gpu_specs.h"
@@ -68,100 +68,6 @@ constexpr const char* kMigrations[] = {
 };
 
 constexpr const char* kKprofTables[] = {"hardware_facts", "kernels", "metrics", "runs", "verdicts"};
-
-bool is_write_failure(int rc) {
-  switch (rc & 0xFF) {
-    case SQLITE_READONLY:
-    case SQLITE_FULL:
-    case SQLITE_IOERR:
-    case SQLITE_CANTOPEN:
-    case SQLITE_PERM:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// One line for a failed SQLite call. The system's reason is SQLite's record of the errno of the
-// failing system call (sqlite3_system_errno), not whatever errno holds by now.
-[[noreturn]] void throw_sqlite(sqlite3* db, int rc, const std::string& path, bool writing) {
-  int system_error = db ? sqlite3_system_errno(db) : 0;
-  std::string message = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-  int primary = rc & 0xFF;
-  if (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB) {
-    throw_invalid(path, InputPosition::none(),
-                  fmt::format("corrupted database: {}; it was left untouched", message));
-  }
-  if (is_write_failure(rc)) {
-    if (system_error != 0) message += fmt::format(" ({})", std::strerror(system_error));
-    bool cannot_write = writing || primary == SQLITE_READONLY || primary == SQLITE_FULL;
-    throw InputError(
-        cannot_write ? ExitCode::kOutputUnwritable : ExitCode::kInputUnreadable, path,
-        InputPosition::none(),
-        fmt::format("cannot {} the database: {}", cannot_write ? "write" : "read", message));
-  }
-  throw_invalid(path, InputPosition::none(), "database error: " + message);
-}
-
-class Statement {
- public:
-  Statement(sqlite3* db, const std::string& sql, const std::string& path, bool writing)
-      : path_(path), writing_(writing) {
-    if (int rc = sqlite3_prepare_v2(db, sql.c_str(), -1, &statement_, nullptr); rc != SQLITE_OK) {
-      throw_sqlite(db, rc, path, writing);
-    }
-  }
-  ~Statement() { sqlite3_finalize(statement_); }
-  Statement& bind(int i, const std::string& text) {
-    sqlite3_bind_text(statement_, i, text.c_str(), -1, SQLITE_TRANSIENT);
-    return *this;
-  }
-  Statement& bind(int i, std::int64_t value) {
-    sqlite3_bind_int64(statement_, i, value);
-    return *this;
-  }
-  Statement& bind(int i, const std::optional<double>& value) {
-    if (value && *value == *value) {
-      sqlite3_bind_double(statement_, i, *value);
-    } else {
-      sqlite3_bind_null(statement_, i);
-    }
-    return *this;
-  }
-  bool step() {
-    int rc = sqlite3_step(statement_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    throw_sqlite(sqlite3_db_handle(statement_), rc, path_, writing_);
-  }
-  void run() {
-    step();
-    reset();
-  }
-  void reset() {
-    sqlite3_reset(statement_);
-    sqlite3_clear_bindings(statement_);
-  }
-  // Always valid UTF-8, whatever the file holds.
-  std::string text(int column) {
-    const unsigned char* value = sqlite3_column_text(statement_, column);
-    if (!value) return "";
-    // Text read back from any database becomes valid UTF-8: a name stored by an older kprof or
-    // written by hand must not break the JSON of every later query.
-    return to_valid_utf8({reinterpret_cast<const char*>(value),
-                          static_cast<size_t>(sqlite3_column_bytes(statement_, column))});
-  }
-  std::optional<double> real(int column) {
-    if (sqlite3_column_type(statement_, column) == SQLITE_NULL) return std::nullopt;
-    return sqlite3_column_double(statement_, column);
-  }
-  std::int64_t integer(int column) { return sqlite3_column_int64(statement_, column); }
-
- private:
-  std::string path_;
-  bool writing_;
-  sqlite3_stmt* statement_ = nullptr;
-};
 
 // Whether SQLite may create its journal files beside path; when not, errno says why.
 bool folder_writable(const std::string& path) {
@@ -238,13 +144,11 @@ FindingsDb::FindingsDb(const std::string& path, Access access) : path_(path), ac
         refuse_unless_kprof();
         check_integrity();
       } catch (...) {
-        sqlite3_close(db_);
-        db_ = nullptr;
+        db_.reset();
         throw;
       }
       if (!writing()) return;
-      sqlite3_close(db_);
-      db_ = nullptr;
+      db_.reset();
     }
   }
   check_writable(path, exists);
@@ -252,8 +156,7 @@ FindingsDb::FindingsDb(const std::string& path, Access access) : path_(path), ac
   try {
     migrate();
   } catch (...) {
-    sqlite3_close(db_);
-    db_ = nullptr;
+    db_.reset();
     // A file this call created and could not even give a schema goes again.
     struct stat created {};
     if (!exists && ::stat(path.c_str(), &created) == 0 && created.st_size == 0) {
@@ -263,17 +166,16 @@ FindingsDb::FindingsDb(const std::string& path, Access access) : path_(path), ac
   }
 }
 
-FindingsDb::~FindingsDb() { sqlite3_close(db_); }
+FindingsDb::~FindingsDb() = default;
 
 void FindingsDb::open_read_only() {
   open(path_, SQLITE_OPEN_READONLY);
-  int rc = sqlite3_exec(db_, "PRAGMA schema_version", nullptr, nullptr, nullptr);
+  int rc = db_->exec_status("PRAGMA schema_version");
   if ((rc & 0xFF) == SQLITE_CANTOPEN && !folder_writable(path_)) {
     // A WAL database on read-only media with no -wal/-shm beside it: SQLite cannot create its
     // shared-memory file there, and nobody can be writing the database through this folder, so
     // it is read as immutable.
-    sqlite3_close(db_);
-    db_ = nullptr;
+    db_.reset();
     std::string uri = "file:";
     for (char c : path_) {
       if (c == '%' || c == '?' || c == '#') {
@@ -287,24 +189,13 @@ void FindingsDb::open_read_only() {
 }
 
 void FindingsDb::open(const std::string& name, int flags) {
-  int rc = sqlite3_open_v2(name.c_str(), &db_, flags, nullptr);
-  if (rc != SQLITE_OK) {
-    if (!db_) throw std::bad_alloc();
-    try {
-      throw_sqlite(db_, rc, path_, writing());
-    } catch (...) {
-      sqlite3_close(db_);
-      db_ = nullptr;
-      throw;
-    }
-  }
-  sqlite3_extended_result_codes(db_, 1);
-  sqlite3_busy_timeout(db_, 30000);  // concurrent importers wait for each other's transaction
+  db_ = std::make_unique<sqlite::Database>(
+      path_, sqlite::OpenOptions{.flags = flags, .writing = writing()}, name);
 }
 
 void FindingsDb::refuse_unless_kprof() {
   auto pragma = [&](const char* name) {
-    Statement query(db_, fmt::format("PRAGMA {}", name), path_, writing());
+    sqlite::Statement query(*db_, fmt::format("PRAGMA {}", name));
     query.step();
     return query.integer(0);
   };
@@ -312,8 +203,7 @@ void FindingsDb::refuse_unless_kprof() {
   std::int64_t version = pragma("user_version");
   std::vector<std::string> tables;
   {
-    Statement query(db_, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name", path_,
-                    writing());
+    sqlite::Statement query(*db_, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
     while (query.step()) tables.push_back(query.text(0));
   }
   if (application_id == kApplicationId || application_id == 0) {
@@ -351,7 +241,7 @@ void FindingsDb::refuse_unless_kprof() {
 void FindingsDb::check_integrity() {
   // SQLite reports up to 100 problems, several lines to a row; the user gets the first and a
   // count, on one line.
-  Statement check(db_, "PRAGMA quick_check(100)", path_, writing());
+  sqlite::Statement check(*db_, "PRAGMA quick_check(100)");
   std::vector<std::string> problems;
   while (check.step()) {
     std::string text = check.text(0);
@@ -375,11 +265,7 @@ void FindingsDb::check_integrity() {
       fmt::format("corrupted database: {}{}; it was left untouched", problems.front(), more));
 }
 
-void FindingsDb::exec(const std::string& sql) {
-  if (int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr); rc != SQLITE_OK) {
-    throw_sqlite(db_, rc, path_, writing());
-  }
-}
+void FindingsDb::exec(const std::string& sql) { db_->exec(sql); }
 
 void FindingsDb::migrate() {
   exec("BEGIN IMMEDIATE");
@@ -389,10 +275,10 @@ void FindingsDb::migrate() {
     int current = 0;
     std::int64_t application_id = 0;
     {
-      Statement version(db_, "PRAGMA user_version", path_, true);
+      sqlite::Statement version(*db_, "PRAGMA user_version");
       version.step();
       current = static_cast<int>(version.integer(0));
-      Statement mark(db_, "PRAGMA application_id", path_, true);
+      sqlite::Statement mark(*db_, "PRAGMA application_id");
       mark.step();
       application_id = mark.integer(0);
     }
@@ -403,7 +289,7 @@ void FindingsDb::migrate() {
     }
     exec("COMMIT");
   } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    db_->exec_status("ROLLBACK");
     throw;
   }
   // Only a file now known to be kprof's changes its journal mode.
@@ -420,7 +306,7 @@ std::vector<std::int64_t> FindingsDb::import_reports(const std::vector<model::Re
     exec("COMMIT");
     return runs;
   } catch (const InputError& error) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    db_->exec_status("ROLLBACK");
     throw InputError(
         error.code(), error.path(), error.position(),
         error.message() + (reports.size() > 1
@@ -428,7 +314,7 @@ std::vector<std::int64_t> FindingsDb::import_reports(const std::vector<model::Re
                                  "together or not at all)"
                                : "; nothing was imported"));
   } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    db_->exec_status("ROLLBACK");
     throw;
   }
 }
@@ -437,10 +323,9 @@ std::int64_t FindingsDb::import_one(const model::Report& report, const RunLabels
                                     const analysis::AnalysisConfig& config) {
   const model::Device* device = report.devices.empty() ? nullptr : &report.devices.front();
   std::string gpu = device ? device->name : "";
-  Statement run(db_,
+  sqlite::Statement run(*db_,
                 "INSERT INTO runs (imported_at, source, format, ncu_version, command_line, gpu, "
-                "cc, campaign, cell, model, engine, framework) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                path_, writing());
+                "cc, campaign, cell, model, engine, framework) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
   run.bind(1, utc_time())
       .bind(2, report.path)
       .bind(3, std::string(model::source_format_name(report.format)))
@@ -454,18 +339,15 @@ std::int64_t FindingsDb::import_one(const model::Report& report, const RunLabels
       .bind(11, labels.engine)
       .bind(12, labels.framework);
   run.run();
-  std::int64_t run_id = sqlite3_last_insert_rowid(db_);
-  Statement kernel(db_,
+  std::int64_t run_id = db_->last_insert_rowid();
+  sqlite::Statement kernel(*db_,
                    "INSERT INTO kernels (run_id, launch, name, demangled, grid, block, "
-                   "duration_ns, stage) VALUES (?,?,?,?,?,?,?,?)",
-                   path_, writing());
-  Statement verdict(db_,
+                   "duration_ns, stage) VALUES (?,?,?,?,?,?,?,?)");
+  sqlite::Statement verdict(*db_,
                     "INSERT INTO verdicts (kernel_id, roofline, bound_by, sm_pct, memory_pct, "
                     "tflops, memory_bw_utilization, sm_occupancy, occupancy_limiter, top_stall, "
-                    "headroom, thresholds) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                    path_, writing());
-  Statement metric(db_, "INSERT INTO metrics (kernel_id, name, value) VALUES (?,?,?)", path_,
-                   writing());
+                    "headroom, thresholds) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+  sqlite::Statement metric(*db_, "INSERT INTO metrics (kernel_id, name, value) VALUES (?,?,?)");
   std::string thresholds = fmt::format("compute {}%, memory {}%", config.thresholds.compute_pct,
                                        config.thresholds.memory_pct);
   std::optional<double> dram_peak;
@@ -483,7 +365,7 @@ std::int64_t FindingsDb::import_one(const model::Report& report, const RunLabels
         .bind(7, v.duration_ns)
         .bind(8, v.stage);
     kernel.run();
-    std::int64_t kernel_id = sqlite3_last_insert_rowid(db_);
+    std::int64_t kernel_id = db_->last_insert_rowid();
     verdict.bind(1, kernel_id)
         .bind(2, analysis::roofline_name(v.roofline))
         .bind(3, v.bound_by)
@@ -505,10 +387,9 @@ std::int64_t FindingsDb::import_one(const model::Report& report, const RunLabels
     }
   }
   // Hardware facts: the database's figures for this GPU, and what this capture measured.
-  Statement fact(db_,
+  sqlite::Statement fact(*db_,
                  "INSERT OR REPLACE INTO hardware_facts (gpu, fact, value, unit, source) "
-                 "VALUES (?,?,?,?,?)",
-                 path_, writing());
+                 "VALUES (?,?,?,?,?)");
   if (dram_peak) {
     fact.bind(1, gpu)
         .bind(2, "dram_peak_bandwidth")
@@ -543,12 +424,11 @@ std::int64_t FindingsDb::import_one(const model::Report& report, const RunLabels
 std::vector<KernelHistoryRow> FindingsDb::kernel_history(const std::string& name_regex) {
   RE2 pattern(name_regex, RE2::Quiet);
   std::vector<KernelHistoryRow> rows;
-  Statement query(db_,
+  sqlite::Statement query(*db_,
                   "SELECT r.id, r.imported_at, r.campaign, r.cell, r.model, r.gpu, k.name, "
                   "k.duration_ns, v.roofline, v.bound_by, v.sm_pct, v.memory_pct "
                   "FROM kernels k JOIN runs r ON r.id = k.run_id "
-                  "JOIN verdicts v ON v.kernel_id = k.id ORDER BY k.name, r.id, k.launch",
-                  path_, writing());
+                  "JOIN verdicts v ON v.kernel_id = k.id ORDER BY k.name, r.id, k.launch");
   while (query.step()) {
     std::string name = query.text(6);
     if (!RE2::PartialMatch(name, pattern)) continue;
@@ -569,13 +449,11 @@ std::vector<WorstRow> FindingsDb::worst_by(const std::string& dimension, size_t 
   if (column.empty()) {
     throw std::invalid_argument("group by stage, model or gpu, not \"" + dimension + "\"");
   }
-  Statement query(
-      db_,
+  sqlite::Statement query(*db_,
       fmt::format("SELECT {0}, k.name, k.duration_ns, v.roofline, r.id FROM kernels k "
                   "JOIN runs r ON r.id = k.run_id JOIN verdicts v ON v.kernel_id = k.id "
                   "ORDER BY {0}, k.duration_ns DESC",
-                  column),
-      path_, writing());
+                  column));
   std::vector<WorstRow> rows;
   std::string group;
   size_t in_group = 0;
@@ -596,9 +474,8 @@ std::vector<WorstRow> FindingsDb::worst_by(const std::string& dimension, size_t 
 
 std::vector<FactRow> FindingsDb::facts() {
   std::vector<FactRow> rows;
-  Statement query(db_,
-                  "SELECT gpu, fact, value, unit, source FROM hardware_facts ORDER BY gpu, fact",
-                  path_, writing());
+  sqlite::Statement query(*db_,
+                  "SELECT gpu, fact, value, unit, source FROM hardware_facts ORDER BY gpu, fact");
   while (query.step()) {
     rows.push_back({query.text(0), query.text(1), query.text(2), query.text(3), query.text(4)});
   }
@@ -608,8 +485,7 @@ std::vector<FactRow> FindingsDb::facts() {
 model::Report FindingsDb::load_run(std::int64_t run_id) {
   model::Report report;
   {
-    Statement run(db_, "SELECT source, ncu_version, command_line, gpu FROM runs WHERE id = ?",
-                  path_, writing());
+    sqlite::Statement run(*db_, "SELECT source, ncu_version, command_line, gpu FROM runs WHERE id = ?");
     run.bind(1, run_id);
     if (!run.step()) {
       throw InputError(ExitCode::kNothingSelected, path_, InputPosition::none(),
@@ -625,12 +501,11 @@ model::Report FindingsDb::load_run(std::int64_t run_id) {
     std::sscanf(text.c_str(), "(%lu, %lu, %lu)", &d.x, &d.y, &d.z);
     return d;
   };
-  Statement kernels(db_,
+  sqlite::Statement kernels(*db_,
                     "SELECT id, launch, name, demangled, grid, block FROM kernels WHERE run_id = ? "
-                    "ORDER BY launch",
-                    path_, writing());
+                    "ORDER BY launch");
   kernels.bind(1, run_id);
-  Statement metrics(db_, "SELECT name, value FROM metrics WHERE kernel_id = ?", path_, writing());
+  sqlite::Statement metrics(*db_, "SELECT name, value FROM metrics WHERE kernel_id = ?");
   while (kernels.step()) {
     model::Kernel k;
     k.id = static_cast<size_t>(kernels.integer(1));
@@ -655,7 +530,7 @@ model::Report FindingsDb::load_run(std::int64_t run_id) {
 }
 
 std::int64_t FindingsDb::count(const std::string& table) {
-  Statement query(db_, "SELECT COUNT(*) FROM " + table, path_, writing());
+  sqlite::Statement query(*db_, "SELECT COUNT(*) FROM " + table);
   query.step();
   return query.integer(0);
 }

@@ -14,7 +14,9 @@
 #include "analysis/verdict.h"
 #include "model/report.h"
 
-struct sqlite3;
+namespace kprof::sqlite {
+class Database;
+}  // namespace kprof::sqlite
 
 namespace kprof::store {
 
@@ -88,7 +90,7 @@ class FindingsDb {
   bool writing() const { return access_ == Access::kWrite; }
   std::string path_;
   Access access_;
-  sqlite3* db_ = nullptr;
+  std::unique_ptr<sqlite::Database> db_;
 };
 
 }  // namespace kprof::store

@@ -1,13 +1,12 @@
 #include "importers/nsys_sqlite/nsys_sqlite_reader.h"
 
 #include <fmt/format.h>
-#include <sqlite3.h>
 
 #include <cstring>
-#include <memory>
 #include <set>
 
 #include "common/error.h"
+#include "common/sqlite.h"
 #include "common/utf8.h"
 
 namespace kprof::importers {
@@ -15,71 +14,10 @@ namespace {
 
 constexpr std::string_view kSqliteMagic{"SQLite format 3\0", 16};
 
-class Database {
- public:
-  explicit Database(const std::string& path) : path_(path) {
-    sqlite3* handle = nullptr;
-    int rc = sqlite3_open_v2(path.c_str(), &handle, SQLITE_OPEN_READONLY, nullptr);
-    db_.reset(handle);
-    if (rc != SQLITE_OK) {
-      throw InputError(ExitCode::kInputUnreadable, path, InputPosition::none(),
-                       fmt::format("cannot open the SQLite database: {}",
-                                   handle ? sqlite3_errmsg(handle) : sqlite3_errstr(rc)));
-    }
-  }
-
-  std::set<std::string> tables() {
-    std::set<std::string> names;
-    each("SELECT name FROM sqlite_master WHERE type = 'table'", [&](sqlite3_stmt* row) {
-      const unsigned char* name = sqlite3_column_text(row, 0);
-      if (name) names.insert(reinterpret_cast<const char*>(name));
-    });
-    return names;
-  }
-
-  template <typename Row>
-  void each(const std::string& sql, Row&& row) {
-    sqlite3_stmt* raw = nullptr;
-    if (sqlite3_prepare_v2(db_.get(), sql.c_str(), -1, &raw, nullptr) != SQLITE_OK) fail();
-    std::unique_ptr<sqlite3_stmt, decltype(&sqlite3_finalize)> statement(raw, sqlite3_finalize);
-    int rc;
-    while ((rc = sqlite3_step(statement.get())) == SQLITE_ROW) row(statement.get());
-    if (rc != SQLITE_DONE) fail();
-  }
-
- private:
-  [[noreturn]] void fail() {
-    throw_invalid(
-        path_, InputPosition::none(),
-        fmt::format("not a readable Nsight Systems export: {}", sqlite3_errmsg(db_.get())));
-  }
-
-  std::string path_;
-  std::unique_ptr<sqlite3, decltype(&sqlite3_close)> db_{nullptr, sqlite3_close};
-};
-
-// A text column as valid UTF-8: SQLite stores whatever bytes the program gave nsys, so names
-// that are not UTF-8 are repaired (U+FFFD) into `storage`, which the view then points into.
-std::string_view text(sqlite3_stmt* row, int column, std::string& storage) {
-  const unsigned char* value = sqlite3_column_text(row, column);
-  std::string_view view =
-      value ? std::string_view(reinterpret_cast<const char*>(value),
-                               static_cast<size_t>(sqlite3_column_bytes(row, column)))
-            : std::string_view();
-  if (is_valid_utf8(view)) return view;
-  storage = to_valid_utf8(view);
-  return storage;
-}
-
-std::optional<std::int64_t> integer(sqlite3_stmt* row, int column) {
-  if (sqlite3_column_type(row, column) == SQLITE_NULL) return std::nullopt;
-  return sqlite3_column_int64(row, column);
-}
-
 // nsys timestamps are integer nanoseconds; trace events use microseconds.
-void set_times(TraceEvent& event, sqlite3_stmt* row) {
-  double start = static_cast<double>(sqlite3_column_int64(row, 0));
-  double end = static_cast<double>(sqlite3_column_int64(row, 1));
+void set_times(TraceEvent& event, sqlite::Statement& row) {
+  double start = static_cast<double>(row.integer(0));
+  double end = static_cast<double>(row.integer(1));
   event.timestamp_us = start / 1000;
   event.duration_us = (end - start) / 1000;
 }
@@ -91,8 +29,11 @@ bool looks_like_sqlite(std::string_view head) {
 }
 
 TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
-  Database db(path);
-  std::set<std::string> tables = db.tables();
+  sqlite::Database db(path, {.flags = SQLITE_OPEN_READONLY,
+                             .writing = false,
+                             .invalid_prefix = "not a readable Nsight Systems export"});
+  std::vector<std::string> names = db.table_names();
+  std::set<std::string> tables(names.begin(), names.end());
   if (!tables.count("StringIds")) {
     throw_invalid(path, InputPosition::none(),
                   "an SQLite database, but not an Nsight Systems export (no StringIds table)");
@@ -104,6 +45,11 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
   }
   TraceReadStats stats;
   std::string name_storage;
+  // Each row of `sql` to `row`.
+  auto each = [&](const std::string& sql, auto&& row) {
+    sqlite::Statement query(db, sql);
+    while (query.step()) row(query);
+  };
   auto deliver = [&](const TraceEvent& event) {
     // The same time rule as for Chrome traces (an unfinished range can end before it starts).
     std::string reason = implausible_time(event.timestamp_us, event.duration_us);
@@ -121,27 +67,27 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
       sink.on_span(event.timestamp_us, event.duration_us);
     }
   };
-  db.each(
+  each(
       "SELECT k.start, k.end, k.deviceId, k.streamId, k.correlationId, "
       "COALESCE(d.value, s.value, ''), k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY, k.blockZ, "
       "k.registersPerThread, k.staticSharedMemory + k.dynamicSharedMemory "
       "FROM CUPTI_ACTIVITY_KIND_KERNEL k "
       "LEFT JOIN StringIds d ON d.id = k.demangledName LEFT JOIN StringIds s ON s.id = k.shortName",
-      [&](sqlite3_stmt* row) {
+      [&](sqlite::Statement& row) {
         TraceEvent event;
         event.category = "kernel";
         set_times(event, row);
-        event.device = integer(row, 2);
-        event.stream = integer(row, 3);
-        event.correlation = integer(row, 4);
-        event.name = text(row, 5, name_storage);
+        event.device = row.optional_integer(2);
+        event.stream = row.optional_integer(3);
+        event.correlation = row.optional_integer(4);
+        event.name = row.text_view(5, name_storage);
         for (int i = 0; i < 3; ++i) {
-          event.grid[i] = integer(row, 6 + i);
-          event.block[i] = integer(row, 9 + i);
+          event.grid[i] = row.optional_integer(6 + i);
+          event.block[i] = row.optional_integer(9 + i);
         }
-        if (auto registers = integer(row, 12))
+        if (auto registers = row.optional_integer(12))
           event.registers_per_thread = static_cast<double>(*registers);
-        if (auto shared = integer(row, 13)) event.shared_memory = static_cast<double>(*shared);
+        if (auto shared = row.optional_integer(13)) event.shared_memory = static_cast<double>(*shared);
         deliver(event);
       });
   struct CopyTable {
@@ -153,43 +99,43 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
        {CopyTable{"CUPTI_ACTIVITY_KIND_MEMCPY", "gpu_memcpy", "CUDA memcpy"},
         CopyTable{"CUPTI_ACTIVITY_KIND_MEMSET", "gpu_memset", "CUDA memset"}}) {
     if (!tables.count(copies.table)) continue;
-    db.each(
+    each(
         fmt::format("SELECT start, end, deviceId, streamId, correlationId FROM {}", copies.table),
-        [&](sqlite3_stmt* row) {
+        [&](sqlite::Statement& row) {
           TraceEvent event;
           event.category = copies.category;
           event.name = copies.name;
           set_times(event, row);
-          event.device = integer(row, 2);
-          event.stream = integer(row, 3);
-          event.correlation = integer(row, 4);
+          event.device = row.optional_integer(2);
+          event.stream = row.optional_integer(3);
+          event.correlation = row.optional_integer(4);
           deliver(event);
         });
   }
   if (tables.count("CUPTI_ACTIVITY_KIND_RUNTIME")) {
-    db.each(
+    each(
         "SELECT r.start, r.end, r.correlationId, COALESCE(s.value, '') "
         "FROM CUPTI_ACTIVITY_KIND_RUNTIME r LEFT JOIN StringIds s ON s.id = r.nameId",
-        [&](sqlite3_stmt* row) {
+        [&](sqlite::Statement& row) {
           TraceEvent event;
           event.category = "cuda_runtime";
           set_times(event, row);
-          event.correlation = integer(row, 2);
-          event.name = text(row, 3, name_storage);
+          event.correlation = row.optional_integer(2);
+          event.name = row.text_view(3, name_storage);
           deliver(event);
         });
   }
   if (tables.count("NVTX_EVENTS")) {
     // 59: push/pop range, 60: start/end range (NVTX event types in nsys exports).
-    db.each(
+    each(
         "SELECT n.start, n.end, COALESCE(n.text, s.value, '') FROM NVTX_EVENTS n "
         "LEFT JOIN StringIds s ON s.id = n.textId WHERE n.eventType IN (59, 60) AND n.end IS NOT "
         "NULL",
-        [&](sqlite3_stmt* row) {
+        [&](sqlite::Statement& row) {
           TraceEvent event;
           event.category = "user_annotation";
           set_times(event, row);
-          event.name = text(row, 2, name_storage);
+          event.name = row.text_view(2, name_storage);
           deliver(event);
         });
   }
