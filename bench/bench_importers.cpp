@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "common/file_bytes.h"
 #include "analysis/verdict.h"
+#include "common/file_bytes.h"
 #include "importers/importer.h"
 
 namespace {
@@ -23,9 +23,9 @@ void import_file(benchmark::State& state, const std::string& relative) {
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * file.bytes.size()));
   state.counters["metrics"] = static_cast<double>(metrics);
-  state.counters["metrics/s"] = benchmark::Counter(
-      static_cast<double>(metrics) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate);
+  state.counters["metrics/s"] =
+      benchmark::Counter(static_cast<double>(metrics) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
 }
 
 void decompress_and_import(benchmark::State& state, const std::string& relative) {

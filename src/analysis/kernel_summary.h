@@ -13,7 +13,8 @@ namespace kprof::analysis {
 // Metric names behind each summary field (ncu's SpeedOfLight, Occupancy, LaunchStats sections).
 namespace metric_names {
 inline constexpr std::string_view kDuration = "gpu__time_duration.sum";
-inline constexpr std::string_view kSmThroughput = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
+inline constexpr std::string_view kSmThroughput =
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed";
 inline constexpr std::string_view kMemoryThroughput =
     "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed";
 inline constexpr std::string_view kDramThroughput =

@@ -137,7 +137,8 @@ void require_some_in_trace(const std::vector<render::AnalyzedKernel>& analyzed,
   std::vector<std::string> captured;
   for (const auto& k : analyzed) {
     const std::string& name = k.kernel->display_name();
-    if (std::find(captured.begin(), captured.end(), name) == captured.end()) captured.push_back(name);
+    if (std::find(captured.begin(), captured.end(), name) == captured.end())
+      captured.push_back(name);
   }
   std::sort(captured.begin(), captured.end());
   std::string reports;

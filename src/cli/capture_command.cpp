@@ -15,7 +15,6 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "common/child_process.h"
 #include "capture/evidence_bundle.h"
 #include "capture/ncu_command.h"
 #include "capture/ncu_diagnosis.h"
@@ -24,6 +23,7 @@
 #include "cli/capture_support.h"
 #include "cli/command.h"
 #include "cli/selection.h"
+#include "common/child_process.h"
 #include "common/text.h"
 
 namespace kprof::cli {

@@ -5,8 +5,8 @@
 #include <chrono>
 #include <cstdio>
 
-#include "common/child_process.h"
 #include "cli/command.h"
+#include "common/child_process.h"
 
 namespace kprof::cli {
 

@@ -13,18 +13,8 @@ namespace {
 
 // Every subcommand, in the order `kprof --help` lists them.
 constexpr DefineCommand kCommands[] = {
-    define_analyze,
-    define_capture,
-    define_doctor,
-    define_k8s,
-    define_inspect,
-    define_rank,
-    define_budget,
-    define_report,
-    define_diff,
-    define_db,
-    define_explain,
-    define_gpus,
+    define_analyze, define_capture, define_doctor, define_k8s, define_inspect, define_rank,
+    define_budget,  define_report,  define_diff,   define_db,  define_explain, define_gpus,
 };
 
 constexpr const char* kDescription =
@@ -82,8 +72,8 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::ParseError& error) {
     // CLI11 reports help requested on a subcommand as a CallForHelp too; anything else is a
     // usage error with a pointer to --help.
-    return fail(ExitCode::kUsage, fmt::format("{}\nRun 'kprof --help' or 'kprof COMMAND --help'.",
-                                              error.what()));
+    return fail(ExitCode::kUsage,
+                fmt::format("{}\nRun 'kprof --help' or 'kprof COMMAND --help'.", error.what()));
   }
   if (!runner) return fail(ExitCode::kUsage, "no command given; run 'kprof --help'");
   try {

@@ -13,7 +13,6 @@
 #include <random>
 #include <thread>
 
-#include "common/child_process.h"
 #include "capture/evidence_bundle.h"
 #include "capture/ncu_command.h"
 #include "capture/ncu_diagnosis.h"
@@ -21,6 +20,7 @@
 #include "cli/analyze_command.h"
 #include "cli/capture_support.h"
 #include "cli/command.h"
+#include "common/child_process.h"
 #include "common/file_bytes.h"
 #include "common/sha256.h"
 #include "common/text.h"
@@ -601,9 +601,7 @@ class OperationEnd {
   ExitCode finish(Outcome outcome, Output& output) {
     finished_ = true;
     bool clean = true;
-    std::string status = interrupt_received() ? "interrupted"
-                         : outcome.all_ok              ? "ok"
-                                                       : "failed";
+    std::string status = interrupt_received() ? "interrupted" : outcome.all_ok ? "ok" : "failed";
     output.stderr_text += end(status, clean);
     if (!clean) outcome.kubernetes_failed = true;
     if (receipt_.status() == "interrupted") return ExitCode::kIncomplete;
@@ -758,8 +756,8 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
     });
     if (!waiting)
       throw K8sFailed(interrupt_received() ? "interrupted while waiting for the server"
-                                                    : "the server never printed ncu's \"Waiting "
-                                                      "for profiler to attach\" (--ready-timeout)");
+                                           : "the server never printed ncu's \"Waiting "
+                                             "for profiler to attach\" (--ready-timeout)");
     for (int i = 1; i <= options.captures && !interrupt_received(); ++i) {
       capture::CaptureSpec spec =
           pod_capture_spec(options, std::string(k8s::kNcuMount) + "/ncu", assessment.safety);

@@ -23,8 +23,7 @@ static std::string compose(const std::string& path, const InputPosition& positio
                        : fmt::format("{}: {}: {}", path, where, message);
 }
 
-InputError::InputError(ExitCode code, std::string path, InputPosition position,
-                       std::string message)
+InputError::InputError(ExitCode code, std::string path, InputPosition position, std::string message)
     : std::runtime_error(compose(path, position, message)),
       code_(code),
       path_(std::move(path)),

@@ -16,12 +16,23 @@ std::string escape(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -60,33 +71,39 @@ std::string roofline_svg(const std::vector<AnalyzedKernel>& kernels, double dram
                       (std::log10(x_max) - std::log10(x_min)) * (width - left - right);
   };
   auto y_of = [&](double flops) {
-    return height - bottom - (std::log10(flops) - std::log10(y_min)) /
-                                 (std::log10(y_max) - std::log10(y_min)) * (height - top - bottom);
+    return height - bottom -
+           (std::log10(flops) - std::log10(y_min)) / (std::log10(y_max) - std::log10(y_min)) *
+               (height - top - bottom);
   };
   std::string svg = fmt::format(
       "<svg id=\"roofline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
       "viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"Roofline\">\n",
       width, height, width, height);
-  svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#fafafa\" stroke=\"#ccc\"/>\n",
-                     left, top, width - left - right, height - top - bottom);
+  svg += fmt::format(
+      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#fafafa\" stroke=\"#ccc\"/>\n",
+      left, top, width - left - right, height - top - bottom);
   for (int e = -2; e <= 4; ++e) {
     double x = x_of(std::pow(10.0, e));
-    svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#eee\"/>"
-                       "<text x=\"{0:.1f}\" y=\"{3}\" font-size=\"11\" text-anchor=\"middle\">1e{4}</text>\n",
-                       x, top, height - bottom, height - bottom + 15, e);
+    svg += fmt::format(
+        "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#eee\"/>"
+        "<text x=\"{0:.1f}\" y=\"{3}\" font-size=\"11\" text-anchor=\"middle\">1e{4}</text>\n",
+        x, top, height - bottom, height - bottom + 15, e);
   }
   for (int e = 9; e <= 16; ++e) {
     double y = y_of(std::pow(10.0, e));
-    svg += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#eee\"/>"
-                       "<text x=\"{3}\" y=\"{4:.1f}\" font-size=\"11\" text-anchor=\"end\">1e{5}</text>\n",
-                       left, y, width - right, left - 6, y + 4, e);
+    svg += fmt::format(
+        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#eee\"/>"
+        "<text x=\"{3}\" y=\"{4:.1f}\" font-size=\"11\" text-anchor=\"end\">1e{5}</text>\n",
+        left, y, width - right, left - 6, y + 4, e);
   }
-  svg += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\">arithmetic "
-                     "intensity (FLOP per DRAM byte)</text>\n",
-                     (left + width - right) / 2, height - 20);
-  svg += fmt::format("<text x=\"16\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\" "
-                     "transform=\"rotate(-90 16 {})\">achieved FLOP/s</text>\n",
-                     (top + height - bottom) / 2, (top + height - bottom) / 2);
+  svg += fmt::format(
+      "<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\">arithmetic "
+      "intensity (FLOP per DRAM byte)</text>\n",
+      (left + width - right) / 2, height - 20);
+  svg += fmt::format(
+      "<text x=\"16\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\" "
+      "transform=\"rotate(-90 16 {})\">achieved FLOP/s</text>\n",
+      (top + height - bottom) / 2, (top + height - bottom) / 2);
   // Roofs: the DRAM slope up to each compute ceiling, then flat.
   if (dram_peak > 0) {
     for (const Roof& roof : roofs) {
@@ -100,10 +117,11 @@ std::string roofline_svg(const std::vector<AnalyzedKernel>& kernels, double dram
           x_of(x_max), y_of(roof.flops_per_second), escape(roof.label),
           format_number(roof.flops_per_second / 1e12), escape(roof.source),
           format_number(dram_peak / 1e12), escape(dram_source), format_number(ridge));
-      svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"end\">{} "
-                         "{} TFLOP/s</text>\n",
-                         width - right - 4, y_of(roof.flops_per_second) - 4, escape(roof.label),
-                         format_number(roof.flops_per_second / 1e12));
+      svg += fmt::format(
+          "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"end\">{} "
+          "{} TFLOP/s</text>\n",
+          width - right - 4, y_of(roof.flops_per_second) - 4, escape(roof.label),
+          format_number(roof.flops_per_second / 1e12));
     }
   }
   for (const AnalyzedKernel& k : kernels) {
@@ -156,8 +174,8 @@ std::string html_report(const std::vector<AnalyzedKernel>& kernels,
   if (spec) {
     std::string source = "hardware database: " + spec->name + " " +
                          (spec->sources.count("compute") ? spec->sources.at("compute") : "");
-    for (auto [key, label] : {std::pair{"bf16", "BF16 tensor"}, std::pair{"fp32", "FP32"},
-                              std::pair{"fp64", "FP64"}}) {
+    for (auto [key, label] :
+         {std::pair{"bf16", "BF16 tensor"}, std::pair{"fp32", "FP32"}, std::pair{"fp64", "FP64"}}) {
       auto it = spec->peak_tflops.find(key);
       if (it != spec->peak_tflops.end()) roofs.push_back({label, it->second * 1e12, source});
     }
@@ -200,16 +218,20 @@ td.text { text-align: left; }
   size_t unplotted = std::count_if(kernels.begin(), kernels.end(),
                                    [](const AnalyzedKernel& k) { return !on_roofline(k.verdict); });
   if (unplotted) {
-    html += fmt::format("<p class=\"note\">{} kernel{} not on the roofline: the capture lacks their "
-                        "FLOP/s or DRAM traffic (see the table's missing column).</p>\n",
-                        unplotted, unplotted == 1 ? " is" : "s are");
+    html += fmt::format(
+        "<p class=\"note\">{} kernel{} not on the roofline: the capture lacks their "
+        "FLOP/s or DRAM traffic (see the table's missing column).</p>\n",
+        unplotted, unplotted == 1 ? " is" : "s are");
   }
   bool joined = std::any_of(kernels.begin(), kernels.end(), [](const auto& k) { return k.joined; });
-  html += "<h2>Kernels</h2>\n<table id=\"kernels\"><thead><tr><th>id</th><th class=\"name\">kernel</th>";
+  html +=
+      "<h2>Kernels</h2>\n<table id=\"kernels\"><thead><tr><th>id</th><th "
+      "class=\"name\">kernel</th>";
   if (joined) html += "<th>% pipeline</th><th>max e2e</th>";
-  html += "<th>us</th><th>verdict</th><th>bound by</th><th>SM %</th><th>mem %</th><th>TFLOP/s</th>"
-          "<th>DRAM BW %</th><th>occ % ach/theo</th><th>limiter</th><th>top stall</th><th>stage</th>"
-          "<th class=\"name\">headroom</th><th class=\"name\">missing</th></tr></thead><tbody>\n";
+  html +=
+      "<th>us</th><th>verdict</th><th>bound by</th><th>SM %</th><th>mem %</th><th>TFLOP/s</th>"
+      "<th>DRAM BW %</th><th>occ % ach/theo</th><th>limiter</th><th>top stall</th><th>stage</th>"
+      "<th class=\"name\">headroom</th><th class=\"name\">missing</th></tr></thead><tbody>\n";
   std::map<std::string, double> stage_time;
   double total_time = 0;
   for (const AnalyzedKernel& k : kernels) {
@@ -225,7 +247,8 @@ td.text { text-align: left; }
                       : "<td>not in trace</td><td>—</td>";
     }
     std::string missing;
-    for (const auto& m : v.missing) missing += (missing.empty() ? "" : "; ") + m.substr(0, m.find(' '));
+    for (const auto& m : v.missing)
+      missing += (missing.empty() ? "" : "; ") + m.substr(0, m.find(' '));
     html += fmt::format(
         "<td>{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td><td>{}</td><td>{}</td>"
         "<td>{}</td><td>{}</td><td>{}/{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td>"
@@ -238,8 +261,9 @@ td.text { text-align: left; }
         v.stalls.empty() ? "—" : escape(v.stalls.front().reason), escape(v.stage),
         escape(v.headroom), escape(missing));
   }
-  html += "</tbody></table>\n<h2>Stages</h2>\n<table id=\"stages\"><thead><tr><th class=\"name\">"
-          "stage</th><th>";
+  html +=
+      "</tbody></table>\n<h2>Stages</h2>\n<table id=\"stages\"><thead><tr><th class=\"name\">"
+      "stage</th><th>";
   html += joined ? "trace ms" : "captured ms";
   html += "</th><th>share</th></tr></thead><tbody>\n";
   std::vector<std::pair<std::string, double>> stages(stage_time.begin(), stage_time.end());
@@ -250,10 +274,10 @@ td.text { text-align: left; }
                         total_time > 0 ? us / total_time * 100 : 0);
   }
   html += "</tbody></table>\n";
-  html += fmt::format("<p class=\"note\">Generated by kprof {}. Stage shares weigh each captured "
-                      "kernel by {}.</p>\n",
-                      KPROF_VERSION,
-                      joined ? "its total time in the trace" : "its captured duration");
+  html += fmt::format(
+      "<p class=\"note\">Generated by kprof {}. Stage shares weigh each captured "
+      "kernel by {}.</p>\n",
+      KPROF_VERSION, joined ? "its total time in the trace" : "its captured duration");
   // Sorting by a click on a column header; no network, no libraries.
   html += R"(<script>
 document.querySelectorAll('table').forEach(function (table) {

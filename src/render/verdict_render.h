@@ -1,5 +1,6 @@
-// Presenting verdicts: a terminal table, JSON (schema kprof.analysis/1, docs/kprof.analysis.schema.json)
-// and CSV. Inputs are already-computed verdicts; nothing here decides anything.
+// Presenting verdicts: a terminal table, JSON (schema kprof.analysis/1,
+// docs/kprof.analysis.schema.json) and CSV. Inputs are already-computed verdicts; nothing here
+// decides anything.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -203,7 +203,8 @@ void FindingsDb::refuse_unless_kprof() {
   std::int64_t version = pragma("user_version");
   std::vector<std::string> tables;
   {
-    sqlite::Statement query(*db_, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
+    sqlite::Statement query(*db_,
+                            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
     while (query.step()) tables.push_back(query.text(0));
   }
   if (application_id == kApplicationId || application_id == 0) {
@@ -323,9 +324,10 @@ std::int64_t FindingsDb::import_one(const model::Report& report, const RunLabels
                                     const analysis::AnalysisConfig& config) {
   const model::Device* device = report.devices.empty() ? nullptr : &report.devices.front();
   std::string gpu = device ? device->name : "";
-  sqlite::Statement run(*db_,
-                "INSERT INTO runs (imported_at, source, format, ncu_version, command_line, gpu, "
-                "cc, campaign, cell, model, engine, framework) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+  sqlite::Statement run(
+      *db_,
+      "INSERT INTO runs (imported_at, source, format, ncu_version, command_line, gpu, "
+      "cc, campaign, cell, model, engine, framework) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
   run.bind(1, utc_time())
       .bind(2, report.path)
       .bind(3, std::string(model::source_format_name(report.format)))
@@ -341,12 +343,13 @@ std::int64_t FindingsDb::import_one(const model::Report& report, const RunLabels
   run.run();
   std::int64_t run_id = db_->last_insert_rowid();
   sqlite::Statement kernel(*db_,
-                   "INSERT INTO kernels (run_id, launch, name, demangled, grid, block, "
-                   "duration_ns, stage) VALUES (?,?,?,?,?,?,?,?)");
-  sqlite::Statement verdict(*db_,
-                    "INSERT INTO verdicts (kernel_id, roofline, bound_by, sm_pct, memory_pct, "
-                    "tflops, memory_bw_utilization, sm_occupancy, occupancy_limiter, top_stall, "
-                    "headroom, thresholds) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+                           "INSERT INTO kernels (run_id, launch, name, demangled, grid, block, "
+                           "duration_ns, stage) VALUES (?,?,?,?,?,?,?,?)");
+  sqlite::Statement verdict(
+      *db_,
+      "INSERT INTO verdicts (kernel_id, roofline, bound_by, sm_pct, memory_pct, "
+      "tflops, memory_bw_utilization, sm_occupancy, occupancy_limiter, top_stall, "
+      "headroom, thresholds) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
   sqlite::Statement metric(*db_, "INSERT INTO metrics (kernel_id, name, value) VALUES (?,?,?)");
   std::string thresholds = fmt::format("compute {}%, memory {}%", config.thresholds.compute_pct,
                                        config.thresholds.memory_pct);
@@ -388,8 +391,8 @@ std::int64_t FindingsDb::import_one(const model::Report& report, const RunLabels
   }
   // Hardware facts: the database's figures for this GPU, and what this capture measured.
   sqlite::Statement fact(*db_,
-                 "INSERT OR REPLACE INTO hardware_facts (gpu, fact, value, unit, source) "
-                 "VALUES (?,?,?,?,?)");
+                         "INSERT OR REPLACE INTO hardware_facts (gpu, fact, value, unit, source) "
+                         "VALUES (?,?,?,?,?)");
   if (dram_peak) {
     fact.bind(1, gpu)
         .bind(2, "dram_peak_bandwidth")
@@ -425,10 +428,10 @@ std::vector<KernelHistoryRow> FindingsDb::kernel_history(const std::string& name
   RE2 pattern(name_regex, RE2::Quiet);
   std::vector<KernelHistoryRow> rows;
   sqlite::Statement query(*db_,
-                  "SELECT r.id, r.imported_at, r.campaign, r.cell, r.model, r.gpu, k.name, "
-                  "k.duration_ns, v.roofline, v.bound_by, v.sm_pct, v.memory_pct "
-                  "FROM kernels k JOIN runs r ON r.id = k.run_id "
-                  "JOIN verdicts v ON v.kernel_id = k.id ORDER BY k.name, r.id, k.launch");
+                          "SELECT r.id, r.imported_at, r.campaign, r.cell, r.model, r.gpu, k.name, "
+                          "k.duration_ns, v.roofline, v.bound_by, v.sm_pct, v.memory_pct "
+                          "FROM kernels k JOIN runs r ON r.id = k.run_id "
+                          "JOIN verdicts v ON v.kernel_id = k.id ORDER BY k.name, r.id, k.launch");
   while (query.step()) {
     std::string name = query.text(6);
     if (!RE2::PartialMatch(name, pattern)) continue;
@@ -449,11 +452,11 @@ std::vector<WorstRow> FindingsDb::worst_by(const std::string& dimension, size_t 
   if (column.empty()) {
     throw std::invalid_argument("group by stage, model or gpu, not \"" + dimension + "\"");
   }
-  sqlite::Statement query(*db_,
-      fmt::format("SELECT {0}, k.name, k.duration_ns, v.roofline, r.id FROM kernels k "
-                  "JOIN runs r ON r.id = k.run_id JOIN verdicts v ON v.kernel_id = k.id "
-                  "ORDER BY {0}, k.duration_ns DESC",
-                  column));
+  sqlite::Statement query(
+      *db_, fmt::format("SELECT {0}, k.name, k.duration_ns, v.roofline, r.id FROM kernels k "
+                        "JOIN runs r ON r.id = k.run_id JOIN verdicts v ON v.kernel_id = k.id "
+                        "ORDER BY {0}, k.duration_ns DESC",
+                        column));
   std::vector<WorstRow> rows;
   std::string group;
   size_t in_group = 0;
@@ -474,8 +477,8 @@ std::vector<WorstRow> FindingsDb::worst_by(const std::string& dimension, size_t 
 
 std::vector<FactRow> FindingsDb::facts() {
   std::vector<FactRow> rows;
-  sqlite::Statement query(*db_,
-                  "SELECT gpu, fact, value, unit, source FROM hardware_facts ORDER BY gpu, fact");
+  sqlite::Statement query(
+      *db_, "SELECT gpu, fact, value, unit, source FROM hardware_facts ORDER BY gpu, fact");
   while (query.step()) {
     rows.push_back({query.text(0), query.text(1), query.text(2), query.text(3), query.text(4)});
   }
@@ -485,7 +488,8 @@ std::vector<FactRow> FindingsDb::facts() {
 model::Report FindingsDb::load_run(std::int64_t run_id) {
   model::Report report;
   {
-    sqlite::Statement run(*db_, "SELECT source, ncu_version, command_line, gpu FROM runs WHERE id = ?");
+    sqlite::Statement run(*db_,
+                          "SELECT source, ncu_version, command_line, gpu FROM runs WHERE id = ?");
     run.bind(1, run_id);
     if (!run.step()) {
       throw InputError(ExitCode::kNothingSelected, path_, InputPosition::none(),
@@ -501,9 +505,10 @@ model::Report FindingsDb::load_run(std::int64_t run_id) {
     std::sscanf(text.c_str(), "(%lu, %lu, %lu)", &d.x, &d.y, &d.z);
     return d;
   };
-  sqlite::Statement kernels(*db_,
-                    "SELECT id, launch, name, demangled, grid, block FROM kernels WHERE run_id = ? "
-                    "ORDER BY launch");
+  sqlite::Statement kernels(
+      *db_,
+      "SELECT id, launch, name, demangled, grid, block FROM kernels WHERE run_id = ? "
+      "ORDER BY launch");
   kernels.bind(1, run_id);
   sqlite::Statement metrics(*db_, "SELECT name, value FROM metrics WHERE kernel_id = ?");
   while (kernels.step()) {

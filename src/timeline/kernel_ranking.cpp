@@ -60,8 +60,9 @@ void RankingBuilder::on_event(const importers::TraceEvent& event) {
     KernelStats stats;
     stats.name = key;
     stats.kind = kind;
-    stats.stage = kind == std::string_view("kernel") ? stages_.stage_of_name(std::string(event.name))
-                                                     : std::string("memory");
+    stats.stage = kind == std::string_view("kernel")
+                      ? stages_.stage_of_name(std::string(event.name))
+                      : std::string("memory");
     stats.min_us = stats.max_us = event.duration_us;
     it = by_name_.emplace(key, std::move(stats)).first;
   }
@@ -90,10 +91,12 @@ Ranking RankingBuilder::finish() const {
     stage.share_of_gpu_time = ranking.gpu_time_us > 0 ? stage.total_us / ranking.gpu_time_us : 0;
     ranking.stages.push_back(stage);
   }
-  std::stable_sort(ranking.kernels.begin(), ranking.kernels.end(),
-                   [](const KernelStats& a, const KernelStats& b) { return a.total_us > b.total_us; });
-  std::stable_sort(ranking.stages.begin(), ranking.stages.end(),
-                   [](const StageStats& a, const StageStats& b) { return a.total_us > b.total_us; });
+  std::stable_sort(
+      ranking.kernels.begin(), ranking.kernels.end(),
+      [](const KernelStats& a, const KernelStats& b) { return a.total_us > b.total_us; });
+  std::stable_sort(
+      ranking.stages.begin(), ranking.stages.end(),
+      [](const StageStats& a, const StageStats& b) { return a.total_us > b.total_us; });
   return ranking;
 }
 

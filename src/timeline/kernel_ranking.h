@@ -18,7 +18,7 @@ std::string normalize_kernel_name(std::string_view name);
 
 struct KernelStats {
   std::string name;
-  std::string kind;   // kernel, memcpy, memset
+  std::string kind;  // kernel, memcpy, memset
   std::string stage;
   std::uint64_t count = 0;
   double total_us = 0, min_us = 0, max_us = 0;

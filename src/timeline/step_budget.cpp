@@ -37,7 +37,8 @@ StepVerdict classify(double busy_fraction, const BudgetThresholds& t) {
 bool is_launch(std::string_view name) {
   return name.find("LaunchKernel") != std::string_view::npos ||
          name.find("GraphLaunch") != std::string_view::npos ||
-         name.find("Memcpy") != std::string_view::npos || name.find("Memset") != std::string_view::npos;
+         name.find("Memcpy") != std::string_view::npos ||
+         name.find("Memset") != std::string_view::npos;
 }
 
 }  // namespace
@@ -80,8 +81,8 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
   std::vector<const Annotation*> steps;
   RE2 pattern(step_regex.empty() ? "^ProfilerStep#\\d+$" : step_regex, RE2::Quiet);
   if (!pattern.ok()) {
-    throw std::invalid_argument("--step \"" + step_regex + "\" is not a valid regular expression: " +
-                                pattern.error());
+    throw std::invalid_argument("--step \"" + step_regex +
+                                "\" is not a valid regular expression: " + pattern.error());
   }
   // CPU-side annotations first: their launches tell which GPU work belongs to them.
   for (bool gpu_side : {false, true}) {
@@ -112,9 +113,9 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
     step.verdict = classify(step.busy_fraction, t);
   };
   if (steps.empty()) {
-    budget.step_selector = step_regex.empty()
-                               ? "the whole trace (no ProfilerStep#N annotations; --step picks others)"
-                               : "the whole trace (no annotation matches /" + step_regex + "/)";
+    budget.step_selector =
+        step_regex.empty() ? "the whole trace (no ProfilerStep#N annotations; --step picks others)"
+                           : "the whole trace (no annotation matches /" + step_regex + "/)";
     StepBudget whole;
     whole.name = "trace";
     whole.source = "whole trace";

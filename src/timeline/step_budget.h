@@ -14,8 +14,8 @@
 namespace kprof::timeline {
 
 struct BudgetThresholds {
-  double host_bound_below = 0.6;    // GPU busy / GPU span below: host-bound
-  double kernel_bound_from = 0.9;   // at or above: kernel-bound; between: mixed
+  double host_bound_below = 0.6;   // GPU busy / GPU span below: host-bound
+  double kernel_bound_from = 0.9;  // at or above: kernel-bound; between: mixed
 };
 
 enum class StepVerdict { kHostBound, kKernelBound, kMixed, kNoGpuWork };
@@ -23,13 +23,13 @@ std::string step_verdict_name(StepVerdict verdict);
 
 struct StepBudget {
   std::string name;
-  std::string source;              // "cpu annotation" (launches within it) or "gpu annotation"
+  std::string source;  // "cpu annotation" (launches within it) or "gpu annotation"
   double start_us = 0;
-  double host_duration_us = 0;     // the annotation's own duration
-  double gpu_span_us = 0;          // first GPU activity start to last end
-  double gpu_busy_us = 0;          // union of GPU activity intervals
-  double host_gap_us = 0;          // span - busy: GPU idle inside the step
-  double busy_fraction = 0;        // busy / span
+  double host_duration_us = 0;  // the annotation's own duration
+  double gpu_span_us = 0;       // first GPU activity start to last end
+  double gpu_busy_us = 0;       // union of GPU activity intervals
+  double host_gap_us = 0;       // span - busy: GPU idle inside the step
+  double busy_fraction = 0;     // busy / span
   std::uint64_t gpu_activities = 0;
   std::uint64_t kernel_launches = 0;  // launch API calls in the step
   std::uint64_t graph_launches = 0;   // cudaGraphLaunch calls in the step
@@ -69,7 +69,7 @@ class BudgetBuilder final : public importers::TraceEventSink {
   std::vector<Activity> activities_;
   std::vector<Annotation> annotations_;
   std::map<std::int64_t, Launch> launches_;  // correlation -> launch call
-  std::vector<std::string> names_;            // distinct normalised kernel names
+  std::vector<std::string> names_;           // distinct normalised kernel names
   std::map<std::string, std::uint32_t, std::less<>> name_ids_;
 };
 

@@ -168,8 +168,10 @@ void expect_agrees_with_sol_rule(const model::Report& report) {
         } else {
           EXPECT_TRUE(v.compute_unit && v.bound_by == v.compute_unit->unit);
         }
-      } else if (RE2::PartialMatch(text, "Memory is more heavily utilized.*identify the (\\w+) "
-                                         "bottleneck", &unit)) {
+      } else if (RE2::PartialMatch(text,
+                                   "Memory is more heavily utilized.*identify the (\\w+) "
+                                   "bottleneck",
+                                   &unit)) {
         EXPECT_EQ(v.roofline, Roofline::kLatencyBound);
         EXPECT_EQ(v.bound_by, unit == "DRAM" ? "dram" : unit == "L2" ? "l2" : "l1");
       } else if (text.find("Compute is more heavily utilized") != std::string::npos) {
@@ -188,8 +190,7 @@ void expect_agrees_with_sol_rule(const model::Report& report) {
 }
 
 TEST(Verdicts, AgreeWithNcuSolBottleneckOnBigFull) {
-  expect_agrees_with_sol_rule(
-      importers::import_report(data_path("h200/big_full.ncu-rep.zst")));
+  expect_agrees_with_sol_rule(importers::import_report(data_path("h200/big_full.ncu-rep.zst")));
 }
 
 TEST(Verdicts, AgreeWithNcuSolBottleneckOnTheSuite) { expect_agrees_with_sol_rule(suite()); }
@@ -211,8 +212,8 @@ TEST(Verdicts, StallBreakdownMatchesNcuCpiStall) {
       auto latency = kernel.number("smsp__average_warp_latency_per_inst_issued.ratio");
       for (const model::RuleFinding& rule : kernel.rules) {
         double cycles = 0, share = 0, total = 0;
-        if (rule.rule != "CPIStall" || !RE2::PartialMatch(rule.message, kText, &cycles, &share,
-                                                           &total)) {
+        if (rule.rule != "CPIStall" ||
+            !RE2::PartialMatch(rule.message, kText, &cycles, &share, &total)) {
           continue;
         }
         ++checked;

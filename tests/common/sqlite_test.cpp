@@ -62,9 +62,13 @@ TEST_F(SqliteTest, TextThatIsNotUtf8IsRepaired) {
   db.exec("CREATE TABLE t (s TEXT); INSERT INTO t VALUES (CAST(X'6180' || 'b' AS TEXT)), (NULL)");
   Statement query(db, "SELECT s FROM t ORDER BY rowid");
   ASSERT_TRUE(query.step());
-  EXPECT_EQ(query.text(0), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(query.text(0),
+            "a\xEF\xBF\xBD"
+            "b");
   std::string storage;
-  EXPECT_EQ(query.text_view(0, storage), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(query.text_view(0, storage),
+            "a\xEF\xBF\xBD"
+            "b");
   ASSERT_TRUE(query.step());
   EXPECT_EQ(query.text(0), "");
   EXPECT_EQ(query.optional_integer(0), std::nullopt);
@@ -83,9 +87,7 @@ TEST_F(SqliteTest, MissingFileIsUnreadable) {
 }
 
 TEST_F(SqliteTest, NotADatabaseIsInvalidAndOtherFailuresCarryThePrefix) {
-  {
-    std::ofstream(path("text.db")) << std::string(4096, 'x');
-  }
+  { std::ofstream(path("text.db")) << std::string(4096, 'x'); }
   Database db(path("text.db"), OpenOptions{});
   try {
     db.exec("SELECT * FROM sqlite_master");
@@ -95,9 +97,10 @@ TEST_F(SqliteTest, NotADatabaseIsInvalidAndOtherFailuresCarryThePrefix) {
     EXPECT_NE(error.message().find("corrupted database"), std::string::npos) << error.message();
   }
   for (const std::string& prefix : {std::string("database error"), std::string("not an export")}) {
-    Database empty(path("empty.db"), OpenOptions{.flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-                                                 .writing = true,
-                                                 .invalid_prefix = prefix});
+    Database empty(path("empty.db"),
+                   OpenOptions{.flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                               .writing = true,
+                               .invalid_prefix = prefix});
     try {
       Statement bad(empty, "SELECT nope FROM missing_table");
       FAIL() << "prepared a query on a missing table";

@@ -1,6 +1,6 @@
-#include "importers/ncu_rep/profiler_command_line.h"
-
 #include <gtest/gtest.h>
+
+#include "importers/ncu_rep/profiler_command_line.h"
 
 namespace kprof::importers {
 namespace {

@@ -40,7 +40,8 @@ TEST(CsvRecords, UnterminatedQuoteNamesTheLineWhereItOpened) {
   } catch (const InputError& error) {
     EXPECT_EQ(error.position().kind, InputPosition::Kind::kLine);
     EXPECT_EQ(error.position().value, 2u);
-    EXPECT_EQ(std::string(error.what()).rfind("t.csv: line 2: unterminated", 0), 0u) << error.what();
+    EXPECT_EQ(std::string(error.what()).rfind("t.csv: line 2: unterminated", 0), 0u)
+        << error.what();
   }
 }
 

@@ -56,8 +56,8 @@ void expect_names_match_ncu(const model::Report& report, const std::string& stem
     EXPECT_EQ(kernel.function_name, function.at(kernel.id));
     EXPECT_EQ(kernel.mangled_name, mangled.at(kernel.id));
     // ncu stores no demangled name for extern "C" kernels and prints the function name then.
-    const std::string& shown = kernel.demangled_name.empty() ? kernel.function_name
-                                                             : kernel.demangled_name;
+    const std::string& shown =
+        kernel.demangled_name.empty() ? kernel.function_name : kernel.demangled_name;
     EXPECT_EQ(shown, demangled.at(kernel.id));
   }
 }
@@ -80,7 +80,8 @@ TEST(NcuRep, LaunchConfigurationMatchesLaunchMetrics) {
 
 TEST(NcuRep, InstancedMetricsKeepTheirInstances) {
   model::Report report = import_report(data_path("h200/big_min.ncu-rep.zst"));
-  const model::Metric* per_register = report.kernels.at(0).find("launch__occupancy_per_register_count");
+  const model::Metric* per_register =
+      report.kernels.at(0).find("launch__occupancy_per_register_count");
   ASSERT_NE(per_register, nullptr);
   EXPECT_EQ(per_register->instances.size(), 257u);  // one per register count 0..256
   EXPECT_EQ(per_register->instances.front().correlation_id.number(), 0);

@@ -1,8 +1,5 @@
 // The Nsight Systems SQLite export recorded on the H200 (tools/traces/nsys_decode_steps.py),
 // read through kprof and checked against SQL run directly on the same database.
-#include "importers/common/read_trace.h"
-#include "importers/nsys_sqlite/nsys_sqlite_reader.h"
-
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
@@ -10,6 +7,8 @@
 #include <map>
 
 #include "common/error.h"
+#include "importers/common/read_trace.h"
+#include "importers/nsys_sqlite/nsys_sqlite_reader.h"
 #include "support/test_data.h"
 #include "timeline/kernel_ranking.h"
 #include "timeline/step_budget.h"

@@ -2,8 +2,8 @@
 // report, value by value, to the precision ncu printed; and the CSV importers against both.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <tuple>
 
@@ -46,8 +46,8 @@ TEST(RepVsCsv, BigFullRawExportAgreesWithTheReportEverywhere) {
   for (size_t row = 2; row < csv.size(); ++row) {
     const auto& fields = csv[row].fields;
     const model::Kernel& kernel = report.kernels.at(std::stoul(fields.at(0)));
-    EXPECT_EQ(fields.at(4), kernel.demangled_name.empty() ? kernel.function_name
-                                                          : kernel.demangled_name);
+    EXPECT_EQ(fields.at(4),
+              kernel.demangled_name.empty() ? kernel.function_name : kernel.demangled_name);
     EXPECT_EQ(fields.at(7), kernel.block.to_string());
     EXPECT_EQ(fields.at(8), kernel.grid.to_string());
   }
@@ -62,8 +62,8 @@ struct Comparison {
 // The raw-page CSV importer yields the same model values as the report, to printed precision.
 TEST(RepVsCsv, RawCsvImporterAgreesWithTheReport) {
   for (std::string stem : {"big_full", "multi_process_basic"}) {
-    std::string csv_name = stem == "big_full" ? "h200/big_full_raw.csv.zst"
-                                              : "h200/multi_process_basic_raw.csv";
+    std::string csv_name =
+        stem == "big_full" ? "h200/big_full_raw.csv.zst" : "h200/multi_process_basic_raw.csv";
     model::Report rep = import_report(data_path("h200/" + stem + ".ncu-rep.zst"));
     model::Report csv = import_report(data_path(csv_name));
     EXPECT_EQ(csv.format, model::SourceFormat::kNcuCsvRaw);

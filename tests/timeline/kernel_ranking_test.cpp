@@ -1,6 +1,5 @@
 // Ranking on real PyTorch profiler traces, checked against the same traces read whole by a
 // different JSON parser (nlohmann) and summed independently.
-#include "importers/chrome_trace/chrome_trace_reader.h"
 #include "timeline/kernel_ranking.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "importers/chrome_trace/chrome_trace_reader.h"
 #include "support/test_data.h"
 
 namespace kprof::timeline {
@@ -24,8 +24,8 @@ Ranking rank(const std::string& path, bool normalize) {
 }
 
 TEST(KernelRanking, TotalsEqualTheSumOfTheTracesGpuEvents) {
-  for (std::string file : {"h200/trace_eager.json.gz", "h200/trace_compile.json.gz",
-                           "h200/budget_eager_b1.json.gz"}) {
+  for (std::string file :
+       {"h200/trace_eager.json.gz", "h200/trace_compile.json.gz", "h200/budget_eager_b1.json.gz"}) {
     SCOPED_TRACE(file);
     auto document = nlohmann::json::parse(testing::read_gzip_text(data_path(file)));
     std::map<std::string, double> expected;
@@ -93,8 +93,8 @@ TEST(ChromeTrace, AcceptsObjectAndArrayFormsAndSkipsOtherKeys) {
                       {"ph": "M", "name": "process_name"}], "traceName": "t"})")
                 .events,
             1u);
-  EXPECT_EQ(read_bytes(R"([{"ph": "X", "cat": "kernel", "name": "k", "ts": 1.5, "dur": 2}])").events,
-            1u);
+  EXPECT_EQ(
+      read_bytes(R"([{"ph": "X", "cat": "kernel", "name": "k", "ts": 1.5, "dur": 2}])").events, 1u);
 }
 
 class NameSink final : public importers::TraceEventSink {
@@ -113,13 +113,12 @@ class CorrelationSink final : public importers::TraceEventSink {
 
 TEST(ChromeTrace, OlderAndNewerArgumentSpellings) {
   CorrelationSink sink;
-  importers::read_chrome_trace_bytes(
-      "t.json",
-      R"({"traceEvents": [
+  importers::read_chrome_trace_bytes("t.json",
+                                     R"({"traceEvents": [
         {"ph": "X", "cat": "kernel", "name": "a", "ts": 1, "dur": 1, "args": {"correlation": 7}},
         {"ph": "X", "cat": "kernel", "name": "b", "ts": 2, "dur": 1, "args": {"Correlation id": 8}},
         {"ph": "X", "cat": "kernel", "name": "c", "ts": 3, "dur": 1, "args": {"correlation_id": 9}}]})",
-      sink);
+                                     sink);
   EXPECT_EQ(sink.correlations, (std::vector<std::int64_t>{7, 8, 9}));
 }
 
@@ -137,7 +136,8 @@ TEST(ChromeTrace, BracketsQuotesAndEscapesInsideStrings) {
 
 // Events straddle the reader's 4 MB buffers: a 12 MB trace of one repeated real kernel event.
 TEST(ChromeTrace, EventsAcrossBufferBoundaries) {
-  auto document = nlohmann::json::parse(testing::read_gzip_text(data_path("h200/budget_eager_b1.json.gz")));
+  auto document =
+      nlohmann::json::parse(testing::read_gzip_text(data_path("h200/budget_eager_b1.json.gz")));
   nlohmann::json kernel;
   for (const auto& event : document["traceEvents"]) {
     if (event.value("cat", "") == "kernel") {

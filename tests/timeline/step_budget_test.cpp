@@ -1,6 +1,5 @@
 // Step budgets on real H200 traces, checked against an independent reading of the same traces
 // (nlohmann, launches matched to kernels by correlation, intervals merged here).
-#include "importers/chrome_trace/chrome_trace_reader.h"
 #include "timeline/step_budget.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "importers/chrome_trace/chrome_trace_reader.h"
 #include "support/test_data.h"
 
 namespace kprof::timeline {

@@ -1,12 +1,12 @@
 // Joining a capture to the trace of the same workload (big_full and trace_eager were recorded from
 // one eager PyTorch program), checked against shares computed here from the trace JSON.
-#include "importers/chrome_trace/chrome_trace_reader.h"
 #include "timeline/trace_join.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
+#include "importers/chrome_trace/chrome_trace_reader.h"
 #include "importers/importer.h"
 #include "support/test_data.h"
 
@@ -61,10 +61,12 @@ TEST(TraceJoin, SharesAndAmdahlBoundsMatchTheTrace) {
 }
 
 TEST(TraceJoin, KernelsTheTraceNeverRanAreNotInIt) {
-  model::Report suite = importers::import_report(data_path("h200/bottleneck_suite_full.ncu-rep.zst"));
+  model::Report suite =
+      importers::import_report(data_path("h200/bottleneck_suite_full.ncu-rep.zst"));
   TraceTimeIndex index;
   importers::read_chrome_trace(data_path("h200/trace_eager.json.gz"), index);
-  for (const model::Kernel& kernel : suite.kernels) EXPECT_FALSE(index.share_of(kernel).has_value());
+  for (const model::Kernel& kernel : suite.kernels)
+    EXPECT_FALSE(index.share_of(kernel).has_value());
 }
 
 }  // namespace

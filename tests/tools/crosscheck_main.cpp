@@ -19,10 +19,11 @@ int main(int argc, char** argv) {
     kprof::FileBytes csv = kprof::read_input_file(argv[2]);
     auto records = kprof::importers::parse_csv_records(argv[2], csv.bytes);
     auto result = kprof::testing::crosscheck_raw_csv(report, records);
-    fmt::print("{}: {} kernels, {} values compared, {} not collected, {} absent from the report, "
-               "{} negative counters printed as 0, {} mismatches\n",
-               argv[1], result.kernels, result.compared, result.not_collected,
-               result.absent_from_report, result.clamped.size(), result.mismatches.size());
+    fmt::print(
+        "{}: {} kernels, {} values compared, {} not collected, {} absent from the report, "
+        "{} negative counters printed as 0, {} mismatches\n",
+        argv[1], result.kernels, result.compared, result.not_collected, result.absent_from_report,
+        result.clamped.size(), result.mismatches.size());
     for (size_t i = 0; i < result.mismatches.size() && i < 20; ++i) {
       fmt::print("  mismatch: {}\n", result.mismatches[i]);
     }

@@ -13,8 +13,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "importers/chrome_trace/chrome_trace_reader.h"
 #include "analysis/stages.h"
+#include "importers/chrome_trace/chrome_trace_reader.h"
 #include "support/run_process.h"
 #include "support/test_data.h"
 #include "timeline/kernel_ranking.h"

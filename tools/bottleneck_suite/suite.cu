@@ -13,14 +13,13 @@
 #include <cstdlib>
 #include <cstring>
 
-#define CHECK(call)                                                              \
-  do {                                                                           \
-    cudaError_t status_ = (call);                                                \
-    if (status_ != cudaSuccess) {                                                \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__,                    \
-                   cudaGetErrorString(status_));                                 \
-      std::exit(1);                                                              \
-    }                                                                            \
+#define CHECK(call)                                                                         \
+  do {                                                                                      \
+    cudaError_t status_ = (call);                                                           \
+    if (status_ != cudaSuccess) {                                                           \
+      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(status_)); \
+      std::exit(1);                                                                         \
+    }                                                                                       \
   } while (0)
 
 // memory-bound, DRAM: a streaming copy of 1 GiB, far larger than the 60 MB L2.
@@ -39,7 +38,10 @@ __global__ void k_l2_resident(const float4* __restrict__ in, float4* __restrict_
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
       float4 v = __ldcg(&in[i]);  // cache in L2 only, bypass L1
-      acc.x += v.x; acc.y += v.y; acc.z += v.z; acc.w += v.w;
+      acc.x += v.x;
+      acc.y += v.y;
+      acc.z += v.z;
+      acc.w += v.w;
     }
   }
   if (acc.x == 12345.f) out[0] = acc;  // keep the loads alive
@@ -49,8 +51,10 @@ __global__ void k_l2_resident(const float4* __restrict__ in, float4* __restrict_
 __global__ void k_fp32_fma(float* out, int iterations) {
   float a = threadIdx.x, b = a + 1, c = a + 2, d = a + 3;
   for (int i = 0; i < iterations; ++i) {
-    a = fmaf(a, 1.0001f, 0.5f); b = fmaf(b, 0.9999f, 0.25f);
-    c = fmaf(c, 1.0002f, 0.125f); d = fmaf(d, 0.9998f, 0.0625f);
+    a = fmaf(a, 1.0001f, 0.5f);
+    b = fmaf(b, 0.9999f, 0.25f);
+    c = fmaf(c, 1.0002f, 0.125f);
+    d = fmaf(d, 0.9998f, 0.0625f);
   }
   if (a + b + c + d == 12345.f) out[0] = a;
 }
@@ -59,8 +63,10 @@ __global__ void k_fp32_fma(float* out, int iterations) {
 __global__ void k_fp64_fma(double* out, int iterations) {
   double a = threadIdx.x, b = a + 1, c = a + 2, d = a + 3;
   for (int i = 0; i < iterations; ++i) {
-    a = fma(a, 1.0001, 0.5); b = fma(b, 0.9999, 0.25);
-    c = fma(c, 1.0002, 0.125); d = fma(d, 0.9998, 0.0625);
+    a = fma(a, 1.0001, 0.5);
+    b = fma(b, 0.9999, 0.25);
+    c = fma(c, 1.0002, 0.125);
+    d = fma(d, 0.9998, 0.0625);
   }
   if (a + b + c + d == 12345.0) out[0] = a;
 }
@@ -151,9 +157,13 @@ int main() {
   for (unsigned i = 0; i < chase_n; ++i) order[i] = i;
   unsigned long long state = 88172645463325252ull;
   for (unsigned i = chase_n - 1; i > 0; --i) {
-    state ^= state << 13; state ^= state >> 7; state ^= state << 17;
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
     unsigned j = static_cast<unsigned>(state % (i + 1));
-    unsigned t = order[i]; order[i] = order[j]; order[j] = t;
+    unsigned t = order[i];
+    order[i] = order[j];
+    order[j] = t;
   }
   for (unsigned i = 0; i < chase_n; ++i) host_next[order[i]] = order[(i + 1) % chase_n];
   unsigned* next = nullptr;
@@ -170,7 +180,9 @@ int main() {
   const char* repeat_env = std::getenv("SUITE_REPEAT");
   const char* slow_env = std::getenv("SUITE_SLOW");
   int repeat = repeat_env ? std::atoi(repeat_env) : 1;
-  auto slow = [&](const char* name) { return slow_env && std::strcmp(slow_env, name) == 0 ? 2 : 1; };
+  auto slow = [&](const char* name) {
+    return slow_env && std::strcmp(slow_env, name) == 0 ? 2 : 1;
+  };
   for (int r = 0; r < repeat; ++r) {
     k_dram_stream<<<sms * 8, 512>>>(in, out, big);
     k_l2_resident<<<sms * 8, 512>>>(in, out, l2, 64);

@@ -73,10 +73,10 @@ extern "C" __global__ void k_fp64_fma(double* out, int iterations) {
 // instruction every architecture from sm_80 on executes; Hopper's full tensor rate needs wgmma
 // (sm_90a) and Blackwell's tcgen05 (sm_100a), both architecture-specific PTX that cannot be
 // JIT-compiled for other GPUs — not covered here.
-#define KPROF_MMA(shape_types, acc)                                                      \
-  asm volatile("mma.sync.aligned." shape_types                                           \
-               " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"                  \
-               : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])                   \
+#define KPROF_MMA(shape_types, acc)                                     \
+  asm volatile("mma.sync.aligned." shape_types                          \
+               " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};" \
+               : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3]) \
                : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1))
 
 // compute-bound, tensor pipe: BF16 inputs, FP32 accumulators, m16n8k16 (4096 FLOP per MMA), four

@@ -54,9 +54,9 @@ std::vector<CsvRecord> parse_csv_records(const std::string& path, std::string_vi
       } else {
         while (i < n && text[i] != ',' && text[i] != '\n' && text[i] != '\r') {
           if (text[i] == '"') {
-            throw_invalid(path, InputPosition::line(line),
-                          fmt::format("stray quote inside unquoted field {}",
-                                      record.fields.size() + 1));
+            throw_invalid(
+                path, InputPosition::line(line),
+                fmt::format("stray quote inside unquoted field {}", record.fields.size() + 1));
           }
           field.push_back(text[i++]);
         }

@@ -87,7 +87,8 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
         }
         if (auto registers = row.optional_integer(12))
           event.registers_per_thread = static_cast<double>(*registers);
-        if (auto shared = row.optional_integer(13)) event.shared_memory = static_cast<double>(*shared);
+        if (auto shared = row.optional_integer(13))
+          event.shared_memory = static_cast<double>(*shared);
         deliver(event);
       });
   struct CopyTable {
@@ -99,18 +100,17 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
        {CopyTable{"CUPTI_ACTIVITY_KIND_MEMCPY", "gpu_memcpy", "CUDA memcpy"},
         CopyTable{"CUPTI_ACTIVITY_KIND_MEMSET", "gpu_memset", "CUDA memset"}}) {
     if (!tables.count(copies.table)) continue;
-    each(
-        fmt::format("SELECT start, end, deviceId, streamId, correlationId FROM {}", copies.table),
-        [&](sqlite::Statement& row) {
-          TraceEvent event;
-          event.category = copies.category;
-          event.name = copies.name;
-          set_times(event, row);
-          event.device = row.optional_integer(2);
-          event.stream = row.optional_integer(3);
-          event.correlation = row.optional_integer(4);
-          deliver(event);
-        });
+    each(fmt::format("SELECT start, end, deviceId, streamId, correlationId FROM {}", copies.table),
+         [&](sqlite::Statement& row) {
+           TraceEvent event;
+           event.category = copies.category;
+           event.name = copies.name;
+           set_times(event, row);
+           event.device = row.optional_integer(2);
+           event.stream = row.optional_integer(3);
+           event.correlation = row.optional_integer(4);
+           deliver(event);
+         });
   }
   if (tables.count("CUPTI_ACTIVITY_KIND_RUNTIME")) {
     each(
