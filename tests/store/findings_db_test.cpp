@@ -191,6 +191,32 @@ TEST(FindingsDb, RunsOfOneCaptureFromReportAndCsvAreTheSameKernels) {
   EXPECT_EQ(nlohmann::json::parse(decode.out)["kernels"].size(), 16u);
 }
 
+// A kernel name copied from a PyTorch trace finds the runs of an ncu capture, which stored ncu's
+// spelling of it: data/h200/trace_eager.json.gz (PyTorch's profiler) names the kernel
+// "void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<long, long, bool,
+// at::native::(anonymous namespace)::CompareEqFunctor<long> >, std::array<char*, 2ul> >(...)",
+// ncu's report of the same program "...<(int)4, ...<unnamed>::CompareEqFunctor<long>>, ...".
+TEST(FindingsDb, HistoryFindsACaptureByTheTracesSpelling) {
+  std::string db = fresh_db("trace_spelling.db");
+  ASSERT_EQ(kprof({"db", "--db", db, "import", data_path("h200/decode_eager_full.ncu-rep.zst")})
+                .exit_code,
+            0);
+  auto history = [&](const std::string& regex) {
+    auto result = kprof({"db", "--db", db, "query", "history", "-k", regex, "--json"});
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    return nlohmann::json::parse(result.out);
+  };
+  auto by_ncu_spelling = history(R"(vectorized_elementwise_kernel<\(int\)4, )"
+                                 R"(at::native::AUnaryFunctor<long, long, bool, )"
+                                 R"(at::native::<unnamed>::CompareEqFunctor<long>>)");
+  auto by_trace_spelling =
+      history(R"(vectorized_elementwise_kernel<4, )"
+              R"(at::native::AUnaryFunctor<long, long, bool, )"
+              R"(at::native::\(anonymous namespace\)::CompareEqFunctor<long> >)");
+  ASSERT_EQ(by_ncu_spelling.size(), 3u);  // three launches of it in the capture
+  EXPECT_EQ(by_trace_spelling, by_ncu_spelling);
+}
+
 TEST(FindingsDb, DamagedFilesAreRefusedAndLeftUntouched) {
   std::string not_sqlite = fresh_db("not_sqlite.db");
   std::ofstream(not_sqlite) << "this is a text file, not a database\n";
