@@ -168,8 +168,10 @@ void expect_agrees_with_sol_rule(const model::Report& report) {
         } else {
           EXPECT_TRUE(v.compute_unit && v.bound_by == v.compute_unit->unit);
         }
-      } else if (RE2::PartialMatch(text, "Memory is more heavily utilized.*identify the (\\w+) "
-                                         "bottleneck", &unit)) {
+      } else if (RE2::PartialMatch(text,
+                                   "Memory is more heavily utilized.*identify the (\\w+) "
+                                   "bottleneck",
+                                   &unit)) {
         EXPECT_EQ(v.roofline, Roofline::kLatencyBound);
         EXPECT_EQ(v.bound_by, unit == "DRAM" ? "dram" : unit == "L2" ? "l2" : "l1");
       } else if (text.find("Compute is more heavily utilized") != std::string::npos) {
@@ -188,8 +190,7 @@ void expect_agrees_with_sol_rule(const model::Report& report) {
 }
 
 TEST(Verdicts, AgreeWithNcuSolBottleneckOnBigFull) {
-  expect_agrees_with_sol_rule(
-      importers::import_report(data_path("h200/big_full.ncu-rep.zst")));
+  expect_agrees_with_sol_rule(importers::import_report(data_path("h200/big_full.ncu-rep.zst")));
 }
 
 TEST(Verdicts, AgreeWithNcuSolBottleneckOnTheSuite) { expect_agrees_with_sol_rule(suite()); }
@@ -211,8 +212,8 @@ TEST(Verdicts, StallBreakdownMatchesNcuCpiStall) {
       auto latency = kernel.number("smsp__average_warp_latency_per_inst_issued.ratio");
       for (const model::RuleFinding& rule : kernel.rules) {
         double cycles = 0, share = 0, total = 0;
-        if (rule.rule != "CPIStall" || !RE2::PartialMatch(rule.message, kText, &cycles, &share,
-                                                           &total)) {
+        if (rule.rule != "CPIStall" ||
+            !RE2::PartialMatch(rule.message, kText, &cycles, &share, &total)) {
           continue;
         }
         ++checked;
@@ -277,10 +278,10 @@ TEST(Stages, DefaultTableCoversTheServingKernelFamilies) {
   EXPECT_EQ(stage("ncclDevKernel_AllReduce_Sum_bf16_RING_LL"), "communication");
   EXPECT_EQ(stage("multimem_all_reduce_kernel"), "communication");
   EXPECT_EQ(stage("cross_device_reduce_1stage"), "communication");
-  EXPECT_EQ(stage("deep_ep::intranode::dispatch"), "moe_dispatch_combine");
+  EXPECT_EQ(stage("deep_ep::intranode::dispatch"), "moe_dispatch");
   EXPECT_EQ(stage("fused_moe_kernel"), "moe_gemm");
   EXPECT_EQ(stage("flash_fwd_splitkv_kernel"), "attention_decode");
-  EXPECT_EQ(stage("FlashMLADecode"), "attention_decode");
+  EXPECT_EQ(stage("flash::flash_fwd_splitkv_mla_kernel"), "attention_decode");  // FlashMLA
   EXPECT_EQ(stage("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16"), "attention");
   EXPECT_EQ(stage("fmhaSm100fKernel_QkvE4m3"), "attention");
   EXPECT_EQ(stage("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"), "gemm");

@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/utf8.h"
+#include "model/kernel_names.h"
 
 namespace kprof::importers {
 namespace {
@@ -27,6 +28,15 @@ class Database {
                        fmt::format("cannot open the SQLite database: {}",
                                    handle ? sqlite3_errmsg(handle) : sqlite3_errstr(rc)));
     }
+  }
+
+  std::set<std::string> columns(const std::string& table) {
+    std::set<std::string> names;
+    each(fmt::format("SELECT name FROM pragma_table_info('{}')", table), [&](sqlite3_stmt* row) {
+      const unsigned char* name = sqlite3_column_text(row, 0);
+      if (name) names.insert(reinterpret_cast<const char*>(name));
+    });
+    return names;
   }
 
   std::set<std::string> tables() {
@@ -122,29 +132,42 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
       sink.on_span(event.timestamp_us, event.duration_us);
     }
   };
-  db.each(
-      "SELECT k.start, k.end, k.deviceId, k.streamId, k.correlationId, "
-      "COALESCE(d.value, s.value, ''), k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY, k.blockZ, "
-      "k.registersPerThread, k.staticSharedMemory + k.dynamicSharedMemory "
-      "FROM CUPTI_ACTIVITY_KIND_KERNEL k "
-      "LEFT JOIN StringIds d ON d.id = k.demangledName LEFT JOIN StringIds s ON s.id = k.shortName",
-      [&](sqlite3_stmt* row) {
-        TraceEvent event;
-        event.category = "kernel";
-        set_times(event, row);
-        event.device = integer(row, 2);
-        event.stream = integer(row, 3);
-        event.correlation = integer(row, 4);
-        event.name = text(row, 5, name_storage);
-        for (int i = 0; i < 3; ++i) {
-          event.grid[i] = integer(row, 6 + i);
-          event.block[i] = integer(row, 9 + i);
-        }
-        if (auto registers = integer(row, 12))
-          event.registers_per_thread = static_cast<double>(*registers);
-        if (auto shared = integer(row, 13)) event.shared_memory = static_cast<double>(*shared);
-        deliver(event);
-      });
+  // nsys's demangledName is spelled by its own demangler ("(bool)1", "<unnamed>"); PyTorch's
+  // traces and kprof's joins spell names as libstdc++ demangles them, so the mangled name is
+  // demangled here when the export has one (and a name that arrives mangled anyway is too).
+  bool has_mangled = db.columns("CUPTI_ACTIVITY_KIND_KERNEL").count("mangledName") > 0;
+  std::string demangled_storage;
+  db.each(fmt::format(
+              "SELECT k.start, k.end, k.deviceId, k.streamId, k.correlationId, "
+              "COALESCE(d.value, s.value, ''), k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY, "
+              "k.blockZ, k.registersPerThread, k.staticSharedMemory + k.dynamicSharedMemory, {} "
+              "FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN StringIds d ON d.id = k.demangledName "
+              "LEFT JOIN StringIds s ON s.id = k.shortName{}",
+              has_mangled ? "m.value" : "NULL",
+              has_mangled ? " LEFT JOIN StringIds m ON m.id = k.mangledName" : ""),
+          [&](sqlite3_stmt* row) {
+            TraceEvent event;
+            event.category = "kernel";
+            set_times(event, row);
+            event.device = integer(row, 2);
+            event.stream = integer(row, 3);
+            event.correlation = integer(row, 4);
+            event.name = text(row, 5, name_storage);
+            std::string mangled_storage;
+            std::string_view mangled = text(row, 14, mangled_storage);
+            if (auto demangled = model::demangle(mangled.empty() ? event.name : mangled)) {
+              demangled_storage = std::move(*demangled);
+              event.name = demangled_storage;
+            }
+            for (int i = 0; i < 3; ++i) {
+              event.grid[i] = integer(row, 6 + i);
+              event.block[i] = integer(row, 9 + i);
+            }
+            if (auto registers = integer(row, 12))
+              event.registers_per_thread = static_cast<double>(*registers);
+            if (auto shared = integer(row, 13)) event.shared_memory = static_cast<double>(*shared);
+            deliver(event);
+          });
   struct CopyTable {
     const char* table;
     const char* category;
