@@ -23,8 +23,12 @@ Ranking rank(const std::string& path, bool normalize) {
 }
 
 TEST(KernelRanking, TotalsEqualTheSumOfTheTracesGpuEvents) {
-  for (std::string file : {"h200/trace_eager.json.gz", "h200/trace_compile.json.gz",
-                           "h200/budget_eager_b1.json.gz"}) {
+  // The tracer_* files are kprof's own tracer (libkprof_tracer.so) on the H200: an eager decode
+  // step, its CUDA-graph replay and the two processes of a two-process program.
+  for (std::string file :
+       {"h200/trace_eager.json.gz", "h200/trace_compile.json.gz", "h200/budget_eager_b1.json.gz",
+        "h200/tracer_eager_decode.json.gz", "h200/tracer_graph_decode.json.gz",
+        "h200/tracer_two_process_a.json.gz", "h200/tracer_two_process_b.json.gz"}) {
     SCOPED_TRACE(file);
     auto document = nlohmann::json::parse(testing::read_gzip_text(data_path(file)));
     std::map<std::string, double> expected;
@@ -92,8 +96,8 @@ TEST(ChromeTrace, AcceptsObjectAndArrayFormsAndSkipsOtherKeys) {
                       {"ph": "M", "name": "process_name"}], "traceName": "t"})")
                 .events,
             1u);
-  EXPECT_EQ(read_bytes(R"([{"ph": "X", "cat": "kernel", "name": "k", "ts": 1.5, "dur": 2}])").events,
-            1u);
+  EXPECT_EQ(
+      read_bytes(R"([{"ph": "X", "cat": "kernel", "name": "k", "ts": 1.5, "dur": 2}])").events, 1u);
 }
 
 class NameSink final : public importers::TraceEventSink {
@@ -112,13 +116,12 @@ class CorrelationSink final : public importers::TraceEventSink {
 
 TEST(ChromeTrace, OlderAndNewerArgumentSpellings) {
   CorrelationSink sink;
-  importers::read_chrome_trace_bytes(
-      "t.json",
-      R"({"traceEvents": [
+  importers::read_chrome_trace_bytes("t.json",
+                                     R"({"traceEvents": [
         {"ph": "X", "cat": "kernel", "name": "a", "ts": 1, "dur": 1, "args": {"correlation": 7}},
         {"ph": "X", "cat": "kernel", "name": "b", "ts": 2, "dur": 1, "args": {"Correlation id": 8}},
         {"ph": "X", "cat": "kernel", "name": "c", "ts": 3, "dur": 1, "args": {"correlation_id": 9}}]})",
-      sink);
+                                     sink);
   EXPECT_EQ(sink.correlations, (std::vector<std::int64_t>{7, 8, 9}));
 }
 
@@ -136,7 +139,8 @@ TEST(ChromeTrace, BracketsQuotesAndEscapesInsideStrings) {
 
 // Events straddle the reader's 4 MB buffers: a 12 MB trace of one repeated real kernel event.
 TEST(ChromeTrace, EventsAcrossBufferBoundaries) {
-  auto document = nlohmann::json::parse(testing::read_gzip_text(data_path("h200/budget_eager_b1.json.gz")));
+  auto document =
+      nlohmann::json::parse(testing::read_gzip_text(data_path("h200/budget_eager_b1.json.gz")));
   nlohmann::json kernel;
   for (const auto& event : document["traceEvents"]) {
     if (event.value("cat", "") == "kernel") {
