@@ -388,6 +388,8 @@ class Front:
         self.exit_code = None
         self.lock = threading.Lock()
         self.in_flight = 0
+        self.answering = 0  # HTTP handlers between reading a request and writing its reply
+        self.answered = threading.Condition(self.lock)
 
     def request_exit(self, code, why=None):
         if self.exit_code is None:
@@ -395,6 +397,12 @@ class Front:
             if why:
                 log("front", why)
         self.shutdown.set()
+
+    def wait_answered(self, timeout):
+        deadline = time.monotonic() + timeout
+        with self.answered:
+            while self.answering and time.monotonic() < deadline:
+                self.answered.wait(max(0.0, deadline - time.monotonic()))
 
     # --- routes: each returns (status, JSON-able object or None for an empty body)
 
@@ -604,6 +612,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def _dispatch(self, method):
         front = self.server.front
+        with front.lock:
+            front.answering += 1
+        try:
+            self._answer(front, method)
+        finally:
+            with front.lock:
+                front.answering -= 1
+                front.answered.notify_all()
+
+    def _answer(self, front, method):
         try:
             body = self._read_body() if method == "POST" else b""
             path = urlsplit(self.path).path
@@ -701,7 +719,8 @@ def run_front(args, argv):
             pass
     finally:
         server.shutdown()
-        front.engine.stop()
+        front.engine.stop()  # fails what still waits on the engine: those handlers answer 503
+        front.wait_answered(5.0)  # handler threads are daemons: let them write those answers first
         server.server_close()
         if front.request_log:
             front.request_log.close()
