@@ -8,7 +8,10 @@ stops front and engine, and the engine stops by itself when the front is killed.
 may import torch or transformers (stand-ins that refuse to import are put on PYTHONPATH). Also
 --dry-run's plan and the hf backend's start-up failure where torch is missing.
 
-usage: serving_fake_test.py SERVE_PY       (exit 77 only when SERVE_PY or loopback sockets are missing)"""
+tools/serving/load.py is driven against it too: what it reports (sent, completed, failed, in
+flight, latencies) is checked against the server's own request log.
+
+usage: serving_fake_test.py SERVE_PY LOAD_PY  (exit 77 only when they or loopback sockets are missing)"""
 import json
 import os
 import py_compile
@@ -25,6 +28,7 @@ import urllib.error
 import urllib.request
 
 SERVE = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else ""
+LOAD = os.path.abspath(sys.argv[2]) if len(sys.argv) > 2 else ""
 TMP = tempfile.mkdtemp(prefix="kprof-serving-")
 POISON = os.path.join(TMP, "poison")
 
@@ -322,13 +326,7 @@ class FakeServer(unittest.TestCase):
             self.assertEqual(r["completion_tokens"], tokens)
             self.assertLess(r["arrival"], r["finish"])
         # Concurrency from the timestamps alone: the most intervals [arrival, finish] that overlap.
-        edges = sorted([(r["arrival"], 1) for r in records] + [(r["finish"], -1) for r in records],
-                       key=lambda e: (e[0], e[1]))
-        most = now = 0
-        for _, step in edges:
-            now += step
-            most = max(most, now)
-        self.assertEqual(most, n)
+        self.assertEqual(most_overlapping(records), n)
         # ... and the front's own count agrees: the last to arrive saw all 16 in flight.
         self.assertEqual(max(r["in_flight_at_arrival"] for r in records), n)
         # The engine batched them (some engine batch held more than one request).
@@ -411,6 +409,150 @@ class EngineDeath(unittest.TestCase):
             s.kill()
 
 
+def most_overlapping(records):
+    """The most [arrival, finish] intervals that overlap at one instant (a finish at the same
+    instant as an arrival counts first)."""
+    edges = sorted([(r["arrival"], 1) for r in records] + [(r["finish"], -1) for r in records])
+    most = now = 0
+    for _, step in edges:
+        now += step
+        most = max(most, now)
+    return most
+
+
+def run_load(url, *options, timeout=120):
+    report = os.path.join(TMP, f"load-{time.monotonic_ns()}.json")
+    started = time.monotonic()
+    r = subprocess.run([sys.executable, LOAD, "--url", url, "--json", report, *options], env=env(),
+                       capture_output=True, text=True, timeout=timeout)
+    elapsed = time.monotonic() - started
+    data = None
+    if os.path.exists(report):
+        with open(report) as f:
+            data = json.load(f)
+    return r, data, elapsed
+
+
+class LoadGenerator(unittest.TestCase):
+    def test_percentile_is_nearest_rank(self):
+        sys.path.insert(0, os.path.dirname(LOAD))
+        try:
+            import load
+        finally:
+            sys.path.pop(0)
+        values = list(range(1, 101))  # 1..100: the p-th percentile by nearest rank is p itself
+        self.assertEqual([load.percentile(values, p) for p in (1, 50, 90, 99, 100)], [1, 50, 90, 99, 100])
+        self.assertEqual(load.percentile([7.0], 50), 7.0)
+        self.assertEqual(load.percentile([1, 2, 3, 4], 50), 2)  # rank ceil(0.5 * 4) = 2
+        self.assertEqual(load.percentile([1, 2, 3, 4], 90), 4)  # rank ceil(3.6) = 4
+        self.assertIsNone(load.percentile([], 50))
+
+    def test_concurrency_16_matches_the_server_log(self):
+        log = os.path.join(TMP, "load16.jsonl")
+        s = Serve("--backend", "fake", "--model-name", "load-model", "--fake-ms-per-token", "20", "--request-log",
+                  log, "--fake-ready-after", "1")
+        try:
+            # --wait-ready: started while /health still answers 503
+            r, report, elapsed = run_load(s.url, "--wait-ready", "30", "-c", "16", "-n", "48", "--prompt-len", "12",
+                                          "--output-len", "10")
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            records = [x for x in read_log(log) if x["event"] == "request"]
+        finally:
+            s.kill()
+        self.assertEqual(report["model"], "load-model")  # read from /v1/models (a wrong one is a 404)
+        self.assertEqual((report["sent"], report["completed"], report["failed"]), (48, 48, 0))
+        self.assertEqual(len(records), 48)
+        self.assertTrue(all(x["status"] == 200 for x in records))
+        self.assertEqual({x["prompt_tokens"] for x in records}, {12})
+        self.assertEqual({x["completion_tokens"] for x in records}, {10})
+        self.assertEqual(report["output_tokens"], 480)
+        self.assertEqual(report["prompt_tokens"], 576)
+        # 16 in flight, seen by the server itself, and never more
+        self.assertEqual(most_overlapping(records), 16)
+        self.assertEqual(report["most_in_flight"], 16)
+        # a client latency includes the server's: every percentile lies within the server's span
+        # plus the client's overhead, and the ordering holds
+        lat = report["latency_ms"]
+        server = sorted(1000 * x["latency_s"] for x in records)
+        self.assertGreaterEqual(lat["min"], server[0])
+        self.assertGreaterEqual(lat["max"], server[-1])
+        self.assertLessEqual(lat["min"], lat["p50"])
+        self.assertLessEqual(lat["p50"], lat["p90"])
+        self.assertLessEqual(lat["p90"], lat["p99"])
+        self.assertLessEqual(lat["p99"], lat["max"])
+        # the rate is what was completed over the time from the first send to the last reply,
+        # which the server saw too (its first arrival to its last finish is a little shorter)
+        span = max(x["finish"] for x in records) - min(x["arrival"] for x in records)
+        self.assertGreaterEqual(report["wall_s"], span)
+        self.assertLess(report["wall_s"], elapsed)
+        self.assertAlmostEqual(report["requests_per_s"], 48 / report["wall_s"], places=2)
+        self.assertIn("load: c=16 sent 48, completed 48, failed 0", r.stdout)
+
+    def test_failures_and_duration(self):
+        log = os.path.join(TMP, "loadfail.jsonl")
+        s = Serve("--backend", "fake", "--fake-ms-per-token", "5", "--fake-fail-every", "4", "--request-log", log)
+        try:
+            s.engine_pid()
+            r, report, _ = run_load(s.url, "-c", "1", "-n", "20", "--prompt-len", "3", "--output-len", "2")
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertEqual((report["sent"], report["completed"], report["failed"]), (20, 15, 5))
+            self.assertEqual(report["failures"], {"HTTP 500": 5})
+            self.assertIn("injected failure", report["failure_examples"][0])
+            statuses = [x["status"] for x in read_log(log) if x["event"] == "request"]
+            self.assertEqual(statuses.count(500), 5)
+            self.assertEqual(len(statuses), 20)
+            # a duration: new requests for 2 s, then those in flight finish
+            r, report, elapsed = run_load(s.url, "-c", "4", "--duration", "2", "--prompt-len", "3",
+                                          "--output-len", "2")
+            statuses = [x["status"] for x in read_log(log) if x["event"] == "request"][20:]
+            self.assertEqual(report["sent"], len(statuses))
+            self.assertEqual(report["completed"], statuses.count(200))
+            self.assertEqual(report["failed"], statuses.count(500))
+            self.assertGreater(report["sent"], 20)  # a request takes ~15 ms: 4 workers send many in 2 s
+            self.assertGreaterEqual(report["wall_s"], 1.9)
+            self.assertLess(report["wall_s"], 10)
+        finally:
+            s.kill()
+
+    def test_sigint_stops_new_requests_and_reports(self):
+        s = Serve("--backend", "fake", "--fake-ms-per-token", "5")
+        try:
+            s.engine_pid()
+            report_path = os.path.join(TMP, "load-int.json")
+            p = subprocess.Popen([sys.executable, LOAD, "--url", s.url, "-c", "2", "--duration", "120",
+                                  "--prompt-len", "3", "--output-len", "4", "--json", report_path], env=env(),
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            time.sleep(1.5)
+            p.send_signal(signal.SIGINT)
+            out, _ = p.communicate(timeout=30)
+            self.assertEqual(p.returncode, 0, out)
+            with open(report_path) as f:
+                report = json.load(f)
+            self.assertTrue(report["interrupted"])
+            self.assertGreater(report["completed"], 0)
+            self.assertEqual(report["sent"], report["completed"])
+            self.assertLess(report["wall_s"], 10)
+            self.assertIn("interrupted", out)
+        finally:
+            s.kill()
+
+    def test_not_ready_and_bad_url(self):
+        s = Serve("--backend", "fake", "--fake-ready-after", "30")
+        try:
+            r, report, elapsed = run_load(s.url, "--wait-ready", "1", "-n", "1")
+            self.assertEqual(r.returncode, 3, r.stderr)
+            self.assertIsNone(report)
+            self.assertIn("/health did not answer 200 within 1 s", r.stderr)
+        finally:
+            s.kill()
+        r, report, _ = run_load("ftp://x", "-n", "1")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--url must be http://HOST[:PORT]", r.stderr)
+        r = subprocess.run([sys.executable, LOAD, "--url", "http://127.0.0.1:1", "-n", "1", "--duration", "1"],
+                           env=env(), capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 2)  # argparse: --requests and --duration exclude each other
+
+
 class EndOfSequence(unittest.TestCase):
     def test_eos_stops_after_min_tokens_unless_ignored(self):
         body = {"prompt": [11, 12, 13], "max_tokens": 6}
@@ -440,9 +582,10 @@ class EndOfSequence(unittest.TestCase):
 
 
 def main():
-    if not SERVE or not os.path.isfile(SERVE):
-        print(f"skipped: serve.py not found ({SERVE or 'no path given'})")
-        return 77
+    for path, what in ((SERVE, "serve.py"), (LOAD, "load.py")):
+        if not path or not os.path.isfile(path):
+            print(f"skipped: {what} not found ({path or 'no path given'})")
+            return 77
     try:
         socket.create_server(("127.0.0.1", 0)).close()
     except OSError as e:

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Static checks of tools/serving/serve.py's code paths that CI cannot run (the hf backend needs
+"""Static checks of tools/serving's code paths that CI cannot run (serve.py's hf backend needs
 torch, transformers and a GPU): pyflakes finds undefined names, misspelt attributes of modules it
 can see, unused variables and the like in every function, run or not; and torch/transformers are
-imported only inside functions, never at module level, so the fake backend never loads them.
+imported only inside functions, never at module level, so the fake backend and load.py never load
+them (serve.py must still import them somewhere: its hf backend).
 
-usage: serving_static_check.py SERVE_PY      (exit 77 when pyflakes, Debian's python3-pyflakes, is absent)"""
+usage: serving_static_check.py SERVE_PY [OTHER_PY...]
+       (exit 77 when pyflakes, Debian's python3-pyflakes, is absent)"""
+import os
 import ast
 import subprocess
 import sys
@@ -30,22 +33,30 @@ def module_level_imports(tree):
     return found
 
 
-def main():
-    path = sys.argv[1]
+def check(path, checks):
+    name = os.path.basename(path)
     with open(path, encoding="utf-8") as f:
         source = f.read()
     tree = ast.parse(source, path)
-    checks = {}
-    bad = [(line, name) for line, name in module_level_imports(tree) if name.split(".")[0] in GPU_MODULES]
-    for line, name in bad:
-        print(f"{path}:{line}: module-level import of {name}: the fake backend must run without it")
-    checks["no module-level torch/transformers import"] = not bad
+    bad = [(line, module) for line, module in module_level_imports(tree) if module.split(".")[0] in GPU_MODULES]
+    for line, module in bad:
+        print(f"{path}:{line}: module-level import of {module}: it must run where torch is not installed")
+    checks[f"{name}: no module-level torch/transformers import"] = not bad
+    if name != "serve.py":
+        return
     lazy = [node.lineno for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
             and any((alias.name if isinstance(node, ast.Import) else node.module or "").split(".")[0] in GPU_MODULES
                     for alias in node.names)]
     if not lazy:
         print(f"{path}: no import of torch or transformers at all: is the hf backend gone?")
-    checks["hf backend imports torch/transformers in functions"] = bool(lazy)
+    checks[f"{name}: hf backend imports torch/transformers in functions"] = bool(lazy)
+
+
+def main():
+    paths = sys.argv[1:]
+    checks = {}
+    for path in paths:
+        check(path, checks)
     try:
         import pyflakes  # noqa: F401  (only to know it is there)
     except ImportError:
@@ -53,7 +64,7 @@ def main():
         print("skipped: pyflakes (Debian's python3-pyflakes) is not installed" +
               (f"; failed meanwhile: {', '.join(failed)}" if failed else ""))
         return 1 if failed else 77
-    r = subprocess.run([sys.executable, "-m", "pyflakes", path], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "pyflakes", *paths], capture_output=True, text=True)
     if r.returncode != 0 or r.stdout.strip() or r.stderr.strip():
         print(r.stdout + r.stderr, end="")
     checks["pyflakes clean"] = r.returncode == 0 and not (r.stdout.strip() or r.stderr.strip())
