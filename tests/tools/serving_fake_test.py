@@ -553,6 +553,54 @@ class LoadGenerator(unittest.TestCase):
         self.assertEqual(r.returncode, 2)  # argparse: --requests and --duration exclude each other
 
 
+class GpuCheckRehearsal(unittest.TestCase):
+    """tools/serving/gpu-check.sh with --backend fake appended (serve.py's last --backend wins):
+    the script the lead runs on the GPU machine, rehearsed here so a mistake in it does not cost
+    GPU time. The GPU-only checks are reported as skips, not passes."""
+
+    def run_check(self, name, *serve_options, **environment):
+        script = os.path.join(os.path.dirname(SERVE), "gpu-check.sh")
+        with socket.create_server(("127.0.0.1", 0)) as probe:
+            port = probe.getsockname()[1]
+        out = os.path.join(TMP, name)
+        e = env()
+        e.update(PYTHON=sys.executable, PORT=str(port), PROMPT_LEN="8", OUTPUT_LEN="4", C1_REQUESTS="3",
+                 C16_REQUESTS="32", WINDOW_REQUESTS="16", HEALTH_TIMEOUT="60", **environment)
+        r = subprocess.run(["bash", script, out, "--backend", "fake", "--fake-ms-per-token", "5", *serve_options],
+                           env=e, capture_output=True, text=True, timeout=240)
+        with open(os.path.join(out, "summary.txt")) as f:
+            return r, f.read(), out
+
+    def test_passes_on_a_healthy_server(self):
+        r, summary, out = self.run_check("gpu-check-ok")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertTrue(summary.endswith("9 passed, 0 failed\n"), summary)
+        self.assertEqual(len(re.findall(r"^skip ", summary, re.M)), 2, summary)
+        self.assertRegex(summary, r"ok   load: c=16 sent 32, completed 32, failed 0")
+        with open(os.path.join(out, "load-c16.json")) as f:
+            self.assertEqual(json.load(f)["most_in_flight"], 16)
+        for name in ("serve.log", "requests.jsonl", "check.log", "env.txt", "load-c1.json", "load-window.json"):
+            self.assertTrue(os.path.isfile(os.path.join(out, name)), name)
+        # a second run into the same directory is refused, the first run's logs untouched
+        with open(os.path.join(out, "serve.log")) as f:
+            before = f.read()
+        r, _, _ = self.run_check("gpu-check-ok")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("already holds a check", r.stderr)
+        with open(os.path.join(out, "serve.log")) as f:
+            self.assertEqual(f.read(), before)
+
+    def test_fails_when_requests_fail_or_the_server_never_starts(self):
+        r, summary, _ = self.run_check("gpu-check-failing", "--fake-fail-every", "7")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertRegex(summary, r"FAIL load c16 \(exit 1, 16 of 16 in flight\)")
+        # failed requests reach the server's log too: the accounting still agrees
+        self.assertRegex(summary, r"ok   request log: \d+ requests, as many as load.py sent")
+        r, summary, _ = self.run_check("gpu-check-bad-option", "--max-batch", "0")
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(summary, "FAIL serve.py never became ready (GET /health)\n0 passed, 1 failed\n")
+
+
 class EndOfSequence(unittest.TestCase):
     def test_eos_stops_after_min_tokens_unless_ignored(self):
         body = {"prompt": [11, 12, 13], "max_tokens": 6}
