@@ -436,6 +436,7 @@ def run_load(url, *options, timeout=120):
 class LoadGenerator(unittest.TestCase):
     def test_percentile_is_nearest_rank(self):
         sys.path.insert(0, os.path.dirname(LOAD))
+        sys.dont_write_bytecode = True  # no __pycache__ in the source tree
         try:
             import load
         finally:
