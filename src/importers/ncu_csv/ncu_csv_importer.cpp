@@ -447,7 +447,8 @@ bool NcuCsvImporter::recognizes(std::string_view head) const {
   return line.substr(0, 5) == "\"ID\"," || line.substr(0, 3) == "ID,";
 }
 
-model::Report NcuCsvImporter::parse(const std::string& path, std::string_view bytes) const {
+model::Report NcuCsvImporter::parse(const std::string& path, std::string_view bytes,
+                                    const ImportOptions& /*options: CSV rows are all read*/) const {
   if (!recognizes(bytes)) {
     throw_invalid(path, InputPosition::line(1),
                   "not an ncu CSV export: the header must start with the \"ID\" column");
