@@ -3,12 +3,15 @@
 # Compute installation; no GPU needed). For each REPORT: the median wall time of
 #   ncu --import REPORT --csv --page raw            (ncu's export, the usual scripted path)
 #   python3 ncu_report: load + read every metric   (NVIDIA's Python reader)
-#   kprof analyze REPORT --json                     (every metric of every kernel, as JSON)
-#   kprof analyze REPORT                            (the summary table)
-# usage: bench/compare-readers.sh KPROF_BINARY REPORT... [RUNS=5 in the environment]
+#   kprof inspect REPORT --json                     (every metric of every kernel, as JSON)
+#   kprof analyze REPORT --json                     (verdicts as JSON)
+#   kprof analyze REPORT                            (the verdict table)
+# and, in a second table, the peak RSS of one run of each (GNU time's %M, when installed).
+# ncu only imports here: no GPU, no clock control involved.
+# usage: bench/compare-readers.sh KPROF_BINARY REPORT... [RUNS=3 in the environment]
 set -uo pipefail
 kprof=${1:?usage: bench/compare-readers.sh KPROF_BINARY REPORT...}; shift
-runs=${RUNS:-5}
+runs=${RUNS:-3}
 ncu=$(command -v ncu || ls -d /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1)
 [ -n "$ncu" ] || { echo "compare-readers: ncu not found" >&2; exit 1; }
 pydir=$(ls -d "$(dirname "$(readlink -f "$ncu")")"/extras/python /opt/nvidia/nsight-compute/*/extras/python 2>/dev/null | tail -1)
@@ -38,12 +41,34 @@ for r in range(ctx.num_ranges()):
 ' "$1"
 }
 
-printf '%-28s %10s %14s %16s %12s %13s\n' report MB "ncu --import" "ncu_report(py)" "kprof --json" "kprof table"
+peak_mb() {  # peak RSS of one run of "$@" in MB, or "-" without GNU time
+  [ -x /usr/bin/time ] || { echo -; return; }
+  local kb
+  kb=$(/usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1)
+  echo $(( kb / 1024 ))
+}
+
+export -f read_all_metrics 2>/dev/null
+export pydir
+
+printf '%-28s %6s %14s %16s %16s %16s %13s\n' report MB "ncu --import" "ncu_report(py)" \
+  "inspect --json" "analyze --json" "analyze"
 for report in "$@"; do
   mb=$(( $(stat -c %s "$report") / 1000000 ))
   a=$(median_ms "$ncu" --import "$report" --csv --page raw)
   b=$(median_ms read_all_metrics "$report")
-  c=$(median_ms "$kprof" analyze "$report" --json)
-  d=$(median_ms "$kprof" analyze "$report")
-  printf '%-28s %10s %11s ms %13s ms %9s ms %10s ms\n' "$(basename "$report")" "$mb" "$a" "$b" "$c" "$d"
+  c=$(median_ms "$kprof" inspect "$report" --json)
+  d=$(median_ms "$kprof" analyze "$report" --json)
+  e=$(median_ms "$kprof" analyze "$report")
+  printf '%-28s %6s %11s ms %13s ms %13s ms %13s ms %10s ms\n' "$(basename "$report")" "$mb" \
+    "$a" "$b" "$c" "$d" "$e"
+done
+echo "peak RSS, MB (one run each):"
+for report in "$@"; do
+  a=$(peak_mb "$ncu" --import "$report" --csv --page raw)
+  b=$(peak_mb bash -c 'read_all_metrics "$1"' _ "$report")
+  c=$(peak_mb "$kprof" inspect "$report" --json)
+  d=$(peak_mb "$kprof" analyze "$report" --json)
+  e=$(peak_mb "$kprof" analyze "$report")
+  printf '%-28s %6s %14s %16s %16s %16s %13s\n' "$(basename "$report")" "" "$a" "$b" "$c" "$d" "$e"
 done

@@ -5,14 +5,24 @@
 #include <map>
 #include <tuple>
 
+#include "model/kernel_names.h"
+
 namespace kprof::analysis {
 namespace {
 
 using Key = std::tuple<std::string, std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t,
                        std::uint64_t, std::uint64_t>;
 
+// By canonical name: a report and a CSV export spell one kernel differently, and instantiations
+// of one template share a function name.
 Key key_of(const model::Kernel& k) {
-  return {k.display_name(), k.grid.x, k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z};
+  return {model::canonical_kernel_name(k),
+          k.grid.x,
+          k.grid.y,
+          k.grid.z,
+          k.block.x,
+          k.block.y,
+          k.block.z};
 }
 
 std::optional<double> median(std::vector<double> values) {
@@ -74,7 +84,7 @@ CaptureDiff diff_captures(const model::Report& baseline, const model::Report& ca
     KernelDiff d;
     const model::Kernel& any =
         base.launches.empty() ? *cand.launches.front() : *base.launches.front();
-    d.name = std::get<0>(key);
+    d.name = any.display_name();
     d.grid = any.grid;
     d.block = any.block;
     d.baseline_launches = base.launches.size();

@@ -223,6 +223,20 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
                      "load the driver with NVreg_RestrictProfilingToAdminUsers=0; `kprof doctor` "
                      "checks this"});
   }
+  // ncu refuses to run when CUDA_INJECTION64_PATH is already set in its own environment (a pod
+  // or shell set up for another tool, kprof's tracer included): recorded on the H200.
+  std::string injection;
+  if (RE2::PartialMatch(out,
+                        "Another tool/injection might be loaded since CUDA_INJECTION64_PATH "
+                        "is set to ([^\\n]*?)\\.? To run Nsight Compute",
+                        &injection)) {
+    found.push_back({"injection_env_set", true,
+                     fmt::format("ncu refused to profile: CUDA_INJECTION64_PATH is already set to "
+                                 "{} (another tool's injection library, e.g. kprof's tracer)",
+                                 injection),
+                     "unset CUDA_INJECTION64_PATH for the capture (`env -u CUDA_INJECTION64_PATH "
+                     "kprof capture …`), or stop the tool that set it; `kprof doctor` shows it"});
+  }
   // CUPTI / the injection library failing to start, often a driver older than the CUDA the
   // application or ncu was built for. Not provoked on the lent H200 (one CUDA 13 toolkit on a
   // CUDA 13 driver): matched loosely, and the versions are quoted from ncu's own lines.
@@ -284,7 +298,9 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
                      "(--replay-mode kernel); more flags will not make the program deterministic"});
   }
   int code = 0;
-  if (RE2::PartialMatch(out, "The application returned an error code \\((\\d+)\\)", &code)) {
+  // The application's failure is the refused injection's doing when ncu says so: one cause.
+  if (injection.empty() &&
+      RE2::PartialMatch(out, "The application returned an error code \\((\\d+)\\)", &code)) {
     found.push_back({"target_failed", true,
                      fmt::format("the application exited with code {}{}{}", code, signal_name(code),
                                  progress.report_paths.empty()

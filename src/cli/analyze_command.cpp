@@ -166,7 +166,7 @@ ExitCode run_analyze(const AnalyzeOptions& options, Output& output) {
       options.gpus_path, options.stages_path, options.expectations_path);
   analysis::AnalysisConfig config = tables.config(options.thresholds);
 
-  std::vector<model::Report> reports = load_reports(options.paths);
+  std::vector<model::Report> reports = load_reports(options.paths, for_analysis());
   std::vector<std::vector<size_t>> selected;
   for (const auto& report : reports)
     selected.push_back(select_kernels(report, kernel_filter.get()));
@@ -285,7 +285,7 @@ BundleAnalysis analyze_for_bundle(const std::string& report_path) {
   options.paths = {report_path};
   analysis::AnalysisTables tables = analysis::load_analysis_tables("", "", "");
   analysis::AnalysisConfig config = tables.config(options.thresholds);
-  std::vector<model::Report> reports = load_reports(options.paths);
+  std::vector<model::Report> reports = load_reports(options.paths, for_analysis());
   std::vector<std::vector<size_t>> selected = {select_kernels(reports.front(), nullptr)};
   AnalyzedReports analyzed = analyze_loaded(reports, selected, options, config, std::nullopt);
   BundleAnalysis bundle;

@@ -34,7 +34,8 @@ std::string dump(const nlohmann::json& document) {
 }
 
 ExitCode run_import(const DbOptions& options, Output& output) {
-  std::vector<model::Report> reports = load_reports(options.reports);  // all read before writing
+  std::vector<model::Report> reports =
+      load_reports(options.reports, for_analysis());  // all read before writing
   analysis::AnalysisTables tables = analysis::load_analysis_tables();
   analysis::AnalysisConfig config = tables.config();
   store::FindingsDb db(options.db_path, store::FindingsDb::Access::kWrite);

@@ -61,7 +61,7 @@ std::string nothing_in_common(const DiffCommandOptions& options,
 ExitCode run_diff(const DiffCommandOptions& options, Output& output) {
   std::vector<model::Report> reports;
   if (options.db_path.empty()) {
-    reports = load_reports({options.baseline, options.candidate});
+    reports = load_reports({options.baseline, options.candidate}, for_analysis());
   } else {
     store::FindingsDb db(options.db_path);
     for (const std::string& run : {options.baseline, options.candidate}) {

@@ -32,7 +32,11 @@ ExitCode run_inspect(const InspectOptions& options, Output& output) {
   if (!options.metrics_regex.empty()) {
     metric_filter = compile_user_regex(options.metrics_regex, "--metrics");
   }
-  std::vector<model::Report> reports = load_reports(options.paths);
+  std::vector<model::Report> reports = load_reports(options.paths, [&] {
+    importers::ImportOptions import;
+    import.instances = options.instances || !options.json;  // the text counts instances
+    return import;
+  }());
   std::vector<std::vector<size_t>> selected;
   for (const auto& report : reports) {
     // --session lists the session and devices, no kernel.

@@ -35,11 +35,12 @@ static std::string report_in(const std::string& path) {
   return found.front();
 }
 
-std::vector<model::Report> load_reports(const std::vector<std::string>& paths) {
+std::vector<model::Report> load_reports(const std::vector<std::string>& paths,
+                                        const importers::ImportOptions& options) {
   std::vector<model::Report> reports;
   reports.reserve(paths.size());
   for (const std::string& path : paths)
-    reports.push_back(importers::import_report(report_in(path)));
+    reports.push_back(importers::import_report(report_in(path), options));
   return reports;
 }
 

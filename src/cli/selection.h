@@ -7,12 +7,21 @@
 #include <string>
 #include <vector>
 
+#include "importers/importer.h"
 #include "model/report.h"
 
 namespace kprof::cli {
 
 // All reports are read before anything is printed; the first bad file stops the command.
-std::vector<model::Report> load_reports(const std::vector<std::string>& paths);
+std::vector<model::Report> load_reports(const std::vector<std::string>& paths,
+                                        const importers::ImportOptions& options = {});
+
+// What verdicts, summaries and diffs read: aggregates, never per-instance values.
+inline importers::ImportOptions for_analysis() {
+  importers::ImportOptions options;
+  options.instances = false;
+  return options;
+}
 
 // A compiled user regex (RE2 syntax, partial match); throws UsageError when it does not compile.
 std::unique_ptr<RE2> compile_user_regex(const std::string& pattern, const std::string& option);

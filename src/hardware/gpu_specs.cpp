@@ -169,14 +169,18 @@ const GpuSpec* GpuDatabase::find_by_name(const std::string& name) const {
 
 GpuDatabase load_gpu_database(const std::string& override_path) {
   if (override_path.empty()) {
-    GpuDatabase db;
-    db.origin = "built-in";
-    json builtin = json::parse(builtin_gpus_json());
-    for (const json& entry : builtin.at("gpus")) db.gpus.push_back(parse_gpu(entry));
-    for (auto& [key, value] : builtin.at("sources").items()) {
-      db.sources[key] = value.get<std::string>();
-    }
-    return db;
+    // Parsed once: every user table (--gpus, a calibration) starts from a copy of it.
+    static const GpuDatabase builtin_database = [] {
+      GpuDatabase db;
+      db.origin = "built-in";
+      json builtin = json::parse(builtin_gpus_json());
+      for (const json& entry : builtin.at("gpus")) db.gpus.push_back(parse_gpu(entry));
+      for (auto& [key, value] : builtin.at("sources").items()) {
+        db.sources[key] = value.get<std::string>();
+      }
+      return db;
+    }();
+    return builtin_database;
   }
   return load_gpu_database_text(override_path, read_input_file(override_path).bytes);
 }

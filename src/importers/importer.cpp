@@ -11,8 +11,9 @@
 
 namespace kprof::importers {
 
-model::Report Importer::import(const std::string& path, std::string_view bytes) const {
-  model::Report report = parse(path, bytes);
+model::Report Importer::import(const std::string& path, std::string_view bytes,
+                               const ImportOptions& options) const {
+  model::Report report = parse(path, bytes, options);
   model::make_valid_utf8(report);
   return report;
 }
@@ -43,10 +44,11 @@ bool any_recognizes(std::string_view head) {
 
 }  // namespace
 
-model::Report import_bytes(const std::string& path, std::string_view bytes) {
+model::Report import_bytes(const std::string& path, std::string_view bytes,
+                           const ImportOptions& options) {
   if (bytes.empty()) throw_invalid(path, InputPosition::none(), "the file is empty");
   for (const Importer* importer : all_importers()) {
-    if (importer->recognizes(bytes)) return importer->import(path, bytes);
+    if (importer->recognizes(bytes)) return importer->import(path, bytes, options);
   }
   // Traces are read by other commands: say which, rather than only what a report looks like.
   std::string_view trace_kind;
@@ -68,12 +70,12 @@ model::Report import_bytes(const std::string& path, std::string_view bytes) {
                 fmt::format("not a format kprof reads ({})", known_formats()));
 }
 
-model::Report import_report(const std::string& path) {
+model::Report import_report(const std::string& path, const ImportOptions& options) {
   // A compressed input is checked on its first bytes: one that expands to something else stops
   // there, not after gigabytes.
   FileBytes file = read_input_file(
       path, {any_recognizes, fmt::format("a format kprof reads ({})", known_formats())});
-  return import_bytes(path, file.bytes);
+  return import_bytes(path, file.bytes, options);
 }
 
 }  // namespace kprof::importers

@@ -10,6 +10,16 @@
 
 namespace kprof::importers {
 
+// What a command needs from a report; readers that can skip the rest while decoding do.
+struct ImportOptions {
+  // Per-instance values of instanced metrics (PC samples, per-unit values): inspect prints
+  // them; analysis never reads them, and in a `--set full` report they are most of the bytes.
+  bool instances = true;
+  // Threads decoding .ncu-rep kernel results (independent of each other); 0: one per hardware
+  // thread. The result does not depend on it.
+  unsigned threads = 0;
+};
+
 class Importer {
  public:
   virtual ~Importer() = default;
@@ -20,19 +30,22 @@ class Importer {
   // Parses the whole input; throws InputError with a position on anything malformed. Every
   // string of the report is valid UTF-8 (ill-formed bytes replaced by U+FFFD), whatever the
   // format allowed, so that every output (JSON above all) can trust its strings.
-  model::Report import(const std::string& path, std::string_view bytes) const;
+  model::Report import(const std::string& path, std::string_view bytes,
+                       const ImportOptions& options = {}) const;
 
  protected:
   // The format's own reader, behind import().
-  virtual model::Report parse(const std::string& path, std::string_view bytes) const = 0;
+  virtual model::Report parse(const std::string& path, std::string_view bytes,
+                              const ImportOptions& options) const = 0;
 };
 
 const std::vector<const Importer*>& all_importers();
 
 // Reads the file (decompressing zstd), detects its format and imports it.
-model::Report import_report(const std::string& path);
+model::Report import_report(const std::string& path, const ImportOptions& options = {});
 
 // Same, over bytes already in memory (fuzzers, tests).
-model::Report import_bytes(const std::string& path, std::string_view bytes);
+model::Report import_bytes(const std::string& path, std::string_view bytes,
+                           const ImportOptions& options = {});
 
 }  // namespace kprof::importers

@@ -11,12 +11,14 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <tuple>
 
 #include "common/error.h"
 #include "common/sqlite.h"
 #include "common/text.h"
 #include "common/utf8.h"
 #include "hardware/gpu_specs.h"
+#include "model/kernel_names.h"
 
 namespace kprof::store {
 namespace {
@@ -426,21 +428,42 @@ std::int64_t FindingsDb::import_one(const model::Report& report, const RunLabels
 
 std::vector<KernelHistoryRow> FindingsDb::kernel_history(const std::string& name_regex) {
   RE2 pattern(name_regex, RE2::Quiet);
-  std::vector<KernelHistoryRow> rows;
+  // Runs imported from a report and from a CSV export name one kernel differently ("k" against
+  // "k(const float4 *)", ncu's spellings against libstdc++'s): a kernel is found by any of its
+  // names and its runs are listed together, by canonical name.
+  struct Found {
+    std::string canonical;
+    std::int64_t launch;
+    KernelHistoryRow row;
+  };
+  std::vector<Found> found;
   sqlite::Statement query(*db_,
                           "SELECT r.id, r.imported_at, r.campaign, r.cell, r.model, r.gpu, k.name, "
-                          "k.duration_ns, v.roofline, v.bound_by, v.sm_pct, v.memory_pct "
-                          "FROM kernels k JOIN runs r ON r.id = k.run_id "
-                          "JOIN verdicts v ON v.kernel_id = k.id ORDER BY k.name, r.id, k.launch");
+                          "k.duration_ns, v.roofline, v.bound_by, v.sm_pct, v.memory_pct, "
+                          "k.demangled, k.launch FROM kernels k JOIN runs r ON r.id = k.run_id "
+                          "JOIN verdicts v ON v.kernel_id = k.id");
   while (query.step()) {
     std::string name = query.text(6);
-    if (!RE2::PartialMatch(name, pattern)) continue;
+    std::string demangled = query.text(12);
+    std::string canonical = model::canonical_kernel_name(demangled.empty() ? name : demangled);
+    if (!RE2::PartialMatch(name, pattern) && !RE2::PartialMatch(demangled, pattern) &&
+        !RE2::PartialMatch(canonical, pattern)) {
+      continue;
+    }
     auto duration = query.real(7);
-    rows.push_back({query.integer(0), query.text(1), query.text(2), query.text(3), query.text(4),
-                    query.text(5), name, query.text(8), query.text(9),
-                    duration ? std::optional<double>(*duration / 1000) : std::nullopt,
-                    query.real(10), query.real(11)});
+    found.push_back({std::move(canonical),
+                     query.integer(13),
+                     {query.integer(0), query.text(1), query.text(2), query.text(3), query.text(4),
+                      query.text(5), name, query.text(8), query.text(9),
+                      duration ? std::optional<double>(*duration / 1000) : std::nullopt,
+                      query.real(10), query.real(11)}});
   }
+  std::stable_sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
+    return std::tie(a.canonical, a.row.run_id, a.launch) <
+           std::tie(b.canonical, b.row.run_id, b.launch);
+  });
+  std::vector<KernelHistoryRow> rows;
+  for (Found& f : found) rows.push_back(std::move(f.row));
   return rows;
 }
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "timeline/kernel_ranking.h"
+#include "model/kernel_names.h"
 
 namespace kprof::timeline {
 
@@ -18,7 +18,14 @@ void TraceTimeIndex::on_event(const importers::TraceEvent& event) {
   if (!any_ || end > last_end_) last_end_ = end;
   any_ = true;
   if (event.category != "kernel") return;
-  std::string name = normalize_kernel_name(event.name);
+  // Traces hold a few hundred distinct names in millions of events.
+  auto canonical = canonical_names_.find(event.name);
+  if (canonical == canonical_names_.end()) {
+    canonical =
+        canonical_names_.emplace(std::string(event.name), model::canonical_kernel_name(event.name))
+            .first;
+  }
+  std::string name = canonical->second;
   TraceTime& time = by_name_[name];
   time.total_us += event.duration_us;
   ++time.count;
@@ -33,10 +40,9 @@ void TraceTimeIndex::on_event(const importers::TraceEvent& event) {
 }
 
 std::optional<KernelShare> TraceTimeIndex::share_of(const model::Kernel& kernel) const {
-  // PyTorch records demangled names; ncu stores none for extern "C" kernels, whose function name
-  // is then the traced name.
-  std::string name = normalize_kernel_name(kernel.demangled_name.empty() ? kernel.function_name
-                                                                         : kernel.demangled_name);
+  // PyTorch's profiler spells names as libstdc++ demangles them, ncu as its own demangler does:
+  // both are compared in the canonical spelling, the capture's from its mangled name.
+  std::string name = model::canonical_kernel_name(kernel);
   KernelShare share;
   LaunchConfig config{
       static_cast<std::int64_t>(kernel.grid.x),  static_cast<std::int64_t>(kernel.grid.y),

@@ -26,8 +26,9 @@ struct KernelShare {
   double max_e2e_speedup = 1;
 };
 
-// Collects per-kernel trace time by normalised name and by (name, grid, block), and the span of
-// GPU work (first GPU activity start to last end), which is the pipeline time shares refer to.
+// Collects per-kernel trace time by canonical name (model/kernel_names.h) and by (name, grid,
+// block), and the span of GPU work (first GPU activity start to last end), which is the pipeline
+// time shares refer to.
 class TraceTimeIndex final : public importers::TraceEventSink {
  public:
   void on_event(const importers::TraceEvent& event) override;
@@ -37,13 +38,14 @@ class TraceTimeIndex final : public importers::TraceEventSink {
   // The captured kernel's share: by name and launch configuration when the trace has that
   // configuration, else by name; nullopt when the trace never ran it.
   std::optional<KernelShare> share_of(const model::Kernel& kernel) const;
-  // The traced kernel names with the most time, most first (normalised as share_of matches).
+  // The traced kernel names with the most time, most first (canonical, as share_of matches).
   std::vector<std::string> longest_kernels(size_t count) const;
 
  private:
   using LaunchConfig = std::array<std::int64_t, 6>;
   std::map<std::string, TraceTime, std::less<>> by_name_;
   std::map<std::pair<std::string, LaunchConfig>, TraceTime> by_config_;
+  std::map<std::string, std::string, std::less<>> canonical_names_;  // trace spelling -> canonical
   double first_start_ = 0, last_end_ = 0;
   bool any_ = false;
 };

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+#include <tuple>
+
 #include "importers/importer.h"
 #include "support/test_data.h"
 
@@ -75,6 +78,31 @@ TEST(CaptureDiff, UnrelatedCapturesHaveNothingInBoth) {
   for (const KernelDiff& k : diff.kernels) {
     EXPECT_TRUE(k.change == Change::kOnlyInBaseline || k.change == Change::kOnlyInCandidate);
   }
+}
+
+// A report and ncu's CSV export of it name kernels differently (function name against ncu's
+// demangled base): they are still the same ten kernels.
+TEST(CaptureDiff, AReportAndItsCsvExportHoldTheSameKernels) {
+  CaptureDiff diff = diff_files("h200/bottleneck_suite_full.ncu-rep.zst",
+                                "h200/bottleneck_suite_full_raw.csv.zst");
+  EXPECT_EQ(diff.kernels.size(), 10u);
+  EXPECT_EQ(diff.in_both, 10u);
+  EXPECT_EQ(diff.regressions, 0u);
+  EXPECT_EQ(diff.improvements, 0u);
+}
+
+// Two instantiations of one template (at::native::elementwise_kernel for SiLU and for Mul) share
+// function name, grid and block in decode_eager_full; their mangled names tell them apart.
+TEST(CaptureDiff, InstantiationsOfOneTemplateAreDifferentKernels) {
+  model::Report report = importers::import_report(data_path("h200/decode_eager_full.ncu-rep.zst"));
+  std::set<std::tuple<std::string, std::string, std::string>> groups;
+  for (const model::Kernel& k : report.kernels) {
+    groups.insert({k.mangled_name, k.grid.to_string(), k.block.to_string()});
+  }
+  CaptureDiff diff =
+      diff_files("h200/decode_eager_full.ncu-rep.zst", "h200/decode_eager_full.ncu-rep.zst");
+  EXPECT_EQ(diff.kernels.size(), groups.size());
+  EXPECT_EQ(diff.in_both, groups.size());
 }
 
 }  // namespace

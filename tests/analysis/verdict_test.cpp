@@ -278,10 +278,10 @@ TEST(Stages, DefaultTableCoversTheServingKernelFamilies) {
   EXPECT_EQ(stage("ncclDevKernel_AllReduce_Sum_bf16_RING_LL"), "communication");
   EXPECT_EQ(stage("multimem_all_reduce_kernel"), "communication");
   EXPECT_EQ(stage("cross_device_reduce_1stage"), "communication");
-  EXPECT_EQ(stage("deep_ep::intranode::dispatch"), "moe_dispatch_combine");
+  EXPECT_EQ(stage("deep_ep::intranode::dispatch"), "moe_dispatch");
   EXPECT_EQ(stage("fused_moe_kernel"), "moe_gemm");
   EXPECT_EQ(stage("flash_fwd_splitkv_kernel"), "attention_decode");
-  EXPECT_EQ(stage("FlashMLADecode"), "attention_decode");
+  EXPECT_EQ(stage("flash::flash_fwd_splitkv_mla_kernel"), "attention_decode");  // FlashMLA
   EXPECT_EQ(stage("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16"), "attention");
   EXPECT_EQ(stage("fmhaSm100fKernel_QkvE4m3"), "attention");
   EXPECT_EQ(stage("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"), "gemm");

@@ -54,6 +54,7 @@ TEST(NcuDiagnosis, EveryRecordedFailureIsNamed) {
       {"attach_option", {"attach_option"}},
       {"attach_nothing", {"no_attachable_process"}},
       {"missing_app", {"missing_application"}},
+      {"injection_env_set", {"injection_env_set"}},
   };
   for (const auto& [name, ids] : expected) {
     NcuRun run = recording(name);

@@ -129,11 +129,12 @@ TEST(InvalidUtf8, NsysSqliteNamesAreRepaired) {
                              std::filesystem::copy_options::overwrite_existing);
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  // Every kernel's name gets a byte that is never UTF-8 in front.
+  // Every kernel's names (demangled and mangled) get a byte that is never UTF-8 in front.
   char* error = nullptr;
   ASSERT_EQ(sqlite3_exec(db,
                          "UPDATE StringIds SET value = CAST(X'FF' || CAST(value AS BLOB) AS TEXT) "
                          "WHERE id IN (SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL) "
+                         "OR id IN (SELECT mangledName FROM CUPTI_ACTIVITY_KIND_KERNEL) "
                          "OR id IN (SELECT textId FROM NVTX_EVENTS)",
                          nullptr, nullptr, &error),
             SQLITE_OK)

@@ -7,8 +7,11 @@
 #include <map>
 #include <tuple>
 
+#include "analysis/stages.h"
+#include "common/file_bytes.h"
 #include "common/text.h"
 #include "importers/importer.h"
+#include "model/kernel_names.h"
 #include "support/crosscheck.h"
 #include "support/csv_text.h"
 #include "support/test_data.h"
@@ -179,6 +182,41 @@ TEST(RepVsCsv, MetricListCaptureReadsTheSameInAllThreeForms) {
     EXPECT_NEAR(*raw.kernels[k].number("gpu__time_duration.sum"), *duration, 0.5e-3 * 1e3);
     EXPECT_NEAR(*details.kernels[k].number("gpu__time_duration.sum"), *duration, 0.005 * 1e3);
   }
+}
+
+// ncu --import R --csv --page raw --print-kernel-base mangled prints each Kernel Name as the
+// report's mangled name (data/h200/kernel_names_two_mangled.csv shows it for a C++ kernel). Here
+// the suite's real raw export gets those names from its own report: the CSV importer demangles
+// them, and its function names are ncu's own (the report's), its stages the report's.
+TEST(RepVsCsv, MangledKernelNamesAreDemangled) {
+  model::Report rep = import_report(data_path("h200/bottleneck_suite_full.ncu-rep.zst"));
+  std::string csv = read_input_file(data_path("h200/bottleneck_suite_full_raw.csv.zst")).bytes;
+  for (const model::Kernel& kernel : rep.kernels) {
+    ASSERT_TRUE(model::is_mangled_name(kernel.mangled_name)) << kernel.mangled_name;
+    std::string quoted = "\"" + kernel.demangled_name + "\"";
+    size_t at = csv.find(quoted);
+    ASSERT_NE(at, std::string::npos) << kernel.demangled_name;
+    for (; at != std::string::npos; at = csv.find(quoted, at)) {
+      csv.replace(at, quoted.size(), "\"" + kernel.mangled_name + "\"");
+    }
+  }
+  model::Report mangled = import_bytes("mangled.csv", csv);
+  ASSERT_EQ(mangled.kernels.size(), rep.kernels.size());
+  analysis::StageTable stages = analysis::load_stage_table();
+  for (size_t i = 0; i < rep.kernels.size(); ++i) {
+    const model::Kernel& expected = rep.kernels[i];
+    const model::Kernel& k = mangled.kernels[i];
+    SCOPED_TRACE(expected.mangled_name);
+    EXPECT_EQ(k.mangled_name, expected.mangled_name);
+    EXPECT_EQ(k.function_name, expected.function_name);
+    EXPECT_EQ(k.display_name(), expected.display_name());
+    // libstdc++'s spelling ("float const*") where ncu's demangled base writes "const float *".
+    EXPECT_EQ(k.demangled_name, model::demangle(expected.mangled_name).value());
+    EXPECT_EQ(model::canonical_kernel_name(k), model::canonical_kernel_name(expected));
+    EXPECT_EQ(stages.stage_of(k), stages.stage_of(expected));
+  }
+  EXPECT_EQ(mangled.kernels[0].demangled_name,
+            "k_dram_stream(float4 const*, float4*, unsigned long)");
 }
 
 }  // namespace

@@ -154,6 +154,69 @@ TEST(FindingsDb, DiffComparesStoredRuns) {
   EXPECT_EQ(kprof({"diff", "--db", db, "1", "9"}).exit_code, 5);
 }
 
+// A capture imported once from its report and once from ncu's CSV export: its kernels are the
+// same, whichever spelling each run stored ("k_dram_stream" against
+// "k_dram_stream(const float4 *, float4 *, unsigned long)").
+TEST(FindingsDb, RunsOfOneCaptureFromReportAndCsvAreTheSameKernels) {
+  std::string db = fresh_db("rep_and_csv.db");
+  auto imported =
+      kprof({"db", "--db", db, "import", data_path("h200/bottleneck_suite_full.ncu-rep.zst"),
+             data_path("h200/bottleneck_suite_full_raw.csv.zst"),
+             data_path("h200/decode_eager_full.ncu-rep.zst")});
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  auto history = kprof({"db", "--db", db, "query", "history", "-k", "^k_dram_stream$", "--json"});
+  ASSERT_EQ(history.exit_code, 0) << history.err;
+  auto rows = nlohmann::json::parse(history.out);
+  ASSERT_EQ(rows.size(), 2u) << history.out;
+  EXPECT_EQ(rows[0]["run"], 1);
+  EXPECT_EQ(rows[1]["run"], 2);
+  // Listed together per kernel: the runs of each of the ten kernels follow each other.
+  auto all = nlohmann::json::parse(
+      kprof({"db", "--db", db, "query", "history", "-k", "^k_", "--json"}).out);
+  ASSERT_EQ(all.size(), 20u);
+  for (size_t i = 0; i < all.size(); i += 2) {
+    EXPECT_EQ(all[i]["run"], 1);
+    EXPECT_EQ(all[i + 1]["run"], 2);
+    EXPECT_EQ(all[i + 1]["kernel"].get<std::string>().rfind(all[i]["kernel"].get<std::string>(), 0),
+              0u);
+  }
+  // Stored runs compared: report against CSV, and decode_eager_full against itself: 16 kernel
+  // groups by mangled name and launch configuration (13 by function name: the SiLU and Mul
+  // instantiations of two elementwise templates share function name, grid and block).
+  auto csv_vs_rep = kprof({"diff", "--db", db, "--json", "2", "1"});
+  ASSERT_EQ(csv_vs_rep.exit_code, 0) << csv_vs_rep.err;
+  EXPECT_EQ(nlohmann::json::parse(csv_vs_rep.out)["kernels"].size(), 10u);
+  auto decode = kprof({"diff", "--db", db, "--json", "3", "3"});
+  ASSERT_EQ(decode.exit_code, 0) << decode.err;
+  EXPECT_EQ(nlohmann::json::parse(decode.out)["kernels"].size(), 16u);
+}
+
+// A kernel name copied from a PyTorch trace finds the runs of an ncu capture, which stored ncu's
+// spelling of it: data/h200/trace_eager.json.gz (PyTorch's profiler) names the kernel
+// "void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<long, long, bool,
+// at::native::(anonymous namespace)::CompareEqFunctor<long> >, std::array<char*, 2ul> >(...)",
+// ncu's report of the same program "...<(int)4, ...<unnamed>::CompareEqFunctor<long>>, ...".
+TEST(FindingsDb, HistoryFindsACaptureByTheTracesSpelling) {
+  std::string db = fresh_db("trace_spelling.db");
+  ASSERT_EQ(kprof({"db", "--db", db, "import", data_path("h200/decode_eager_full.ncu-rep.zst")})
+                .exit_code,
+            0);
+  auto history = [&](const std::string& regex) {
+    auto result = kprof({"db", "--db", db, "query", "history", "-k", regex, "--json"});
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    return nlohmann::json::parse(result.out);
+  };
+  auto by_ncu_spelling = history(R"(vectorized_elementwise_kernel<\(int\)4, )"
+                                 R"(at::native::AUnaryFunctor<long, long, bool, )"
+                                 R"(at::native::<unnamed>::CompareEqFunctor<long>>)");
+  auto by_trace_spelling =
+      history(R"(vectorized_elementwise_kernel<4, )"
+              R"(at::native::AUnaryFunctor<long, long, bool, )"
+              R"(at::native::\(anonymous namespace\)::CompareEqFunctor<long> >)");
+  ASSERT_EQ(by_ncu_spelling.size(), 3u);  // three launches of it in the capture
+  EXPECT_EQ(by_trace_spelling, by_ncu_spelling);
+}
+
 TEST(FindingsDb, DamagedFilesAreRefusedAndLeftUntouched) {
   std::string not_sqlite = fresh_db("not_sqlite.db");
   std::ofstream(not_sqlite) << "this is a text file, not a database\n";

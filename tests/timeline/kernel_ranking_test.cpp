@@ -24,8 +24,12 @@ Ranking rank(const std::string& path, bool normalize) {
 }
 
 TEST(KernelRanking, TotalsEqualTheSumOfTheTracesGpuEvents) {
+  // The tracer_* files are kprof's own tracer (libkprof_tracer.so) on the H200: an eager decode
+  // step, its CUDA-graph replay and the two processes of a two-process program.
   for (std::string file :
-       {"h200/trace_eager.json.gz", "h200/trace_compile.json.gz", "h200/budget_eager_b1.json.gz"}) {
+       {"h200/trace_eager.json.gz", "h200/trace_compile.json.gz", "h200/budget_eager_b1.json.gz",
+        "h200/tracer_eager_decode.json.gz", "h200/tracer_graph_decode.json.gz",
+        "h200/tracer_two_process_a.json.gz", "h200/tracer_two_process_b.json.gz"}) {
     SCOPED_TRACE(file);
     auto document = nlohmann::json::parse(testing::read_gzip_text(data_path(file)));
     std::map<std::string, double> expected;

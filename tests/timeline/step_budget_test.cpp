@@ -125,6 +125,26 @@ TEST(StepBudget, CudaGraphDecodeIsKernelBoundWhereItsEagerTwinIsNot) {
   for (const StepBudget& step : eager.steps) EXPECT_EQ(step.gpu_activities, 48u);
 }
 
+// Recorded with kprof's own tracer on the H200 (tools/tracer/gpu-check.sh, cases basic and graph):
+// tools/tracer/workload.py's decode step, 176 kernels, 50 steps marked by NVTX ranges named as the
+// PyTorch profiler names its steps; the graph run replays the step as one cudaGraphLaunch.
+TEST(StepBudget, TracerRecordedEagerAndGraphDecodeSteps) {
+  Budget eager = budget_of("h200/tracer_eager_decode.json.gz");
+  Budget graph = budget_of("h200/tracer_graph_decode.json.gz");
+  expect_matches_independent_reading("h200/tracer_eager_decode.json.gz", eager);
+  expect_matches_independent_reading("h200/tracer_graph_decode.json.gz", graph);
+  ASSERT_EQ(eager.steps.size(), 50u);
+  ASSERT_EQ(graph.steps.size(), 50u);
+  for (const StepBudget& step : graph.steps) {
+    EXPECT_EQ(step.graph_launches, 1u);
+    EXPECT_EQ(step.gpu_activities, 176u);
+  }
+  for (const StepBudget& step : eager.steps) {
+    EXPECT_EQ(step.graph_launches, 0u);
+    EXPECT_EQ(step.gpu_activities, 176u);
+  }
+}
+
 TEST(StepBudget, GpuSideAnnotationsAndWholeTraceFallback) {
   BudgetBuilder builder;
   importers::read_chrome_trace(data_path("h200/budget_eager_b1.json.gz"), builder);

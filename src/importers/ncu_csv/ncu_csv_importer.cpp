@@ -13,6 +13,7 @@
 #include "importers/ncu_csv/csv_records.h"
 #include "importers/ncu_csv/section_labels.h"
 #include "importers/ncu_csv/units.h"
+#include "model/kernel_names.h"
 
 namespace kprof::importers {
 namespace {
@@ -175,8 +176,17 @@ KernelIdentity read_identity(const std::string& path, const Row& row) {
   kernel.process_id = number("Process ID");
   kernel.process_name = text("Process Name");
   kernel.host = text("Host Name");
-  // ncu prints the name in its --print-kernel-base, demangled by default.
-  kernel.demangled_name = text("Kernel Name");
+  // ncu prints the name in its --print-kernel-base: demangled (its own spelling) by default,
+  // function or mangled when asked. A mangled name is demangled as PyTorch's profiler does, so
+  // that stages and trace joins work on it; the function base is what ncu would have printed.
+  std::string name = text("Kernel Name");
+  if (auto demangled = model::demangle(name)) {
+    kernel.mangled_name = std::move(name);
+    kernel.demangled_name = std::move(*demangled);
+    kernel.function_name = model::function_base_name(kernel.demangled_name);
+  } else {
+    kernel.demangled_name = std::move(name);
+  }
   kernel.context_id = number("Context");
   kernel.stream_id = number("Stream");
   kernel.block = dim3("Block Size");
@@ -437,7 +447,8 @@ bool NcuCsvImporter::recognizes(std::string_view head) const {
   return line.substr(0, 5) == "\"ID\"," || line.substr(0, 3) == "ID,";
 }
 
-model::Report NcuCsvImporter::parse(const std::string& path, std::string_view bytes) const {
+model::Report NcuCsvImporter::parse(const std::string& path, std::string_view bytes,
+                                    const ImportOptions& /*options: CSV rows are all read*/) const {
   if (!recognizes(bytes)) {
     throw_invalid(path, InputPosition::line(1),
                   "not an ncu CSV export: the header must start with the \"ID\" column");

@@ -1,10 +1,14 @@
 #include "importers/ncu_rep/ncu_rep_importer.h"
 
 #include <fmt/format.h>
-#include <google/protobuf/arena.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <exception>
+#include <thread>
 
 #include "common/error.h"
 #include "importers/ncu_rep/ncu_report_wire.pb.h"
@@ -136,6 +140,318 @@ std::string render_rule_markup(std::string_view text) {
   return out;
 }
 
+// One kernel result found by the container walk, with what it needs from the file before it.
+struct ResultContext {
+  std::string_view bytes;  // the message, without its length prefix
+  size_t offset;           // of its length prefix, for messages
+  size_t strings_visible;  // string-table entries defined before it
+  model::Process process;  // id 0, no name: none recorded
+};
+
+using google::protobuf::internal::WireFormatLite;
+using google::protobuf::io::CodedInputStream;
+
+constexpr std::uint32_t tag_of(int field, WireFormatLite::WireType type) {
+  return static_cast<std::uint32_t>(field) << 3 | type;
+}
+
+// MetricValue as the wire holds it. Fields follow protobuf's rules: the last occurrence of a
+// scalar wins, a repeated sub-message merges, a field with an unexpected wire type is unknown
+// and skipped, so that this reads exactly what the generated parser read before.
+struct WireValue {
+  bool has_string = false, has_float = false, has_double = false, has_uint32 = false,
+       has_uint64 = false;
+  std::string string_value;
+  float float_value = 0;
+  double double_value = 0;
+  std::uint32_t uint32_value = 0;
+  std::uint64_t uint64_value = 0;
+
+  std::optional<model::MetricValue> to_model() && {
+    if (has_double) return model::MetricValue::of_double(double_value);
+    if (has_uint64) return model::MetricValue::of_uint(uint64_value);
+    if (has_float) return model::MetricValue::of_double(float_value);
+    if (has_uint32) return model::MetricValue::of_uint(uint32_value);
+    if (has_string) return model::MetricValue::of_string(std::move(string_value));
+    return std::nullopt;
+  }
+};
+
+// Enters a length-delimited sub-message: false when its length is malformed or runs past the
+// enclosing message.
+bool enter(CodedInputStream& in, CodedInputStream::Limit& limit) {
+  int size = 0;
+  if (!in.ReadVarintSizeAsInt(&size) || size > in.BytesUntilLimit()) return false;
+  if (!in.IncrementRecursionDepth()) return false;
+  limit = in.PushLimit(size);
+  return true;
+}
+
+// Leaves it: false unless it ended exactly at its length (a zero tag or an end-group inside
+// is malformed).
+bool leave(CodedInputStream& in, CodedInputStream::Limit limit) {
+  bool whole = in.ConsumedEntireMessage();
+  in.DecrementRecursionDepthAndPopLimit(limit);
+  return whole;
+}
+
+bool skip_sub_message(CodedInputStream& in) {
+  int size = 0;
+  return in.ReadVarintSizeAsInt(&size) && size <= in.BytesUntilLimit() && in.Skip(size);
+}
+
+bool read_value(CodedInputStream& in, WireValue& value) {
+  CodedInputStream::Limit limit;
+  if (!enter(in, limit)) return false;
+  while (std::uint32_t tag = in.ReadTag()) {
+    switch (tag) {
+      case tag_of(1, WireFormatLite::WIRETYPE_LENGTH_DELIMITED):
+        if (!WireFormatLite::ReadString(&in, &value.string_value)) return false;
+        value.has_string = true;
+        break;
+      case tag_of(2, WireFormatLite::WIRETYPE_FIXED32): {
+        std::uint32_t bits = 0;
+        if (!in.ReadLittleEndian32(&bits)) return false;
+        std::memcpy(&value.float_value, &bits, sizeof bits);
+        value.has_float = true;
+        break;
+      }
+      case tag_of(3, WireFormatLite::WIRETYPE_FIXED64): {
+        std::uint64_t bits = 0;
+        if (!in.ReadLittleEndian64(&bits)) return false;
+        std::memcpy(&value.double_value, &bits, sizeof bits);
+        value.has_double = true;
+        break;
+      }
+      case tag_of(4, WireFormatLite::WIRETYPE_VARINT):
+        if (!in.ReadVarint32(&value.uint32_value)) return false;
+        value.has_uint32 = true;
+        break;
+      case tag_of(5, WireFormatLite::WIRETYPE_VARINT):
+        if (!in.ReadVarint64(&value.uint64_value)) return false;
+        value.has_uint64 = true;
+        break;
+      default:
+        if (!WireFormatLite::SkipField(&in, tag)) return false;
+    }
+  }
+  return leave(in, limit);
+}
+
+bool read_instance(CodedInputStream& in, WireValue& correlation, WireValue& value) {
+  CodedInputStream::Limit limit;
+  if (!enter(in, limit)) return false;
+  while (std::uint32_t tag = in.ReadTag()) {
+    switch (tag) {
+      case tag_of(1, WireFormatLite::WIRETYPE_LENGTH_DELIMITED):
+        if (!read_value(in, correlation)) return false;
+        break;
+      case tag_of(2, WireFormatLite::WIRETYPE_LENGTH_DELIMITED):
+        if (!read_value(in, value)) return false;
+        break;
+      default:
+        if (!WireFormatLite::SkipField(&in, tag)) return false;
+    }
+  }
+  return leave(in, limit);
+}
+
+struct DecodedMetric {
+  std::uint32_t name_id = 0;
+  std::optional<model::MetricValue> value;
+  std::vector<model::MetricInstance> instances;
+};
+
+// One MetricResult (without its length prefix). Instances are skipped unread unless asked for:
+// they are most of a full report's bytes and only inspect shows them.
+bool read_metric(std::string_view bytes, bool with_instances, DecodedMetric& metric) {
+  CodedInputStream in(reinterpret_cast<const std::uint8_t*>(bytes.data()),
+                      static_cast<int>(bytes.size()));
+  in.PushLimit(static_cast<int>(bytes.size()));
+  WireValue value;
+  bool has_value = false;
+  while (std::uint32_t tag = in.ReadTag()) {
+    switch (tag) {
+      case tag_of(1, WireFormatLite::WIRETYPE_VARINT):
+        if (!in.ReadVarint32(&metric.name_id)) return false;
+        break;
+      case tag_of(2, WireFormatLite::WIRETYPE_LENGTH_DELIMITED):
+        if (!read_value(in, value)) return false;
+        has_value = true;
+        break;
+      case tag_of(3, WireFormatLite::WIRETYPE_LENGTH_DELIMITED): {
+        if (!with_instances) {
+          if (!skip_sub_message(in)) return false;
+          break;
+        }
+        WireValue correlation, instance_value;
+        if (!read_instance(in, correlation, instance_value)) return false;
+        auto converted = std::move(instance_value).to_model();
+        if (!converted) break;
+        metric.instances.push_back(
+            {std::move(correlation).to_model().value_or(model::MetricValue::of_uint(0)),
+             std::move(*converted)});
+        break;
+      }
+      default:
+        if (!WireFormatLite::SkipField(&in, tag)) return false;
+    }
+  }
+  if (!in.ConsumedEntireMessage()) return false;
+  if (has_value) metric.value = std::move(value).to_model();
+  return true;
+}
+
+bool is_declared_in_kernel_result(int field) {
+  switch (field) {
+    case 1:
+    case 2:
+    case 4:
+    case 5:
+    case 6:
+    case 7:
+    case 10:
+    case 11:
+    case 14:
+    case 19:
+    case 20:
+    case 22:
+    case 23:
+    case 26:
+    case 27:
+    case 31:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Splits a KernelResult into its metrics (field 13, decoded here without allocations per field)
+// and the other declared fields, copied for the generated parser (names, grid, rules: a few KB).
+// Undeclared fields (section bodies) are skipped as protobuf would skip them.
+bool split_kernel_result(std::string_view bytes, std::string& rest,
+                         std::vector<std::string_view>& metrics) {
+  CodedInputStream in(reinterpret_cast<const std::uint8_t*>(bytes.data()),
+                      static_cast<int>(bytes.size()));
+  in.PushLimit(static_cast<int>(bytes.size()));
+  for (;;) {
+    int start = in.CurrentPosition();
+    std::uint32_t tag = in.ReadTag();
+    if (tag == 0) break;
+    int field = WireFormatLite::GetTagFieldNumber(tag);
+    if (tag == tag_of(13, WireFormatLite::WIRETYPE_LENGTH_DELIMITED)) {
+      int size = 0;
+      if (!in.ReadVarintSizeAsInt(&size) || size > in.BytesUntilLimit()) return false;
+      metrics.push_back(
+          bytes.substr(static_cast<size_t>(in.CurrentPosition()), static_cast<size_t>(size)));
+      in.Skip(size);
+      continue;
+    }
+    if (!WireFormatLite::SkipField(&in, tag)) return false;
+    if (is_declared_in_kernel_result(field)) {
+      rest.append(bytes.substr(static_cast<size_t>(start),
+                               static_cast<size_t>(in.CurrentPosition() - start)));
+    }
+  }
+  return in.ConsumedEntireMessage();
+}
+
+[[noreturn]] void throw_corrupted_result(const std::string& path, const ResultContext& context) {
+  throw_invalid(path, InputPosition::byte(context.offset + 4),
+                fmt::format("corrupted kernel result: the {} bytes are not a valid message",
+                            context.bytes.size()));
+}
+
+// One kernel result into the model. Pure over its inputs, so results decode in parallel.
+model::Kernel decode_kernel(const std::string& path, const ResultContext& context, size_t index,
+                            const std::vector<std::string>& strings, const ImportOptions& options) {
+  std::string rest;
+  std::vector<std::string_view> metric_bytes;
+  if (!split_kernel_result(context.bytes, rest, metric_bytes)) {
+    throw_corrupted_result(path, context);
+  }
+  ncu_wire::KernelResult result;
+  if (!result.ParseFromArray(rest.data(), static_cast<int>(rest.size()))) {
+    throw_corrupted_result(path, context);
+  }
+  model::Kernel kernel;
+  kernel.id = index;
+  kernel.process_id = context.process.id;
+  kernel.process_name = context.process.name;
+  kernel.host = context.process.host;
+  kernel.thread_id = result.thread_id();
+  kernel.context_id = result.context_id();
+  kernel.stream_id = result.stream_id();
+  kernel.mangled_name = result.mangled_name();
+  kernel.function_name = result.function_name();
+  kernel.demangled_name = result.demangled_name();
+  kernel.grid = {result.grid().x(), result.grid().y(), result.grid().z()};
+  kernel.block = {result.block().x(), result.block().y(), result.block().z()};
+  kernel.metrics.reserve(metric_bytes.size());
+  // A malformed message anywhere in the result is reported before a metric naming a string
+  // that does not exist, as when the whole result was parsed first.
+  std::optional<std::uint32_t> unknown_name_id;
+  for (std::string_view bytes : metric_bytes) {
+    DecodedMetric decoded;
+    if (!read_metric(bytes, options.instances, decoded)) throw_corrupted_result(path, context);
+    if (decoded.name_id >= context.strings_visible) {
+      if (!unknown_name_id) unknown_name_id = decoded.name_id;
+      continue;
+    }
+    if (!decoded.value) continue;  // no aggregate recorded: the metric is missing, not zero
+    model::Metric metric;
+    metric.name = strings[decoded.name_id];
+    metric.value = std::move(*decoded.value);
+    metric.instances = std::move(decoded.instances);
+    kernel.metrics.push_back(std::move(metric));
+  }
+  if (unknown_name_id) {
+    throw_invalid(path, InputPosition::byte(context.offset),
+                  fmt::format("kernel result {} names metric id {} but the string table "
+                              "holds only {} names",
+                              index, *unknown_name_id, context.strings_visible));
+  }
+  model::sort_metrics(kernel.metrics);
+  if (auto device = kernel.number("launch__device_id")) {
+    kernel.device_id = static_cast<std::uint32_t>(*device);
+  }
+  for (const ncu_wire::RuleResult& rule : result.rules()) {
+    for (const ncu_wire::RuleBodyItem& item : rule.body().items()) {
+      if (!item.has_message()) continue;
+      model::RuleFinding finding;
+      finding.rule = rule.identifier();
+      finding.section = rule.section_identifier();
+      finding.type = convert_rule_type(item.message().type());
+      finding.message = render_rule_markup(item.message().text());
+      if (item.has_speedup() && item.speedup().has_value()) {
+        finding.speedup_type = speedup_type_name(item.speedup().type());
+        finding.estimated_speedup = item.speedup().value();
+      }
+      kernel.rules.push_back(std::move(finding));
+    }
+  }
+  return kernel;
+}
+
+// Runs task(0) … task(count - 1) on up to `threads` threads (0: one per hardware thread).
+template <typename Task>
+void run_tasks(size_t count, unsigned threads, const Task& task) {
+  size_t workers = threads != 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+  workers = std::min(workers, count);
+  if (workers <= 1) {
+    for (size_t i = 0; i < count; ++i) task(i);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  std::vector<std::jthread> pool;
+  pool.reserve(workers);
+  for (size_t w = 0; w < workers; ++w) {
+    pool.emplace_back([&] {
+      for (size_t i = next++; i < count; i = next++) task(i);
+    });
+  }
+}
+
 class ReportBuilder {
  public:
   ReportBuilder(const std::string& path) : path_(path) {
@@ -159,68 +475,21 @@ class ReportBuilder {
     }
   }
 
-  void add_kernel(const ncu_wire::KernelResult& result, size_t offset) {
-    model::Kernel kernel;
-    kernel.id = report_.kernels.size();
+  // Where the next kernel result's context comes from: the process of the latest block header
+  // (else the session's), and the string-table entries visible at this point of the file.
+  ResultContext context_for(std::string_view bytes, size_t offset) const {
+    ResultContext context{bytes, offset, strings_.size(), {}};
     if (have_process_) {
-      kernel.process_id = current_process_.id;
-      kernel.process_name = current_process_.name;
-      kernel.host = current_process_.host;
+      context.process = current_process_;
     } else if (report_.session.process_id) {
-      kernel.process_id = *report_.session.process_id;
+      context.process.id = *report_.session.process_id;
     }
-    kernel.thread_id = result.thread_id();
-    kernel.context_id = result.context_id();
-    kernel.stream_id = result.stream_id();
-    kernel.mangled_name = result.mangled_name();
-    kernel.function_name = result.function_name();
-    kernel.demangled_name = result.demangled_name();
-    kernel.grid = {result.grid().x(), result.grid().y(), result.grid().z()};
-    kernel.block = {result.block().x(), result.block().y(), result.block().z()};
-    kernel.metrics.reserve(static_cast<size_t>(result.metrics_size()));
-    for (const ncu_wire::MetricResult& wire : result.metrics()) {
-      if (wire.name_id() >= strings_.size()) {
-        throw_invalid(path_, InputPosition::byte(offset),
-                      fmt::format("kernel result {} names metric id {} but the string table "
-                                  "holds only {} names",
-                                  kernel.id, wire.name_id(), strings_.size()));
-      }
-      model::Metric metric;
-      metric.name = strings_[wire.name_id()];
-      auto value = wire.has_value() ? convert_value(wire.value()) : std::nullopt;
-      if (!value) continue;  // no aggregate recorded: the metric is missing, not zero
-      metric.value = std::move(*value);
-      metric.instances.reserve(static_cast<size_t>(wire.instances_size()));
-      for (const ncu_wire::MetricInstance& instance : wire.instances()) {
-        auto instance_value = convert_value(instance.value());
-        if (!instance_value) continue;
-        auto correlation = convert_value(instance.correlation_id());
-        metric.instances.push_back(
-            {correlation.value_or(model::MetricValue::of_uint(0)), std::move(*instance_value)});
-      }
-      kernel.metrics.push_back(std::move(metric));
-    }
-    model::sort_metrics(kernel.metrics);
-    if (auto device = kernel.number("launch__device_id")) {
-      kernel.device_id = static_cast<std::uint32_t>(*device);
-    }
-    for (const ncu_wire::RuleResult& rule : result.rules()) {
-      for (const ncu_wire::RuleBodyItem& item : rule.body().items()) {
-        if (!item.has_message()) continue;
-        model::RuleFinding finding;
-        finding.rule = rule.identifier();
-        finding.section = rule.section_identifier();
-        finding.type = convert_rule_type(item.message().type());
-        finding.message = render_rule_markup(item.message().text());
-        if (item.has_speedup() && item.speedup().has_value()) {
-          finding.speedup_type = speedup_type_name(item.speedup().type());
-          finding.estimated_speedup = item.speedup().value();
-        }
-        kernel.rules.push_back(std::move(finding));
-      }
-    }
-    report_.kernels.push_back(std::move(kernel));
+    return context;
   }
+
+  void add_kernel(model::Kernel kernel) { report_.kernels.push_back(std::move(kernel)); }
+
+  const std::vector<std::string>& strings() const { return strings_; }
 
   model::Report finish() {
     // ncu numbers results grouped by process, lower process ids first (seen in a two-process
@@ -339,37 +608,10 @@ class ReportBuilder {
   std::optional<ncu_wire::ProfilerSettings> stored_settings_;
 };
 
-}  // namespace
-
-bool NcuRepImporter::recognizes(std::string_view head) const {
-  return head.size() >= kMagic.size() && head.substr(0, kMagic.size()) == kMagic;
-}
-
-model::Report NcuRepImporter::parse(const std::string& path, std::string_view bytes) const {
-  if (!recognizes(bytes)) {
-    throw_invalid(path, InputPosition::byte(0), "not an Nsight Compute report: missing \"NVR\\0\"");
-  }
-  Cursor cursor(path, bytes);
-  cursor.take(kMagic.size(), "the magic");
-  ReportBuilder builder(path);
-
-  size_t header_offset = cursor.offset();
-  std::string_view header_bytes = cursor.take_entry("the file header");
-  ncu_wire::FileHeader file_header;
-  parse_or_throw(file_header, header_bytes, path, header_offset, "file header");
-  if (file_header.version() != kKnownVersion) {
-    throw_invalid(path, InputPosition::byte(header_offset),
-                  fmt::format("report format version {} is not supported (kprof reads version "
-                              "{}, written by Nsight Compute 2023.x-2025.x)",
-                              file_header.version(), kKnownVersion));
-  }
-  builder.set_version(file_header.version());
-
-  if (cursor.at_end()) {
-    throw_invalid(path, InputPosition::byte(cursor.offset()),
-                  "truncated: the report ends after its file header, before any block");
-  }
-  google::protobuf::Arena arena;
+// The blocks after the file header: block headers into the builder, kernel results located
+// (not decoded) in `results`, other entries checked and counted.
+void walk_container(const std::string& path, Cursor& cursor, ReportBuilder& builder,
+                    std::vector<ResultContext>& results) {
   while (!cursor.at_end()) {
     size_t block_offset = cursor.offset();
     std::string_view block_bytes = cursor.take_entry("a block header");
@@ -399,10 +641,7 @@ model::Report NcuRepImporter::parse(const std::string& path, std::string_view by
         throw_invalid(path, InputPosition::byte(at),
                       "truncated block: a kernel result runs past the end of its block");
       }
-      auto* result = google::protobuf::Arena::CreateMessage<ncu_wire::KernelResult>(&arena);
-      parse_or_throw(*result, data, path, at + 4, "kernel result");
-      builder.add_kernel(*result, at);
-      arena.Reset();
+      results.push_back(builder.context_for(data, at));
     }
     struct Skipped {
       std::uint32_t count;
@@ -435,6 +674,64 @@ model::Report NcuRepImporter::parse(const std::string& path, std::string_view by
                                 entries.remaining()));
     }
   }
+}
+
+}  // namespace
+
+bool NcuRepImporter::recognizes(std::string_view head) const {
+  return head.size() >= kMagic.size() && head.substr(0, kMagic.size()) == kMagic;
+}
+
+model::Report NcuRepImporter::parse(const std::string& path, std::string_view bytes,
+                                    const ImportOptions& options) const {
+  if (!recognizes(bytes)) {
+    throw_invalid(path, InputPosition::byte(0), "not an Nsight Compute report: missing \"NVR\\0\"");
+  }
+  Cursor cursor(path, bytes);
+  cursor.take(kMagic.size(), "the magic");
+  ReportBuilder builder(path);
+
+  size_t header_offset = cursor.offset();
+  std::string_view header_bytes = cursor.take_entry("the file header");
+  ncu_wire::FileHeader file_header;
+  parse_or_throw(file_header, header_bytes, path, header_offset, "file header");
+  if (file_header.version() != kKnownVersion) {
+    throw_invalid(path, InputPosition::byte(header_offset),
+                  fmt::format("report format version {} is not supported (kprof reads version "
+                              "{}, written by Nsight Compute 2023.x-2025.x)",
+                              file_header.version(), kKnownVersion));
+  }
+  builder.set_version(file_header.version());
+
+  if (cursor.at_end()) {
+    throw_invalid(path, InputPosition::byte(cursor.offset()),
+                  "truncated: the report ends after its file header, before any block");
+  }
+  // First the container, serially (block headers carry the string table and the process the
+  // results after them refer to), then the kernel results, independent of each other, in
+  // parallel. A container error is held back until the results before it are decoded, so that
+  // the first error in file order is the one reported, as a reader going front to back would.
+  std::vector<ResultContext> results;
+  std::exception_ptr container_error;
+  try {
+    walk_container(path, cursor, builder, results);
+  } catch (const InputError&) {
+    container_error = std::current_exception();
+  }
+  std::vector<model::Kernel> kernels(results.size());
+  std::vector<std::exception_ptr> errors(results.size());
+  run_tasks(results.size(), options.threads, [&](size_t i) {
+    try {
+      kernels[i] = decode_kernel(path, results[i], i, builder.strings(), options);
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  });
+  for (const std::exception_ptr& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
+  if (container_error) std::rethrow_exception(container_error);
+  for (model::Kernel& kernel : kernels) builder.add_kernel(std::move(kernel));
   return builder.finish();
 }
 

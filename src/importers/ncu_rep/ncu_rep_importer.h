@@ -19,7 +19,8 @@ class NcuRepImporter final : public Importer {
   bool recognizes(std::string_view head) const override;
 
  protected:
-  model::Report parse(const std::string& path, std::string_view bytes) const override;
+  model::Report parse(const std::string& path, std::string_view bytes,
+                      const ImportOptions& options) const override;
 };
 
 }  // namespace kprof::importers

@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "common/sqlite.h"
 #include "common/utf8.h"
+#include "model/kernel_names.h"
 
 namespace kprof::importers {
 namespace {
@@ -67,30 +68,45 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
       sink.on_span(event.timestamp_us, event.duration_us);
     }
   };
-  each(
-      "SELECT k.start, k.end, k.deviceId, k.streamId, k.correlationId, "
-      "COALESCE(d.value, s.value, ''), k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY, k.blockZ, "
-      "k.registersPerThread, k.staticSharedMemory + k.dynamicSharedMemory "
-      "FROM CUPTI_ACTIVITY_KIND_KERNEL k "
-      "LEFT JOIN StringIds d ON d.id = k.demangledName LEFT JOIN StringIds s ON s.id = k.shortName",
-      [&](sqlite::Statement& row) {
-        TraceEvent event;
-        event.category = "kernel";
-        set_times(event, row);
-        event.device = row.optional_integer(2);
-        event.stream = row.optional_integer(3);
-        event.correlation = row.optional_integer(4);
-        event.name = row.text_view(5, name_storage);
-        for (int i = 0; i < 3; ++i) {
-          event.grid[i] = row.optional_integer(6 + i);
-          event.block[i] = row.optional_integer(9 + i);
-        }
-        if (auto registers = row.optional_integer(12))
-          event.registers_per_thread = static_cast<double>(*registers);
-        if (auto shared = row.optional_integer(13))
-          event.shared_memory = static_cast<double>(*shared);
-        deliver(event);
-      });
+  // nsys's demangledName is spelled by its own demangler ("(bool)1", "<unnamed>"); PyTorch's
+  // traces and kprof's joins spell names as libstdc++ demangles them, so the mangled name is
+  // demangled here when the export has one (and a name that arrives mangled anyway is too).
+  bool has_mangled = false;
+  each("SELECT name FROM pragma_table_info('CUPTI_ACTIVITY_KIND_KERNEL')",
+       [&](sqlite::Statement& row) { has_mangled = has_mangled || row.text(0) == "mangledName"; });
+  std::string demangled_storage;
+  each(fmt::format(
+           "SELECT k.start, k.end, k.deviceId, k.streamId, k.correlationId, "
+           "COALESCE(d.value, s.value, ''), k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY, "
+           "k.blockZ, k.registersPerThread, k.staticSharedMemory + k.dynamicSharedMemory, {} "
+           "FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN StringIds d ON d.id = k.demangledName "
+           "LEFT JOIN StringIds s ON s.id = k.shortName{}",
+           has_mangled ? "m.value" : "NULL",
+           has_mangled ? " LEFT JOIN StringIds m ON m.id = k.mangledName" : ""),
+       [&](sqlite::Statement& row) {
+         TraceEvent event;
+         event.category = "kernel";
+         set_times(event, row);
+         event.device = row.optional_integer(2);
+         event.stream = row.optional_integer(3);
+         event.correlation = row.optional_integer(4);
+         event.name = row.text_view(5, name_storage);
+         std::string mangled_storage;
+         std::string_view mangled = row.text_view(14, mangled_storage);
+         if (auto demangled = model::demangle(mangled.empty() ? event.name : mangled)) {
+           demangled_storage = std::move(*demangled);
+           event.name = demangled_storage;
+         }
+         for (int i = 0; i < 3; ++i) {
+           event.grid[i] = row.optional_integer(6 + i);
+           event.block[i] = row.optional_integer(9 + i);
+         }
+         if (auto registers = row.optional_integer(12))
+           event.registers_per_thread = static_cast<double>(*registers);
+         if (auto shared = row.optional_integer(13))
+           event.shared_memory = static_cast<double>(*shared);
+         deliver(event);
+       });
   struct CopyTable {
     const char* table;
     const char* category;

@@ -1,0 +1,171 @@
+// The built-in stage table against real engine kernel names (tests/analysis/data/
+// engine_kernel_names.tsv, see the README there): right on the held-out names it was not tuned on,
+// and wrong exactly where the data says it is, for the reason given there.
+#include "analysis/stages.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace kprof::analysis {
+namespace {
+
+struct LabelledName {
+  std::string name, expected_stage, library, source, provenance, split, known_miss;
+};
+
+std::string corpus_path(const std::string& file) {
+  return std::string(KPROF_TESTS_DIR) + "/analysis/data/" + file;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<std::string> split_tabs(const std::string& line) {
+  std::vector<std::string> fields;
+  std::string::size_type start = 0;
+  for (;;) {
+    auto tab = line.find('\t', start);
+    fields.push_back(line.substr(start, tab - start));
+    if (tab == std::string::npos) return fields;
+    start = tab + 1;
+  }
+}
+
+std::vector<LabelledName> load_corpus() {
+  std::ifstream in(corpus_path("engine_kernel_names.tsv"));
+  std::vector<LabelledName> names;
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "name\texpected_stage\tlibrary\tsource\tprovenance\tsplit\tknown_miss\tnote");
+  while (std::getline(in, line)) {
+    auto f = split_tabs(line);
+    EXPECT_EQ(f.size(), 8u) << line;
+    if (f.size() != 8) continue;
+    names.push_back({f[0], f[1], f[2], f[3], f[4], f[5], f[6]});
+  }
+  return names;
+}
+
+// FNV-1a, 64 bits, over the name's bytes: a split anyone can recompute, independent of the order
+// of the file and of the table under test.
+std::uint64_t fnv1a64(const std::string& text) {
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+struct Score {
+  int right = 0, total = 0;
+};
+
+Score score(const StageTable& table, const std::vector<LabelledName>& names,
+            const std::string& split) {
+  Score s;
+  for (const LabelledName& n : names) {
+    if (n.split != split) continue;
+    ++s.total;
+    if (table.stage_of_name(n.name) == n.expected_stage) ++s.right;
+  }
+  return s;
+}
+
+TEST(StageCorpus, IsRealNamesWithSourcesSplitByHash) {
+  auto names = load_corpus();
+  ASSERT_GE(names.size(), 300u);
+  std::set<std::string> distinct;
+  int held_out = 0;
+  for (const LabelledName& n : names) {
+    EXPECT_TRUE(distinct.insert(n.name).second) << "listed twice: " << n.name;
+    EXPECT_FALSE(n.source.empty()) << n.name;
+    EXPECT_TRUE(n.provenance == "verbatim" || n.provenance == "reconstructed") << n.name;
+    // One name in five is held out: FNV-1a residue 1 modulo 5 (residue 0 was the first choice;
+    // its misses were read while the table was written, so it is no longer held out).
+    EXPECT_EQ(n.split, fnv1a64(n.name) % 5 == 1 ? "heldout" : "tuning") << n.name;
+    if (n.split == "heldout") ++held_out;
+  }
+  EXPECT_EQ(held_out, 84);
+}
+
+TEST(StageCorpus, EveryExpectedStageIsOneTheTableCanGive) {
+  StageTable table = load_stage_table();
+  std::set<std::string> stages{"other"};
+  for (const StageRule& rule : table.rules) stages.insert(rule.stage);
+  for (const LabelledName& n : load_corpus()) {
+    EXPECT_TRUE(stages.count(n.expected_stage)) << n.expected_stage << " for " << n.name;
+  }
+}
+
+// The rows marked known_miss are exactly the names the table files wrongly: a fix shows up as a
+// stale mark, a regression as an unexplained miss.
+TEST(StageCorpus, MissesAreExactlyTheExplainedOnes) {
+  StageTable table = load_stage_table();
+  for (const LabelledName& n : load_corpus()) {
+    std::string stage = table.stage_of_name(n.name);
+    if (n.known_miss.empty()) {
+      EXPECT_EQ(stage, n.expected_stage) << n.split << " name: " << n.name;
+    } else {
+      EXPECT_NE(stage, n.expected_stage) << "marked as a miss but right: " << n.name;
+      // The reason starts with what the table does with it.
+      EXPECT_EQ(n.known_miss.rfind("filed " + stage + ": ", 0), 0u) << n.known_miss;
+    }
+  }
+}
+
+// The table was written from the tuning rows only. Measured on the held-out rows: 75 of 84
+// (89.3 %). Issue 14 asks for 95 %; the nine misses each carry a word no tuning name has (see
+// their known_miss), so reaching it means new tuning names, not edits aimed at these rows.
+TEST(StageCorpus, HeldOutNamesFiledRight) {
+  auto names = load_corpus();
+  Score held_out = score(load_stage_table(), names, "heldout");
+  ASSERT_EQ(held_out.total, 84);
+  RecordProperty("held_out_right", held_out.right);
+  EXPECT_GE(held_out.right, 75);
+  Score tuning = score(load_stage_table(), names, "tuning");
+  EXPECT_GE(tuning.right, tuning.total - 2);
+}
+
+// The table kprof shipped before issue 14 (tests/analysis/data/stages_before_issue14.json),
+// scored on the same held-out rows in its own vocabulary: MoE dispatch and combine were one stage,
+// routing was filed with the expert GEMMs, prefill attention was plain attention and quantisation
+// had no stage.
+TEST(StageCorpus, HeldOutBeatsTheTableBeforeIssue14) {
+  const std::string path = corpus_path("stages_before_issue14.json");
+  StageTable before = parse_stage_table(path, read_text(path));
+  const std::map<std::string, std::string> old_vocabulary{{"moe_dispatch", "moe_dispatch_combine"},
+                                                          {"moe_combine", "moe_dispatch_combine"},
+                                                          {"moe_routing", "moe_gemm"},
+                                                          {"attention_prefill", "attention"},
+                                                          {"quantization", "other"}};
+  auto names = load_corpus();
+  int before_right = 0, before_right_strict = 0, total = 0;
+  for (const LabelledName& n : names) {
+    if (n.split != "heldout") continue;
+    ++total;
+    std::string stage = before.stage_of_name(n.name);
+    auto folded = old_vocabulary.find(n.expected_stage);
+    if (stage == (folded == old_vocabulary.end() ? n.expected_stage : folded->second)) {
+      ++before_right;
+    }
+    if (stage == n.expected_stage) ++before_right_strict;
+  }
+  EXPECT_EQ(before_right, 60);         // 71.4 % of 84, even in its own vocabulary
+  EXPECT_EQ(before_right_strict, 47);  // 56.0 % in today's
+  EXPECT_GT(score(load_stage_table(), names, "heldout").right, before_right);
+}
+
+}  // namespace
+}  // namespace kprof::analysis
