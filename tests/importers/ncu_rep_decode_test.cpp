@@ -67,7 +67,9 @@ TEST(NcuRepDecode, SkippingInstancesKeepsEveryAggregate) {
         metric.instances.clear();
       }
     }
-    if (std::string(name).find("full") != std::string::npos) EXPECT_GT(instances, 0u);
+    if (std::string(name).find("full") != std::string::npos) {
+      EXPECT_GT(instances, 0u);
+    }
     EXPECT_EQ(everything(without), everything(with));
   }
 }
