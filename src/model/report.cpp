@@ -148,13 +148,24 @@ bool fix(std::vector<std::string>& texts) {
 
 bool fix(MetricValue& value) { return fix(value.text); }
 
+bool fix(ProfilerSettings& s);
+bool fix(Session& s);
+
+// Every field is repaired, whatever the others did (no short-circuit).
+template <typename... Fields>
+bool fix_all(Fields&... fields) {
+  bool changed = false;
+  ((changed |= fix(fields)), ...);
+  return changed;
+}
+
 bool fix_metrics(std::vector<Metric>& metrics) {
   bool renamed = false, changed = false;
   for (Metric& metric : metrics) {
     renamed |= fix(metric.name);
-    changed |= fix(metric.value) | fix(metric.unit) | fix(metric.section) | fix(metric.label);
+    changed |= fix_all(metric.value, metric.unit, metric.section, metric.label);
     for (MetricInstance& instance : metric.instances) {
-      changed |= fix(instance.correlation_id) | fix(instance.value);
+      changed |= fix_all(instance.correlation_id, instance.value);
     }
   }
   if (renamed) sort_metrics(metrics);
@@ -162,32 +173,34 @@ bool fix_metrics(std::vector<Metric>& metrics) {
 }
 
 bool fix(ProfilerSettings& s) {
-  return fix(s.settings_source) | fix(s.sets) | fix(s.sections) | fix(s.metrics) |
-         fix(s.kernel_name) | fix(s.kernel_name_base) | fix(s.kernel_id) | fix(s.replay_mode) |
-         fix(s.clock_control) | fix(s.cache_control) | fix(s.target_processes) | fix(s.nvtx) |
-         fix(s.profile_from_start) | fix(s.export_path) | fix(s.application);
+  return fix_all(s.settings_source, s.sets, s.sections, s.metrics, s.kernel_name,
+                 s.kernel_name_base, s.kernel_id, s.replay_mode, s.clock_control, s.cache_control,
+                 s.target_processes, s.nvtx, s.profile_from_start, s.export_path, s.application);
 }
 
 bool fix(Session& s) {
-  bool changed = fix(s.ncu_version) | fix(s.cuda_version) | fix(s.command_line) | fix(s.host_os) |
-                 fix(s.target_os) | fix(s.target_cpu) | fix(s.comments) | fix(s.settings);
-  for (auto& [provider, version] : s.versions) changed |= fix(provider) | fix(version);
+  bool changed = fix_all(s.ncu_version, s.cuda_version, s.command_line, s.host_os, s.target_os,
+                         s.target_cpu, s.comments, s.settings);
+  for (auto& [provider, version] : s.versions) changed |= fix_all(provider, version);
   return changed;
 }
 
 }  // namespace
 
 bool make_valid_utf8(Report& report) {
-  // Bitwise | on purpose: every field is fixed, none skipped by short-circuiting.
-  bool changed = fix(report.path) | fix(report.session);
-  for (Process& process : report.processes) changed |= fix(process.name) | fix(process.host);
-  for (Device& device : report.devices)
-    changed |= fix(device.name) | fix_metrics(device.attributes);
+  // Every field is fixed, none skipped by short-circuiting (fix_all, |=).
+  bool changed = fix_all(report.path, report.session);
+  for (Process& process : report.processes) changed |= fix_all(process.name, process.host);
+  for (Device& device : report.devices) {
+    changed |= fix(device.name);
+    changed |= fix_metrics(device.attributes);
+  }
   for (Kernel& kernel : report.kernels) {
-    changed |= fix(kernel.process_name) | fix(kernel.host) | fix(kernel.mangled_name) |
-               fix(kernel.function_name) | fix(kernel.demangled_name) | fix_metrics(kernel.metrics);
+    changed |= fix_all(kernel.process_name, kernel.host, kernel.mangled_name, kernel.function_name,
+                       kernel.demangled_name);
+    changed |= fix_metrics(kernel.metrics);
     for (RuleFinding& rule : kernel.rules) {
-      changed |= fix(rule.rule) | fix(rule.section) | fix(rule.message) | fix(rule.speedup_type);
+      changed |= fix_all(rule.rule, rule.section, rule.message, rule.speedup_type);
     }
   }
   return changed;

@@ -454,7 +454,7 @@ void run_tasks(size_t count, unsigned threads, const Task& task) {
 
 class ReportBuilder {
  public:
-  ReportBuilder(const std::string& path) : path_(path) {
+  explicit ReportBuilder(const std::string& path) {
     report_.path = path;
     report_.format = model::SourceFormat::kNcuRep;
   }
@@ -600,7 +600,6 @@ class ReportBuilder {
     }
   }
 
-  const std::string& path_;
   model::Report report_;
   std::vector<std::string> strings_;  // cumulative over all block headers, in file order
   model::Process current_process_;
