@@ -183,4 +183,26 @@ TEST(BadInput, CsvDetailsRowEndingBeforeALaterColumnNamesItsLine) {
 }
 
 }  // namespace
+// Found by fuzz_ncu_csv under UBSan: an integer too large for 64 bits was cast to uint64_t
+// (undefined; on x86 it read as 2^63). It is kept as the double it is.
+TEST(BadInput, CsvIntegerBeyondSixtyFourBitsIsKeptAsADouble) {
+  const std::string header =
+      "\"ID\",\"Kernel Name\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric "
+      "Value\"\n";
+  const std::string huge = "1" + std::string(30, '0');
+  model::Report report =
+      import_bytes("big.csv", header + "\"0\",\"k\",\"s\",\"n\",\"\",\"" + huge + "\"\n" +
+                                  "\"0\",\"k\",\"s\",\"m\",\"\",\"18446744073709551615\"\n");
+  ASSERT_EQ(report.kernels.size(), 1u);
+  ASSERT_EQ(report.kernels[0].metrics.size(), 2u);
+  const model::MetricValue& big = report.kernels[0].metrics[0].value;
+  EXPECT_EQ(big.kind, model::MetricValue::Kind::kDouble);
+  EXPECT_EQ(big.real, 1e30);
+  // The largest 64-bit integer's text rounds to 2^64 as a double: kept as a double too, not
+  // wrapped.
+  const model::MetricValue& edge = report.kernels[0].metrics[1].value;
+  EXPECT_EQ(edge.kind, model::MetricValue::Kind::kDouble);
+  EXPECT_EQ(edge.real, 18446744073709551616.0);
+}
+
 }  // namespace kprof::importers

@@ -135,7 +135,8 @@ std::optional<model::MetricValue> convert_printed_value(std::string_view printed
   auto number = parse_ncu_number(text);
   if (!number) return model::MetricValue::of_string(std::string(text));
   bool integral_text = text.find_first_of(".eE-") == std::string_view::npos;
-  if (scale.factor == 1 && integral_text) {
+  // 2^64 and above (the text of 2^64 - 1 rounds to it) would not fit: kept as the double it is.
+  if (scale.factor == 1 && integral_text && *number < 18446744073709551616.0) {
     return model::MetricValue::of_uint(static_cast<std::uint64_t>(*number));
   }
   return model::MetricValue::of_double(*number * scale.factor);
