@@ -13,18 +13,9 @@ namespace {
 
 // Every subcommand, in the order `kprof --help` lists them.
 constexpr DefineCommand kCommands[] = {
-    define_analyze,
-    define_capture,
-    define_doctor,
-    define_k8s,
-    define_inspect,
-    define_rank,
-    define_budget,
-    define_report,
-    define_diff,
-    define_db,
-    define_explain,
-    define_gpus,
+    define_analyze, define_capture, define_doctor,   define_k8s,       define_inspect,
+    define_rank,    define_budget,  define_report,   define_diff,      define_db,
+    define_explain, define_gpus,    define_selftest, define_calibrate,
 };
 
 constexpr const char* kDescription =
@@ -34,11 +25,12 @@ constexpr const char* kDescription =
     "            4 input invalid (not a known format, truncated, corrupted),\n"
     "            5 nothing selected (a --kernel filter matched no kernel, an unknown GPU name,\n"
     "            diff: no kernel in common, report --trace: no captured kernel in the trace),\n"
-    "            6 kprof diff found a regression, 7 the ncu run failed or profiled nothing\n"
-    "            (capture, explain, k8s), 8 capture timed out or was interrupted (bundle\n"
-    "            marked incomplete), 9 not ready: ncu or kubectl missing, or unable to profile\n"
-    "            (capture, doctor, k8s), 10 a Kubernetes call failed or something kprof\n"
-    "            created is left (k8s),\n"
+    "            6 kprof diff found a regression, or selftest a verdict other than expected,\n"
+    "            7 the ncu run failed or profiled nothing (capture, explain, k8s, selftest),\n"
+    "            8 capture timed out or was interrupted (bundle marked incomplete; selftest\n"
+    "            interrupted), 9 not ready: ncu or kubectl missing, or unable to profile\n"
+    "            (capture, doctor, k8s), no NVIDIA driver or GPU (selftest, calibrate),\n"
+    "            10 a Kubernetes call failed or something kprof created is left (k8s),\n"
     "            11 output could not be written (disk full, permission denied, read-only\n"
     "            file system).";
 
@@ -82,8 +74,8 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::ParseError& error) {
     // CLI11 reports help requested on a subcommand as a CallForHelp too; anything else is a
     // usage error with a pointer to --help.
-    return fail(ExitCode::kUsage, fmt::format("{}\nRun 'kprof --help' or 'kprof COMMAND --help'.",
-                                              error.what()));
+    return fail(ExitCode::kUsage,
+                fmt::format("{}\nRun 'kprof --help' or 'kprof COMMAND --help'.", error.what()));
   }
   if (!runner) return fail(ExitCode::kUsage, "no command given; run 'kprof --help'");
   try {
