@@ -56,5 +56,7 @@ void define_capture(CLI::App& parent, Runner& runner);
 void define_trace(CLI::App& parent, Runner& runner);
 void define_doctor(CLI::App& parent, Runner& runner);
 void define_k8s(CLI::App& parent, Runner& runner);
+void define_selftest(CLI::App& parent, Runner& runner);
+void define_calibrate(CLI::App& parent, Runner& runner);
 
 }  // namespace kprof::cli
