@@ -352,6 +352,7 @@ Calibration calibrate(int repeats, const RunOptions& options) {
        "over the kernel's time. mma.sync only: on Hopper and Blackwell datacenter GPUs the "
        "datasheet rate needs wgmma/tcgen05, which this does not use"},
   };
+  const int device_arch = session.device().cc_major * 10 + session.device().cc_minor;
   for (const ThroughputCeiling& t : kThroughputs) {
     const KernelSpec* spec = table.find(t.kernel);
     if (!spec) throw std::logic_error(fmt::format("the selftest table lacks {}", t.kernel));
@@ -359,6 +360,12 @@ Calibration calibrate(int repeats, const RunOptions& options) {
       session.notes().push_back(
           fmt::format("{} not measured: {} needs sm_{} or newer PTX; sm_{} was loaded", t.name,
                       t.kernel, spec->min_arch, session.ptx_arch()));
+      continue;
+    }
+    if (std::find(spec->emulated_on.begin(), spec->emulated_on.end(), device_arch) !=
+        spec->emulated_on.end()) {
+      session.notes().push_back(
+          fmt::format("{} not measured on sm_{}: {}", t.name, device_arch, spec->emulated_why));
       continue;
     }
     auto kernel = session.prepare(t.kernel);

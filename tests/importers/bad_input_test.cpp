@@ -195,12 +195,19 @@ TEST(BadInput, CsvIntegerBeyondSixtyFourBitsIsKeptAsADouble) {
                                   "\"0\",\"k\",\"s\",\"m\",\"\",\"18446744073709551615\"\n");
   ASSERT_EQ(report.kernels.size(), 1u);
   ASSERT_EQ(report.kernels[0].metrics.size(), 2u);
-  const model::MetricValue& big = report.kernels[0].metrics[0].value;
+  auto value_of = [&](const std::string& name) {
+    for (const auto& metric : report.kernels[0].metrics) {
+      if (metric.name == name) return metric.value;
+    }
+    ADD_FAILURE() << "no metric " << name;
+    return model::MetricValue{};
+  };
+  const model::MetricValue big = value_of("s: n");
   EXPECT_EQ(big.kind, model::MetricValue::Kind::kDouble);
   EXPECT_EQ(big.real, 1e30);
   // The largest 64-bit integer's text rounds to 2^64 as a double: kept as a double too, not
   // wrapped.
-  const model::MetricValue& edge = report.kernels[0].metrics[1].value;
+  const model::MetricValue edge = value_of("s: m");
   EXPECT_EQ(edge.kind, model::MetricValue::Kind::kDouble);
   EXPECT_EQ(edge.real, 18446744073709551616.0);
 }
