@@ -337,7 +337,7 @@ Calibration calibrate(int repeats, const RunOptions& options) {
        "float4 copy between two buffers far larger than L2; bytes read + bytes written over the "
        "kernel's time"},
       {"l2_bandwidth", "k_l2_reread", "byte/s",
-       "four 16-byte ld.global.cg loads per thread per round from a buffer that fits in L2, "
+       "eight 16-byte ld.global.cg loads per thread per round from a buffer that fits in L2, "
        "re-read every round; bytes read over the kernel's time"},
       {"fp32_flops", "k_fp32_fma", "flop/s",
        "four independent FP32 FMA chains per thread; 2 FLOP per FMA over the kernel's time"},

@@ -110,8 +110,8 @@ TEST_F(FakeDriver, RunsEverySelftestKernelAsPlannedAndFreesEverything) {
     return std::string("(not launched)");
   };
   EXPECT_EQ(launch_of("k_l2_reread"),
-            "launch k_l2_reread grid=528 block=512 shared=0 "
-            "args=buf0[17301504]+0,buf1[4325376]+0,128");
+            "launch k_l2_reread grid=528 block=256 shared=0 "
+            "args=buf0[17301504]+0,buf1[2162688]+0,128");
   // Above 48 KB only after the opt-in attribute, which the stand-in enforces.
   EXPECT_EQ(
       launch_of("k_smem_chase"),
@@ -221,8 +221,8 @@ TEST_F(FakeDriver, CalibrationFiguresAreWorkOverTheBestTime) {
   EXPECT_EQ(by_name["dram_bandwidth"].unit, "byte/s");
   EXPECT_TRUE(near(by_name["dram_bandwidth"].best_seconds, 500e-6));
   EXPECT_TRUE(near(by_name["dram_bandwidth"].median_seconds, 500e-6));
-  // 128 rounds x 528 blocks x 512 threads x 64 bytes in 250 us.
-  EXPECT_TRUE(near(by_name["l2_bandwidth"].figure, 128.0 * 528 * 512 * 64 / 250e-6));
+  // 128 rounds x 528 blocks x 256 threads x 128 bytes in 250 us.
+  EXPECT_TRUE(near(by_name["l2_bandwidth"].figure, 128.0 * 528 * 256 * 128 / 250e-6));
   // 2112 x 256 threads x 8192 iterations x 8 FLOP in 600 us; FP64: 4096 iterations in 580 us.
   EXPECT_TRUE(near(by_name["fp32_flops"].figure, 2112.0 * 256 * 8192 * 8 / 600e-6));
   EXPECT_EQ(by_name["fp32_flops"].unit, "flop/s");
