@@ -212,4 +212,18 @@ TEST(BadInput, CsvIntegerBeyondSixtyFourBitsIsKeptAsADouble) {
   EXPECT_EQ(edge.real, 18446744073709551616.0);
 }
 
+// Found by fuzz_ncu_csv under UBSan on the H200's CPUs after the fix above: a kernel ID of 105
+// digits was cast to size_t. Refused as not a whole number, naming the line.
+TEST(BadInput, CsvKernelIdBeyondSixtyFourBitsIsRefused) {
+  const std::string header =
+      "\"ID\",\"Kernel Name\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric "
+      "Value\"\n";
+  const std::string id = "4" + std::string(104, '4');
+  InputError error =
+      expect_invalid(header + "\"" + id + "\",\"k\",\"s\",\"n\",\"\",\"1\"\n", "id.csv");
+  EXPECT_EQ(error.position().value, 2u);
+  EXPECT_NE(error.message().find("column \"ID\""), std::string::npos) << error.what();
+  EXPECT_NE(error.message().find("expected a whole number"), std::string::npos) << error.what();
+}
+
 }  // namespace kprof::importers

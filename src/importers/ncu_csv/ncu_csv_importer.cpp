@@ -136,8 +136,9 @@ std::optional<model::MetricValue> convert_printed_value(std::string_view printed
   if (!number) return model::MetricValue::of_string(std::string(text));
   bool integral_text = text.find_first_of(".eE-") == std::string_view::npos;
   // 2^64 and above (the text of 2^64 - 1 rounds to it) would not fit: kept as the double it is.
-  if (scale.factor == 1 && integral_text && *number < 18446744073709551616.0) {
-    return model::MetricValue::of_uint(static_cast<std::uint64_t>(*number));
+  if (auto whole = whole_number<std::uint64_t>(*number);
+      scale.factor == 1 && integral_text && whole) {
+    return model::MetricValue::of_uint(*whole);
   }
   return model::MetricValue::of_double(*number * scale.factor);
 }
@@ -155,12 +156,13 @@ KernelIdentity read_identity(const std::string& path, const Row& row) {
     std::string value = text(name);
     if (value.empty()) return 0;
     auto parsed = parse_ncu_number(value);
-    if (!parsed || *parsed < 0 || *parsed != std::floor(*parsed) || *parsed > 4294967295.0) {
+    auto whole = parsed ? whole_number<std::uint32_t>(*parsed) : std::nullopt;
+    if (!whole) {
       throw_invalid(
           path, InputPosition::line(row.line()),
           fmt::format("column \"{}\" holds \"{}\", expected a whole number", name, value));
     }
-    return static_cast<std::uint32_t>(*parsed);
+    return *whole;
   };
   auto dim3 = [&](std::string_view name) -> model::Dim3 {
     std::string value = text(name);
@@ -206,13 +208,14 @@ class CsvReportBuilder {
 
   model::Kernel& add_kernel(KernelIdentity identity, size_t line) {
     model::Kernel& kernel = identity.kernel;
-    auto id = parse_ncu_number(identity.id_text);
-    if (!id || *id < 0 || *id != std::floor(*id)) {
+    auto parsed_id = parse_ncu_number(identity.id_text);
+    auto id = parsed_id ? whole_number<size_t>(*parsed_id) : std::nullopt;
+    if (!id) {
       throw_invalid(
           path_, InputPosition::line(line),
           fmt::format("column \"ID\" holds \"{}\", expected a whole number", identity.id_text));
     }
-    kernel.id = static_cast<size_t>(*id);  // ncu's own numbering
+    kernel.id = *id;  // ncu's own numbering
     model::Device& device = device_for(kernel.device_id);
     if (!identity.compute_capability.empty() && device.compute_capability().empty()) {
       size_t dot = identity.compute_capability.find('.');

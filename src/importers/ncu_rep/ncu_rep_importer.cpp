@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "common/text.h"
 #include "importers/ncu_rep/ncu_report_wire.pb.h"
 #include "importers/ncu_rep/profiler_command_line.h"
 
@@ -413,7 +414,8 @@ model::Kernel decode_kernel(const std::string& path, const ResultContext& contex
   }
   model::sort_metrics(kernel.metrics);
   if (auto device = kernel.number("launch__device_id")) {
-    kernel.device_id = static_cast<std::uint32_t>(*device);
+    // A damaged report's device id that is no 32-bit whole number is left as device 0.
+    if (auto id = whole_number<std::uint32_t>(*device)) kernel.device_id = *id;
   }
   for (const ncu_wire::RuleResult& rule : result.rules()) {
     for (const ncu_wire::RuleBodyItem& item : rule.body().items()) {
