@@ -51,7 +51,8 @@ with_prefix(const model::Kernel& kernel, std::string_view prefix) {
       std::lower_bound(kernel.metrics.begin(), kernel.metrics.end(), prefix,
                        [](const model::Metric& m, std::string_view p) { return m.name < p; });
   auto last = first;
-  while (last != kernel.metrics.end() && last->name.compare(0, prefix.size(), prefix) == 0) ++last;
+  while (last != kernel.metrics.end() && last->name.str().compare(0, prefix.size(), prefix) == 0)
+    ++last;
   return {first, last};
 }
 
@@ -168,7 +169,7 @@ void compute_flops(const Reader& reader, const model::Kernel& kernel, KernelVerd
     for (auto it = first; it != last; ++it) {
       const model::Metric& metric = *it;
       std::string type;
-      if (!RE2::FullMatch(metric.name, kTensor, &type)) continue;
+      if (!RE2::FullMatch(metric.name.str(), kTensor, &type)) continue;
       // The combined FP16/BF16/TF32→FP32 counter (kprof's triage preset) overlaps the
       // per-precision ones: count it only when those were not collected.
       if (type == "fp16_bf16_tf32_dst_fp32" &&
@@ -358,7 +359,7 @@ void compute_stalls(const model::Kernel& kernel, KernelVerdict& v) {
   for (auto it = first; it != last; ++it) {
     const model::Metric& metric = *it;
     std::string reason;
-    if (!RE2::FullMatch(metric.name, kStall, &reason)) continue;
+    if (!RE2::FullMatch(metric.name.str(), kStall, &reason)) continue;
     if (reason == "selected") continue;  // the issue cycle itself, not a stall
     auto value = metric.value.number();
     if (!value || *value <= 0 || std::isnan(*value)) continue;
@@ -371,7 +372,7 @@ void compute_stalls(const model::Kernel& kernel, KernelVerdict& v) {
     double samples = 0;
     for (auto it = sampled_first; it != sampled_last; ++it) {
       std::string reason;
-      if (!RE2::FullMatch(it->name, kSampled, &reason)) continue;
+      if (!RE2::FullMatch(it->name.str(), kSampled, &reason)) continue;
       if (reason == "selected" || reason.ends_with("_not_issued")) continue;
       if (reason == "no_instructions") reason = "no_instruction";  // WarpStateStats' spelling
       auto value = it->value.number();

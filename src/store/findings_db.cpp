@@ -746,6 +746,7 @@ model::Report FindingsDb::load_run(std::int64_t run_id) {
                     path_, writing());
   kernels.bind(1, run_id);
   Statement metrics(db_, "SELECT name, value FROM metrics WHERE kernel_id = ?", path_, writing());
+  model::NameInterner names;  // every kernel of a run repeats the same metric names
   while (kernels.step()) {
     model::Kernel k;
     k.id = static_cast<size_t>(kernels.integer(1));
@@ -757,7 +758,7 @@ model::Report FindingsDb::load_run(std::int64_t run_id) {
     while (metrics.step()) {
       if (auto value = metrics.real(1)) {
         model::Metric m;
-        m.name = metrics.text(0);
+        m.name = names.intern(metrics.text(0));
         m.value = model::MetricValue::of_double(*value);
         k.metrics.push_back(std::move(m));
       }

@@ -56,8 +56,8 @@ void expect_names_match_ncu(const model::Report& report, const std::string& stem
     EXPECT_EQ(kernel.function_name, function.at(kernel.id));
     EXPECT_EQ(kernel.mangled_name, mangled.at(kernel.id));
     // ncu stores no demangled name for extern "C" kernels and prints the function name then.
-    const std::string& shown = kernel.demangled_name.empty() ? kernel.function_name
-                                                             : kernel.demangled_name;
+    const std::string& shown =
+        kernel.demangled_name.empty() ? kernel.function_name : kernel.demangled_name;
     EXPECT_EQ(shown, demangled.at(kernel.id));
   }
 }
@@ -80,7 +80,8 @@ TEST(NcuRep, LaunchConfigurationMatchesLaunchMetrics) {
 
 TEST(NcuRep, InstancedMetricsKeepTheirInstances) {
   model::Report report = import_report(data_path("h200/big_min.ncu-rep.zst"));
-  const model::Metric* per_register = report.kernels.at(0).find("launch__occupancy_per_register_count");
+  const model::Metric* per_register =
+      report.kernels.at(0).find("launch__occupancy_per_register_count");
   ASSERT_NE(per_register, nullptr);
   EXPECT_EQ(per_register->instances.size(), 257u);  // one per register count 0..256
   EXPECT_EQ(per_register->instances.front().correlation_id.number(), 0);
@@ -118,6 +119,35 @@ TEST(NcuRep, ReportsFromSeveralProcesses) {
     EXPECT_EQ(row.at(1), std::to_string(kernel.process_id));
     EXPECT_EQ(row.at(4), kernel.demangled_name);
   }
+}
+
+// A --set full kernel has ~2,200 metrics and every kernel the same names: each name's text is
+// stored once per report (issue 17: a copy per metric was ~60 MB of a 1 GB report's model).
+void expect_names_shared(const model::Report& report) {
+  ASSERT_GE(report.kernels.size(), 2u);
+  const model::Kernel& first = report.kernels.front();
+  const model::Kernel& last = report.kernels.back();
+  size_t shared = 0;
+  for (const model::Metric& metric : first.metrics) {
+    const model::Metric* other = last.find(metric.name);
+    if (other == nullptr) continue;
+    EXPECT_EQ(&other->name.str(), &metric.name.str()) << metric.name;
+    ++shared;
+  }
+  EXPECT_GT(shared, 50u);  // the details page lists 86 per kernel
+}
+
+TEST(NcuRep, MetricNamesAreStoredOncePerReport) {
+  model::Report rep = import_report(testing::data_path("h200/big_full.ncu-rep.zst"));
+  expect_names_shared(rep);
+  expect_names_shared(import_report(testing::data_path("h200/big_full_raw.csv.zst")));
+  expect_names_shared(import_report(testing::data_path("h200/big_full_details.csv.zst")));
+  // A kernel taken out of its report keeps its names.
+  model::Kernel kernel = rep.kernels[3];
+  std::string first_name = kernel.metrics.front().name;
+  rep = model::Report{};
+  EXPECT_EQ(kernel.metrics.front().name, first_name);
+  EXPECT_TRUE(kernel.number("gpu__time_duration.sum").has_value());
 }
 
 }  // namespace

@@ -309,6 +309,8 @@ model::Report import_raw_page(const std::string& path, const std::vector<CsvReco
     }
   }
   CsvReportBuilder builder(path, model::SourceFormat::kNcuCsvRaw);
+  // One name per column, shared by every kernel's metric in it.
+  const std::vector<model::MetricName> column_names(header.begin(), header.end());
   for (size_t r = 2; r < records.size(); ++r) {
     Row row(path, records[r], columns);
     if (row.size() != header.size()) {
@@ -327,7 +329,7 @@ model::Report import_raw_page(const std::string& path, const std::vector<CsvReco
         builder.add_device_attribute(device, header[c], *value, scales[c].base_unit);
       }
       model::Metric metric;
-      metric.name = header[c];
+      metric.name = column_names[c];
       metric.value = std::move(*value);
       metric.unit = scales[c].base_unit;
       kernel.metrics.push_back(std::move(metric));
@@ -369,6 +371,7 @@ model::Report import_details_page(const std::string& path, const std::vector<Csv
   columns.require(path, "ID", "details");
   columns.require(path, "Kernel Name", "details");
   size_t section_col = columns.require(path, "Section Name", "details");
+  model::NameInterner names;  // every kernel repeats the same metric names
   size_t name_col = columns.require(path, "Metric Name", "details");
   size_t unit_col = columns.require(path, "Metric Unit", "details");
   size_t value_col = columns.require(path, "Metric Value", "details");
@@ -431,11 +434,11 @@ model::Report import_details_page(const std::string& path, const std::vector<Csv
     std::string_view known =
         metric_for_label(metric.section, metric.label, compute_capability_code(row));
     if (!known.empty()) {
-      metric.name = std::string(known);
+      metric.name = names.intern(known);
     } else if (looks_like_metric_name(metric.label)) {
-      metric.name = metric.label;
+      metric.name = names.intern(metric.label);
     } else {
-      metric.name = fmt::format("{}: {}", metric.section, metric.label);
+      metric.name = names.intern(fmt::format("{}: {}", metric.section, metric.label));
     }
     metric.value = std::move(*value);
     metric.unit = scale.base_unit;
