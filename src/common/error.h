@@ -13,18 +13,19 @@ namespace kprof {
 // Documented in README.md ("Exit codes"); scripts depend on these values.
 enum class ExitCode : int {
   kOk = 0,
-  kInternal = 1,          // a bug in kprof
-  kUsage = 2,             // bad command line
-  kInputUnreadable = 3,   // missing file, permission denied, I/O error
-  kInputInvalid = 4,      // not a format kprof reads, truncated, corrupted
-  kNothingSelected = 5,   // input is fine but selected no kernel (a filter; diff, report --trace:
-                          // nothing in common)
-  kRegression = 6,        // kprof diff: a kernel got slower than the threshold allows
-  kCaptureFailed = 7,     // capture/explain: the ncu run failed or profiled nothing (diagnosed)
-  kIncomplete = 8,        // capture: timed out or interrupted; the bundle is marked incomplete
-  kNotReady = 9,          // a tool kprof drives is missing or cannot profile (doctor's failures)
-  kK8sFailed = 10,        // k8s: a Kubernetes call failed, or an object kprof created is left
-  kOutputUnwritable = 11, // output could not be written: disk full, permission denied, read-only FS
+  kInternal = 1,         // a bug in kprof
+  kUsage = 2,            // bad command line
+  kInputUnreadable = 3,  // missing file, permission denied, I/O error
+  kInputInvalid = 4,     // not a format kprof reads, truncated, corrupted
+  kNothingSelected = 5,  // input is fine but selected no kernel (a filter; diff, report --trace:
+                         // nothing in common)
+  kRegression = 6,       // kprof diff: a kernel got slower than the threshold allows
+  kCaptureFailed = 7,    // capture/explain: the ncu run failed or profiled nothing (diagnosed)
+  kIncomplete = 8,       // capture: timed out or interrupted; the bundle is marked incomplete
+  kNotReady = 9,         // a tool kprof drives is missing or cannot profile (doctor's failures)
+  kK8sFailed = 10,       // k8s: a Kubernetes call failed, or an object kprof created is left
+  kOutputUnwritable =
+      11,  // output could not be written: disk full, permission denied, read-only FS
 };
 
 // Where in an input a problem is: a byte offset (binary formats) or a line (text formats).

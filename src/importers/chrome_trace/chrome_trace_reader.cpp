@@ -396,8 +396,8 @@ class Scanner {
   // them); a quoted number is accepted, anything else (negative, fractional, too large) is absent.
   static std::optional<std::uint64_t> unsigned_integer(simdjson::ondemand::value value) {
     std::string_view token = value.raw_json_token();
-    while (!token.empty() && (token.back() == ' ' || token.back() == '\n' ||
-                              token.back() == '\r' || token.back() == '\t')) {
+    while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' ||
+                              token.back() == '\t')) {
       token.remove_suffix(1);
     }
     if (token.size() >= 2 && token.front() == '"' && token.back() == '"') {
