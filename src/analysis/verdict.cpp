@@ -51,7 +51,8 @@ with_prefix(const model::Kernel& kernel, std::string_view prefix) {
       std::lower_bound(kernel.metrics.begin(), kernel.metrics.end(), prefix,
                        [](const model::Metric& m, std::string_view p) { return m.name < p; });
   auto last = first;
-  while (last != kernel.metrics.end() && last->name.compare(0, prefix.size(), prefix) == 0) ++last;
+  while (last != kernel.metrics.end() && last->name.str().compare(0, prefix.size(), prefix) == 0)
+    ++last;
   return {first, last};
 }
 
@@ -168,7 +169,7 @@ void compute_flops(const Reader& reader, const model::Kernel& kernel, KernelVerd
     for (auto it = first; it != last; ++it) {
       const model::Metric& metric = *it;
       std::string type;
-      if (!RE2::FullMatch(metric.name, kTensor, &type)) continue;
+      if (!RE2::FullMatch(metric.name.str(), kTensor, &type)) continue;
       // The combined FP16/BF16/TF32→FP32 counter (kprof's triage preset) overlaps the
       // per-precision ones: count it only when those were not collected.
       if (type == "fp16_bf16_tf32_dst_fp32" &&
@@ -246,6 +247,68 @@ void compute_memory(const Reader& reader, const model::Report& report, const mod
   }
 }
 
+// Rates against the ceilings a calibration measured on the kernel's GPU. The tensor ceilings
+// were measured with mma.sync BF16 -> FP32 and FP8 -> FP32 loops: only the op counters of those
+// source types are held to them (the combined FP16/BF16/TF32 counter mixes rates that differ).
+void compute_measured_ceilings(const model::Report& report, const model::Kernel& kernel,
+                               const AnalysisConfig& config, KernelVerdict& v) {
+  if (!config.gpus) return;
+  const model::Device* device = report.device_of(kernel);
+  const hardware::GpuSpec* spec = device ? config.gpus->find_for_device(device->name) : nullptr;
+  if (!spec || spec->measured.empty()) return;
+  auto datasheet_flops = [&](const char* key) -> std::optional<double> {
+    auto it = spec->peak_tflops.find(key);
+    if (it == spec->peak_tflops.end()) return std::nullopt;
+    return it->second * 1e12;
+  };
+  auto add = [&](const std::string& ceiling, const std::string& rate, const std::string& unit,
+                 std::optional<double> achieved, std::optional<double> peak,
+                 const std::string& peak_source) {
+    auto measured = spec->measured.find(ceiling);
+    if (measured == spec->measured.end() || measured->second.unit != unit || !achieved ||
+        std::isnan(*achieved)) {
+      return;
+    }
+    CeilingUse use;
+    use.ceiling = ceiling;
+    use.rate = rate;
+    use.unit = unit;
+    use.achieved = *achieved;
+    use.measured_ceiling = measured->second.figure;
+    use.fraction_of_measured = *achieved / measured->second.figure;
+    if (peak && *peak > 0) {
+      use.peak = peak;
+      use.fraction_of_peak = *achieved / *peak;
+      use.peak_source = peak_source;
+    }
+    v.measured_ceilings.push_back(std::move(use));
+  };
+  add("dram_bandwidth", "dram_bytes_per_second", "byte/s", v.dram_bytes_per_second,
+      v.dram_peak_bytes_per_second, v.dram_peak_source);
+  std::string datasheet = "hardware database: " + spec->name;
+  auto flops = [&](const std::string& precision) -> std::optional<double> {
+    auto it = v.flops_per_second.find(precision);
+    if (it == v.flops_per_second.end()) return std::nullopt;
+    return it->second;
+  };
+  add("fp32_flops", "flops_per_second.fp32", "flop/s", flops("fp32"), datasheet_flops("fp32"),
+      datasheet);
+  add("fp64_flops", "flops_per_second.fp64", "flop/s", flops("fp64"), datasheet_flops("fp64"),
+      datasheet);
+  add("bf16_tensor_flops", "flops_per_second.tensor_bf16_dst_fp32", "flop/s",
+      flops("tensor_bf16_dst_fp32"), datasheet_flops("bf16"), datasheet);
+  for (const auto& [precision, rate] : v.flops_per_second) {
+    if (precision.rfind("tensor_fp8", 0) == 0) {
+      add("fp8_tensor_flops", "flops_per_second." + precision, "flop/s", rate,
+          datasheet_flops("fp8"), datasheet);
+    }
+  }
+  std::stable_sort(v.measured_ceilings.begin(), v.measured_ceilings.end(),
+                   [](const CeilingUse& a, const CeilingUse& b) {
+                     return a.fraction_of_measured > b.fraction_of_measured;
+                   });
+}
+
 void compute_occupancy(const Reader& reader, const model::Kernel& kernel, KernelVerdict& v) {
   if (auto achieved = reader.number("sm__warps_active.avg.pct_of_peak_sustained_active")) {
     v.achieved_occupancy = *achieved / 100;
@@ -296,7 +359,7 @@ void compute_stalls(const model::Kernel& kernel, KernelVerdict& v) {
   for (auto it = first; it != last; ++it) {
     const model::Metric& metric = *it;
     std::string reason;
-    if (!RE2::FullMatch(metric.name, kStall, &reason)) continue;
+    if (!RE2::FullMatch(metric.name.str(), kStall, &reason)) continue;
     if (reason == "selected") continue;  // the issue cycle itself, not a stall
     auto value = metric.value.number();
     if (!value || *value <= 0 || std::isnan(*value)) continue;
@@ -309,7 +372,7 @@ void compute_stalls(const model::Kernel& kernel, KernelVerdict& v) {
     double samples = 0;
     for (auto it = sampled_first; it != sampled_last; ++it) {
       std::string reason;
-      if (!RE2::FullMatch(it->name, kSampled, &reason)) continue;
+      if (!RE2::FullMatch(it->name.str(), kSampled, &reason)) continue;
       if (reason == "selected" || reason.ends_with("_not_issued")) continue;
       if (reason == "no_instructions") reason = "no_instruction";  // WarpStateStats' spelling
       auto value = it->value.number();
@@ -465,6 +528,7 @@ KernelVerdict analyze_kernel(const model::Report& report, const model::Kernel& k
   }
   compute_flops(reader, kernel, v);
   compute_memory(reader, report, kernel, config, v);
+  compute_measured_ceilings(report, kernel, config, v);
   compute_occupancy(reader, kernel, v);
   compute_stalls(kernel, v);
   if (v.roofline == Roofline::kLatencyBound) explain_latency(v);

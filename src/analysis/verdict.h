@@ -42,6 +42,22 @@ struct StallShare {
   double share = 0;             // of all stall cycles (excluding "selected")
 };
 
+// How much of a ceiling measured on this GPU by `kprof calibrate` (a calibration file given with
+// --gpus) a kernel reached, beside the datasheet peak of the same figure where the database has
+// one.
+struct CeilingUse {
+  std::string ceiling;  // the calibration's name: dram_bandwidth, fp32_flops, bf16_tensor_flops, …
+  std::string rate;     // what the kernel reached, as named here: "dram_bytes_per_second",
+                        // "flops_per_second.fp32", …
+  std::string unit;     // "byte/s", "flop/s"
+  double achieved = 0;  // in unit
+  double measured_ceiling = 0;
+  double fraction_of_measured = 0;  // achieved / measured_ceiling
+  std::optional<double> peak;       // the datasheet (or report) peak of the same figure
+  std::optional<double> fraction_of_peak;
+  std::string peak_source;
+};
+
 struct KernelVerdict {
   Roofline roofline = Roofline::kUnknown;
   std::optional<double> sm_throughput_pct;
@@ -62,6 +78,9 @@ struct KernelVerdict {
   std::string dram_peak_source;  // "report" (ncu's peak_sustained) or "hardware database: …"
   std::optional<double> memory_bw_utilization;  // dram bytes/s over the peak, 0..1
   std::optional<double> arithmetic_intensity;   // FLOP per DRAM byte
+  // Only with a calibration for this kernel's GPU, for each measured ceiling the capture has the
+  // matching rate of; largest fraction of the measured ceiling first.
+  std::vector<CeilingUse> measured_ceilings;
 
   std::optional<double> achieved_occupancy;     // 0..1
   std::optional<double> theoretical_occupancy;  // 0..1

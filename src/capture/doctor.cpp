@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "capture/ncu_locator.h"
+#include "capture/tracer_run.h"
 #include "common/json_table.h"
 #include "common/text.h"
 
@@ -104,6 +105,23 @@ SystemFacts gather_system_facts(const std::string& root, const std::string& ncu_
   facts.proc_version = std::string(trim(read_text(root + "/proc/version").value_or("")));
   std::error_code error;
   facts.device_nodes = std::filesystem::exists(root + "/dev/nvidiactl", error);
+  TracerLocation tracer = locate_tracer("", own_executable());
+  facts.tracer_path = tracer.path;
+  facts.tracer_searched = tracer.searched;
+  if (!root.empty()) {
+    facts.cupti_error = "not checked with --root (libraries are loaded from this system only)";
+  } else {
+    const char* ld_library_path = std::getenv("LD_LIBRARY_PATH");
+    std::vector<std::string> dirs = library_path_dirs(ld_library_path ? ld_library_path : "");
+    if (!tracer.path.empty()) {
+      dirs.push_back(std::filesystem::path(tracer.path).parent_path().string());
+    }
+    CuptiProbe cupti = probe_cupti(dirs);
+    facts.cupti_path = cupti.path;
+    facts.cupti_searched = cupti.searched;
+    facts.cupti_error = cupti.error;
+    facts.cupti_version = cupti.version;
+  }
   return facts;
 }
 
@@ -190,15 +208,56 @@ std::vector<Check> run_doctor_checks(const SystemFacts& facts) {
          "NVreg_RestrictProfilingToAdminUsers=0 and reload it"});
   }
   if (auto it = facts.env.find("CUDA_INJECTION64_PATH"); it != facts.env.end()) {
-    checks.push_back({"CUDA_INJECTION64_PATH", S::kWarning,
-                      fmt::format("already set ({}): another profiler or tracer injects itself "
-                                  "into CUDA programs here; ncu puts its own in its place for "
-                                  "the target (seen on an H200), so that tool is blind while "
-                                  "kprof captures",
-                                  it->second),
-                      "expect a gap in the other tool's data, or pause it for the capture"});
+    std::string owner = injection_owner(it->second);
+    checks.push_back(
+        {"CUDA_INJECTION64_PATH", S::kWarning,
+         fmt::format("the injection slot is taken: already set to {} ({}); ncu puts its own in "
+                     "its place for the target (seen on an H200), so that tool is blind while "
+                     "kprof captures, and kprof trace's tracer stays off under another tool",
+                     it->second,
+                     owner.empty() ? "another profiler or tracer, not recognised" : owner),
+         owner == "kprof's tracer"
+             ? "this shell runs under kprof's tracer: unset CUDA_INJECTION64_PATH to capture"
+             : "expect a gap in the other tool's data, or pause it for the capture"});
   } else {
-    checks.push_back({"CUDA_INJECTION64_PATH", S::kOk, "not set", ""});
+    checks.push_back({"CUDA_INJECTION64_PATH", S::kOk,
+                      "not set: the injection slot is free (ncu, nsys or kprof trace can take it)",
+                      ""});
+  }
+  // kprof trace's needs; capture does not depend on them (ncu brings its own CUPTI), so a gap
+  // here is a warning, never a failed check.
+  if (facts.cupti_version && *facts.cupti_version >= kCuptiMinimumVersion) {
+    checks.push_back(
+        {"CUPTI", S::kOk,
+         fmt::format("{}: CUPTI {} (API version {}), what kprof trace needs", facts.cupti_path,
+                     cupti_version_text(facts.cupti_version), *facts.cupti_version),
+         ""});
+  } else if (facts.cupti_version) {
+    checks.push_back(
+        {"CUPTI", S::kWarning,
+         fmt::format("{}: CUPTI {} (API version {}), older than the 13.0 kprof trace needs",
+                     facts.cupti_path, cupti_version_text(facts.cupti_version),
+                     *facts.cupti_version),
+         "put CUDA 13's libcupti.so.13 first on LD_LIBRARY_PATH or beside libkprof_tracer.so"});
+  } else {
+    checks.push_back(
+        {"CUPTI", S::kWarning,
+         fmt::format("{}{}: kprof trace cannot run (capture is unaffected)", facts.cupti_error,
+                     facts.cupti_searched.empty()
+                         ? ""
+                         : fmt::format(" (looked at {})", facts.cupti_searched)),
+         "install CUDA 13's CUPTI (the toolkit, or pip's nvidia-cuda-cupti-cu13) and "
+         "name its folder in LD_LIBRARY_PATH"});
+  }
+  if (!facts.tracer_path.empty()) {
+    checks.push_back({"kprof tracer", S::kOk, facts.tracer_path, ""});
+  } else {
+    checks.push_back({"kprof tracer", S::kInfo,
+                      fmt::format("libkprof_tracer.so not found (looked at {}): kprof trace needs "
+                                  "it or --tracer-lib",
+                                  facts.tracer_searched),
+                      "build kprof where CUPTI 13 is installed, or install the library beside "
+                      "kprof"});
   }
   if (facts.proc_version.find("4.4.0 #1 SMP Sun Jan 10 15:06:54 PST 2016") != std::string::npos) {
     checks.push_back({"sandbox", S::kFailed,

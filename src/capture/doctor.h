@@ -3,6 +3,7 @@
 // are pure functions of a SystemFacts value and testable on recorded facts.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -24,6 +25,11 @@ struct SystemFacts {
   std::map<std::string, std::string> env;  // the variables doctor looks at
   std::string proc_version;                // /proc/version
   bool device_nodes = false;               // /dev/nvidiactl present
+  // For kprof trace: its library and the libcupti.so.13 it needs (loaded and asked its version;
+  // on this system only, not under --root).
+  std::string tracer_path, tracer_searched;
+  std::string cupti_path, cupti_searched, cupti_error;
+  std::optional<std::uint32_t> cupti_version;
 };
 
 struct Check {

@@ -53,20 +53,6 @@ struct CaptureOptions {
   std::vector<std::string> target;
 };
 
-std::vector<std::pair<std::string, std::string>> parse_env(const std::vector<std::string>& list) {
-  static const RE2 kName("[A-Za-z_][A-Za-z0-9_]*");
-  std::vector<std::pair<std::string, std::string>> env;
-  for (const std::string& entry : list) {
-    size_t eq = entry.find('=');
-    std::string name = entry.substr(0, eq);
-    if (eq == std::string::npos || !RE2::FullMatch(name, kName)) {
-      throw UsageError(fmt::format("--env \"{}\": expected NAME=VALUE", entry));
-    }
-    env.emplace_back(name, entry.substr(eq + 1));
-  }
-  return env;
-}
-
 capture::CaptureSpec to_spec(const CaptureOptions& options, const std::string& ncu) {
   capture::CaptureSpec spec;
   spec.ncu = ncu;

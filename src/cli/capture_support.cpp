@@ -1,6 +1,7 @@
 #include "cli/capture_support.h"
 
 #include <fmt/format.h>
+#include <re2/re2.h>
 
 #include <chrono>
 #include <cstdio>
@@ -9,6 +10,20 @@
 #include "common/child_process.h"
 
 namespace kprof::cli {
+
+std::vector<std::pair<std::string, std::string>> parse_env(const std::vector<std::string>& list) {
+  static const RE2 kName("[A-Za-z_][A-Za-z0-9_]*");
+  std::vector<std::pair<std::string, std::string>> env;
+  for (const std::string& entry : list) {
+    size_t eq = entry.find('=');
+    std::string name = entry.substr(0, eq);
+    if (eq == std::string::npos || !RE2::FullMatch(name, kName)) {
+      throw UsageError(fmt::format("--env \"{}\": expected NAME=VALUE", entry));
+    }
+    env.emplace_back(name, entry.substr(eq + 1));
+  }
+  return env;
+}
 
 void note(const std::string& text) {
   std::fprintf(stderr, "kprof: %s\n", text.c_str());

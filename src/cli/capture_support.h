@@ -23,6 +23,9 @@ capture::NcuCommand build_or_refuse(const capture::CaptureSpec& spec);
 // metrics, kernel regex, launch skip/count, replay mode, clock control, target processes.
 nlohmann::json capture_scope_json(const capture::CaptureSpec& spec);
 
+// --env NAME=VALUE entries (capture, trace) as pairs; a malformed one is a usage error.
+std::vector<std::pair<std::string, std::string>> parse_env(const std::vector<std::string>& list);
+
 // "FAILED [id] what\n    → next\n" per diagnosis.
 std::string render_diagnoses(const std::vector<capture::Diagnosis>& diagnoses);
 // ncu's own exports of the report into the bundle: raw.csv (--page raw) and speed_of_light.csv

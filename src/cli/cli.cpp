@@ -13,8 +13,9 @@ namespace {
 
 // Every subcommand, in the order `kprof --help` lists them.
 constexpr DefineCommand kCommands[] = {
-    define_analyze, define_capture, define_doctor, define_k8s, define_inspect, define_rank,
-    define_budget,  define_report,  define_diff,   define_db,  define_explain, define_gpus,
+    define_analyze, define_capture, define_trace,  define_doctor,   define_k8s,
+    define_inspect, define_rank,    define_budget, define_report,   define_diff,
+    define_db,      define_explain, define_gpus,   define_selftest, define_calibrate,
 };
 
 constexpr const char* kDescription =
@@ -24,11 +25,14 @@ constexpr const char* kDescription =
     "            4 input invalid (not a known format, truncated, corrupted),\n"
     "            5 nothing selected (a --kernel filter matched no kernel, an unknown GPU name,\n"
     "            diff: no kernel in common, report --trace: no captured kernel in the trace),\n"
-    "            6 kprof diff found a regression, 7 the ncu run failed or profiled nothing\n"
-    "            (capture, explain, k8s), 8 capture timed out or was interrupted (bundle\n"
-    "            marked incomplete), 9 not ready: ncu or kubectl missing, or unable to profile\n"
-    "            (capture, doctor, k8s), 10 a Kubernetes call failed or something kprof\n"
-    "            created is left (k8s),\n"
+    "            6 kprof diff found a regression, or selftest a verdict other than expected,\n"
+    "            7 the ncu run failed or profiled nothing (capture, explain, k8s, selftest),\n"
+    "            or the traced program failed or wrote no trace (trace), 8 capture, trace or\n"
+    "            selftest timed out or was interrupted (bundle marked incomplete), 9 not\n"
+    "            ready: ncu, kubectl, the tracer library or libcupti missing, or unable to\n"
+    "            profile (capture, trace, doctor, k8s), no NVIDIA driver or GPU (selftest,\n"
+    "            calibrate), 10 a Kubernetes call failed or something kprof created is left "
+    "(k8s),\n"
     "            11 output could not be written (disk full, permission denied, read-only\n"
     "            file system).";
 

@@ -53,12 +53,7 @@ ExitCode run_inspect(const InspectOptions& options, Output& output) {
       };
     }
     json_options.include_instances = options.instances;
-    nlohmann::json document = render::envelope(output.argv);
-    document["reports"] = nlohmann::json::array();
-    for (size_t r = 0; r < reports.size(); ++r) {
-      document["reports"].push_back(render::report_json(reports[r], selected[r], json_options));
-    }
-    output.stdout_text = render::json_text(document);
+    output.stdout_text = render::report_document_text(output.argv, reports, selected, json_options);
     return ExitCode::kOk;
   }
   render::KernelTextOptions text_options;

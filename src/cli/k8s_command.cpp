@@ -1,6 +1,7 @@
 // kprof k8s preflight|sister|sidecar|cleanup: capture from a live Kubernetes deployment through
 // the user's kubectl, without rebuilding its image, leaving a cleanup receipt whatever happens.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
@@ -20,13 +21,16 @@
 #include "cli/analyze_command.h"
 #include "cli/capture_support.h"
 #include "cli/command.h"
+#include "cli/rank_command.h"
 #include "common/child_process.h"
 #include "common/file_bytes.h"
 #include "common/sha256.h"
 #include "common/text.h"
 #include "k8s/cleanup.h"
 #include "k8s/cleanup_receipt.h"
+#include "k8s/copy_out.h"
 #include "k8s/kubectl.h"
+#include "k8s/trace_window.h"
 #include "k8s/workload.h"
 
 namespace kprof::cli {
@@ -52,6 +56,13 @@ struct K8sOptions {
   // sister
   std::string ncu_image, ncu_dir = "/opt/nvidia/nsight-compute/2025.3.1";
   bool dry_run = false;
+  // sister --trace
+  bool trace = false;
+  std::string tracer_image, tracer_dir = "/opt/kprof/lib";
+  double trace_duration_s = 10;
+  size_t top = 10, name_width = 70;
+  std::vector<std::string> ncu_only_given;  // ncu options on the command line, refused with --trace
+  std::vector<std::string> trace_only_given;  // --trace's options, refused without it
   // sidecar
   std::string image, profile = "sysadmin", ncu_path = "ncu";
   int lifetime_s = 3600;
@@ -383,57 +394,12 @@ bool capture_in_pod(const K8sOptions& options, const Cluster& cluster, const Pod
   std::string report = bundle.path_of("report.ncu-rep");
   std::string inside, outside;
   if (!failed && !attached.interrupted) {
-    k8s::KubectlResult digest =
-        cluster.kubectl.run({"exec", "-n", ns, where.pod, "-c", where.container, "--", "sha256sum",
-                             in_pod + ".ncu-rep"});
-    if (digest.exit_code != 0) {
-      diagnoses.push_back({"report_missing_in_pod", true,
-                           fmt::format("no report at {}.ncu-rep in the pod: {}", in_pod,
-                                       k8s::condense_message(digest.err)),
-                           "read ncu's output in the bundle; the capture did not finish"});
-    } else {
-      inside = digest.out.substr(0, 64);
-      for (int attempt = 1; attempt <= 2 && outside != inside; ++attempt) {
-        k8s::KubectlResult copied = cluster.kubectl.run(
-            {"cp", "-n", ns, where.pod + ":" + in_pod + ".ncu-rep", report, "-c", where.container},
-            std::chrono::minutes(30));
-        if (copied.exit_code != 0) {
-          // kubectl cp runs `tar` in the container; images without it still have cat.
-          k8s::KubectlResult tar = cluster.kubectl.run(
-              {"exec", "-n", ns, where.pod, "-c", where.container, "--", "tar", "--version"});
-          if (tar.exit_code != 0) {
-            note(fmt::format(
-                "capture {}: the container has no tar for kubectl cp; copying through `cat`",
-                index));
-            k8s::KubectlResult cat =
-                cluster.kubectl.run({"exec", "-n", ns, where.pod, "-c", where.container, "--",
-                                     "cat", in_pod + ".ncu-rep"},
-                                    std::chrono::minutes(30));
-            if (cat.exit_code == 0) {
-              write_file_atomically(report, cat.out);
-              copied = cat;
-            }
-          }
-        }
-        if (copied.exit_code != 0) {
-          diagnoses.push_back({"copy_failed", true,
-                               fmt::format("kubectl cp of {}.ncu-rep failed: {}", in_pod,
-                                           k8s::condense_message(copied.err)),
-                               "check that the file is still in the pod (kubectl exec … ls -l)"});
-          break;
-        }
-        outside = fs::exists(report) ? sha256_file_hex(report) : "";
-        if (outside != inside)
-          note(fmt::format("capture {}: copy digest {} ≠ pod's {} (truncated?), copying again",
-                           index, outside.substr(0, 12), inside.substr(0, 12)));
-      }
-      if (!inside.empty() && !outside.empty() && outside != inside) {
-        diagnoses.push_back({"copy_corrupted", true,
-                             "the copied report's SHA-256 differs from the pod's twice",
-                             "copy it by hand (kubectl exec … cat > file) and compare sha256sum"});
-        fs::remove(report);
-      }
-    }
+    k8s::VerifiedCopy copy =
+        k8s::copy_verified(cluster.kubectl, {ns, where.pod, where.container}, in_pod + ".ncu-rep",
+                           report, "report", fmt::format("capture {}", index), note);
+    inside = copy.sha256_in_pod;
+    outside = copy.sha256_copied;
+    if (copy.failure) diagnoses.push_back(*copy.failure);
   }
   if (attached.interrupted) {
     diagnoses.push_back({"interrupted", true, "kprof was interrupted during the capture",
@@ -558,8 +524,10 @@ LocalPlan prepare_output(const K8sOptions& options, const std::string& kind,
   make_folder(plan.out_dir);
   fs::path receipt_dir = fs::path(plan.receipt).parent_path();
   if (!receipt_dir.empty()) make_folder(receipt_dir);
-  for (int i = 1; i <= options.captures; ++i) {
-    fs::path bundle = plan.out_dir / fmt::format("capture-{}", i);
+  // A traced sister writes one bundle, trace-1; ncu captures capture-1..N.
+  int bundles = options.trace ? 1 : options.captures;
+  for (int i = 1; i <= bundles; ++i) {
+    fs::path bundle = plan.out_dir / fmt::format("{}-{}", options.trace ? "trace" : "capture", i);
     std::error_code error;
     if (fs::symlink_status(bundle, error).type() != fs::file_type::not_found) {
       throw InputError(ExitCode::kInputUnreadable, bundle.string(), InputPosition::none(),
@@ -678,8 +646,122 @@ class OperationEnd {
   bool finished_ = false;
 };
 
+// One trace window in the traced sister (k8s::run_trace_window), into the bundle trace-1: the
+// traces copied out verified, a manifest, and each trace ranked as `kprof rank` does. Returns
+// false when no whole trace came out (the diagnoses say why).
+bool trace_in_pod(const K8sOptions& options, const Cluster& cluster, const PodTarget& where,
+                  const k8s::CleanupReceipt& receipt, Output& output) {
+  const std::string& ns = options.namespace_name;
+  capture::EvidenceBundle bundle((where.out_dir / "trace-1").string());
+  k8s::TraceWindowOptions window;
+  window.duration_s = options.trace_duration_s;
+  window.finish_timeout_s = options.timeout_s;
+  k8s::TraceWindowResult traced = k8s::run_trace_window(
+      cluster.kubectl, {ns, where.pod, where.container}, window, bundle.staging_path(), note);
+  if (!traced.tracer_lines.empty()) {
+    std::string lines;
+    for (const std::string& line : traced.tracer_lines) lines += line + "\n";
+    bundle.write("tracer-lines.txt", lines);
+  }
+  json files = json::array();
+  for (const k8s::TracedFile& file : traced.files) {
+    files.push_back({{"name", fs::path(file.local_path).filename().string()},
+                     {"path_in_pod", file.pod_path},
+                     {"sha256_in_pod", file.sha256_in_pod},
+                     {"sha256_copied", file.sha256_copied}});
+  }
+  json windows = json::array();
+  for (const capture::TraceWindowLine& w : traced.windows) {
+    windows.push_back({{"pid", w.pid},
+                       {"window", w.window},
+                       {"stop_reason", w.stop_reason},
+                       {"path_in_pod", w.path},
+                       {"events", w.events},
+                       {"dropped", w.dropped}});
+  }
+  bool failed = traced.failed();
+  json manifest = {
+      {"schema", "kprof.bundle/1"},
+      {"status", traced.interrupted ? "incomplete"
+                 : failed           ? "failed"
+                                    : "ok"},
+      {"tool", {{"name", "kprof"}, {"version", KPROF_VERSION}}},
+      {"trace",
+       {{"duration_s", options.trace_duration_s},
+        {"started_at", traced.started_at},
+        {"stopped_at", traced.stopped_at},
+        {"files", files},
+        {"unfinished_in_pod", traced.unfinished},
+        {"windows", windows}}},
+      {"campaign", options.campaign},
+      {"cell_id", options.cell},
+      {"deployment_revision", cluster.target.revision},
+      {"kubernetes",
+       {{"method", "sister-trace"},
+        {"namespace", ns},
+        {"deployment", cluster.target.deployment},
+        {"pod", where.pod},
+        {"container", where.container},
+        {"node", where.node},
+        {"image", where.image},
+        {"image_digest", where.image_id},
+        {"tracer_image", options.tracer_image},
+        {"cleanup_receipt", fs::absolute(receipt.path()).string()},
+        {"kubectl", cluster.kubectl.path()},
+        {"kubectl_exec", traced.control_calls}}},
+      {"diagnoses", diagnoses_json(traced.diagnoses)},
+  };
+  std::string written = traced.interrupted ? bundle.abandon(manifest) : bundle.commit(manifest);
+  output.stderr_text += render_diagnoses(traced.diagnoses);
+  std::string result = fmt::format("{} trace file{} from {}/{} in {}:\n", traced.files.size(),
+                                   traced.files.size() == 1 ? "" : "s", ns, where.pod, written);
+  for (const k8s::TracedFile& file : traced.files) {
+    std::string name = fs::path(file.local_path).filename().string();
+    std::string line = "  " + (fs::path(written) / name).string();
+    for (const capture::TraceWindowLine& w : traced.windows) {
+      if (fs::path(w.path).filename() == name)
+        line += fmt::format("  pid {} window {}, {} events, stopped by {}", w.pid, w.window,
+                            w.events, w.stop_reason);
+    }
+    result += line + "\n";
+  }
+  for (const k8s::TracedFile& file : traced.files) {
+    std::string path = (fs::path(written) / fs::path(file.local_path).filename()).string();
+    try {
+      RankText ranked = rank_trace_text(path, output.argv, options.top, options.name_width);
+      result += "\n" + ranked.table;
+      output.stderr_text += ranked.warnings;
+    } catch (const InputError& error) {
+      output.stderr_text += fmt::format("kprof: {}: not ranked: {}\n", path, error.message());
+    }
+  }
+  output.stdout_text += result;
+  note(fmt::format("trace {}: {} file{}; bundle {}", failed ? "failed" : "done",
+                   traced.files.size(), traced.files.size() == 1 ? "" : "s", written));
+  return !failed;
+}
+
 ExitCode run_sister(const K8sOptions& options, Output& output) {
-  if (options.ncu_image.empty())
+  if (options.trace) {
+    if (!options.ncu_only_given.empty()) {
+      throw UsageError(fmt::format(
+          "{} {} not apply to --trace: the sister runs kprof's tracer, not ncu (it records every "
+          "kernel's time; use `kprof k8s sister` without --trace for ncu's counters)",
+          fmt::join(options.ncu_only_given, ", "),
+          options.ncu_only_given.size() == 1 ? "does" : "do"));
+    }
+    if (options.tracer_image.empty())
+      throw UsageError(
+          "--tracer-image is required with --trace: an image whose --tracer-dir holds "
+          "libkprof_tracer.so and libcupti.so.13 (see README, kprof k8s sister --trace)");
+    if (!(options.trace_duration_s > 0 && options.trace_duration_s <= 3600))
+      throw UsageError(fmt::format("--trace-duration {}: expected seconds in (0, 3600]",
+                                   options.trace_duration_s));
+  } else if (!options.trace_only_given.empty()) {
+    throw UsageError(fmt::format("{} appl{} only with --trace",
+                                 fmt::join(options.trace_only_given, ", "),
+                                 options.trace_only_given.size() == 1 ? "ies" : "y"));
+  } else if (options.ncu_image.empty())
     throw UsageError(
         "--ncu-image is required: an image holding Nsight Compute (e.g. "
         "nvcr.io/nvidia/cuda:13.0.0-devel-ubuntu24.04)");
@@ -688,6 +770,9 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
   k8s::Assessment assessment =
       k8s::assess(cluster.target, container, cluster.versions.client_minor);
   k8s::SisterOptions sister{container.name, options.ncu_image, options.ncu_dir, run_id()};
+  sister.trace = options.trace;
+  sister.tracer_image = options.tracer_image;
+  sister.tracer_dir = options.tracer_dir;
   json manifest;
   try {
     manifest = k8s::sister_deployment(cluster.target, sister);
@@ -702,8 +787,9 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
     return ExitCode::kOk;
   }
   // Refusals of the capture itself and local problems come before anything is created.
-  build_or_refuse(
-      pod_capture_spec(options, std::string(k8s::kNcuMount) + "/ncu", assessment.safety));
+  if (!options.trace)
+    build_or_refuse(
+        pod_capture_spec(options, std::string(k8s::kNcuMount) + "/ncu", assessment.safety));
   LocalPlan plan = prepare_output(options, "sister", sister.run_id);
   keep_interrupts();
   const std::string& ns = options.namespace_name;
@@ -718,9 +804,8 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
     // Recorded before creating: a kprof killed right after the create still leaves a receipt.
     receipt.created("Deployment", ns, name, true, "sister of " + cluster.target.deployment,
                     sister.run_id);
-    note(fmt::format(
-        "creating Deployment {}/{} (the server under `ncu --mode launch`, outside the Service)", ns,
-        name));
+    note(fmt::format("creating Deployment {}/{} (the server under {}, outside the Service)", ns,
+                     name, options.trace ? "kprof's tracer" : "`ncu --mode launch`"));
     cluster.kubectl.check({"create", "-n", ns, "-f", manifest_file.string(), "-o", "name"});
     std::string selector = std::string(k8s::kRunLabel) + "=" + sister.run_id;
     PodTarget where{"", container.name, "", container.image, "", plan.out_dir};
@@ -731,21 +816,32 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
         std::string pod_name = k8s::string_at(p, {"metadata", "name"});
         if (k8s::string_at(p, {"status", "phase"}) != "Running" || !k8s::is_dns_subdomain(pod_name))
           continue;
+        const json& statuses = k8s::value_at(p, {"status", "containerStatuses"});
+        bool server_ready = false;
+        for (const auto& st : statuses.is_array() ? statuses : json::array()) {
+          if (k8s::string_at(st, {"name"}) != container.name) continue;
+          where.image_id = k8s::string_at(st, {"imageID"});
+          server_ready = k8s::value_at(st, {"ready"}) == true;
+        }
+        // A traced server keeps its probes: ready means it serves (CUDA initialised, tracer
+        // loaded). Under ncu it waits for the attach, which the log says (below).
+        if (options.trace && !server_ready) continue;
         where.pod = pod_name;
         where.node = k8s::string_at(p, {"spec", "nodeName"});
-        const json& statuses = k8s::value_at(p, {"status", "containerStatuses"});
-        for (const auto& st : statuses.is_array() ? statuses : json::array()) {
-          if (k8s::string_at(st, {"name"}) == container.name)
-            where.image_id = k8s::string_at(st, {"imageID"});
-        }
         return true;
       }
       return false;
     });
     if (!running)
-      throw K8sFailed(interrupt_received()
-                          ? "interrupted while waiting for the sister pod"
+      throw K8sFailed(interrupt_received() ? "interrupted while waiting for the sister pod"
+                      : options.trace
+                          ? "the sister pod's server was not ready in time (--ready-timeout)"
                           : "the sister pod did not reach Running in time (--ready-timeout)");
+    if (options.trace) {
+      note(fmt::format("pod {} ready on {}", where.pod, where.node));
+      if (!trace_in_pod(options, cluster, where, receipt, output)) outcome.all_ok = false;
+      return end.finish(outcome, output);
+    }
     note(fmt::format("pod {} running on {}; waiting for the server to wait for ncu", where.pod,
                      where.node));
     bool waiting = wait_for(options.ready_timeout_s, [&] {
@@ -942,6 +1038,9 @@ void define_k8s(CLI::App& parent, Runner& runner) {
       "           server under `ncu --mode launch`); kprof attaches, captures, detaches (the "
       "server\n"
       "           keeps running), repeats --captures times, then deletes it.\n"
+      "  sister --trace  the same copy under kprof's tracer instead of ncu (copied in from\n"
+      "           --tracer-image): one window of --trace-duration seconds opened and closed with\n"
+      "           kubectl exec, the traces copied out verified and ranked, then deleted.\n"
       "  sidecar  an ephemeral profiler container (kubectl debug --profile, --target, --custom on\n"
       "           kubectl >= 1.31) in a pod whose server already runs under `ncu --mode launch`.\n"
       "Each report is copied out with kubectl cp, its SHA-256 checked against the pod's, into an\n"
@@ -966,6 +1065,7 @@ void define_k8s(CLI::App& parent, Runner& runner) {
       "nvcr.io/nvidia/cuda:13.0.0-devel-ubuntu24.04 --dry-run\n"
       "  kprof k8s sister -n serving llama-70b --ncu-image IMAGE -k 'gemm|attention' --captures 3 "
       "-o llama-run\n"
+      "  kprof k8s sister -n serving llama-70b --trace --tracer-image IMAGE --trace-duration 20\n"
       "  kprof k8s cleanup --receipt llama-run/kprof-sister-receipt-….json");
 
   auto preflight = std::make_shared<K8sOptions>();
@@ -993,8 +1093,29 @@ void define_k8s(CLI::App& parent, Runner& runner) {
   c->add_flag("--dry-run", sister->dry_run,
               "Print the Deployment (YAML; JSON with --json) and create nothing");
   c->add_flag("--json", sister->json_output, "With --dry-run: JSON instead of YAML");
-  c->callback(
-      [&runner, sister] { runner = [sister](Output& o) { return run_sister(*sister, o); }; });
+  c->add_flag("--trace", sister->trace,
+              "Run the copy under kprof's tracer instead of ncu: one window of --trace-duration "
+              "seconds, the traces copied out and ranked");
+  c->add_option("--tracer-image", sister->tracer_image,
+                "With --trace: image holding libkprof_tracer.so and libcupti.so.13, copied in by "
+                "an initContainer");
+  c->add_option("--tracer-dir", sister->tracer_dir, "Their folder in that image")
+      ->capture_default_str();
+  c->add_option("--trace-duration", sister->trace_duration_s, "Seconds the trace window is open")
+      ->capture_default_str();
+  c->add_option("--top", sister->top, "With --trace: kernels listed in each ranking")
+      ->capture_default_str();
+  c->callback([&runner, sister, c] {
+    // What only ncu uses is refused with --trace rather than silently ignored.
+    for (const char* name : {"--ncu-image", "--ncu-dir", "--preset", "--kernel-name",
+                             "--launch-skip", "--launch-count", "--captures", "--force"}) {
+      if (c->get_option(name)->count() > 0) sister->ncu_only_given.push_back(name);
+    }
+    for (const char* name : {"--tracer-image", "--tracer-dir", "--trace-duration", "--top"}) {
+      if (c->get_option(name)->count() > 0) sister->trace_only_given.push_back(name);
+    }
+    runner = [sister](Output& o) { return run_sister(*sister, o); };
+  });
 
   auto sidecar = std::make_shared<K8sOptions>();
   c = k8s->add_subcommand(

@@ -1,4 +1,6 @@
 // kprof rank TRACE: which kernels carry the GPU time in a profiler trace, and which stages.
+#include "cli/rank_command.h"
+
 #include <fmt/format.h>
 
 #include <memory>
@@ -48,27 +50,46 @@ ExitCode run_rank_per_step(const RankOptions& options, Output& output) {
   return ExitCode::kOk;
 }
 
-ExitCode run_rank(const RankOptions& options, Output& output) {
-  if (options.per_step) return run_rank_per_step(options, output);
-  analysis::StageTable stages = analysis::load_stage_table(options.stages_path);
-  timeline::RankingBuilder builder(stages, !options.raw_names);
-  render::TraceSource source{options.path, output.argv,
-                             importers::read_trace(options.path, builder)};
+struct RankedTrace {
+  render::TraceSource source;
+  timeline::Ranking ranking;
+};
+
+RankedTrace rank_trace(const std::string& path, const std::vector<std::string>& argv,
+                       const std::string& stages_path, bool raw_names) {
+  analysis::StageTable stages = analysis::load_stage_table(stages_path);
+  timeline::RankingBuilder builder(stages, !raw_names);
+  render::TraceSource source{path, argv, importers::read_trace(path, builder)};
   timeline::Ranking ranking = builder.finish();
-  output.stderr_text += render::trace_warnings(source);
   if (ranking.gpu_events == 0) {
-    throw InputError(ExitCode::kInputInvalid, options.path, InputPosition::none(),
+    throw InputError(ExitCode::kInputInvalid, path, InputPosition::none(),
                      fmt::format("no GPU events (kernel, gpu_memcpy, gpu_memset) among its {} "
                                  "events: was the profiler run with CUDA activities?",
                                  source.stats.events));
   }
-  output.stdout_text = options.json
-                           ? render::json_text(render::ranking_json(ranking, source))
-                           : render::ranking_text(ranking, source, options.top, options.name_width);
+  return {std::move(source), std::move(ranking)};
+}
+
+ExitCode run_rank(const RankOptions& options, Output& output) {
+  if (options.per_step) return run_rank_per_step(options, output);
+  RankedTrace ranked =
+      rank_trace(options.path, output.argv, options.stages_path, options.raw_names);
+  output.stderr_text += render::trace_warnings(ranked.source);
+  output.stdout_text =
+      options.json
+          ? render::json_text(render::ranking_json(ranked.ranking, ranked.source))
+          : render::ranking_text(ranked.ranking, ranked.source, options.top, options.name_width);
   return ExitCode::kOk;
 }
 
 }  // namespace
+
+RankText rank_trace_text(const std::string& path, const std::vector<std::string>& argv, size_t top,
+                         size_t name_width) {
+  RankedTrace ranked = rank_trace(path, argv, "", false);
+  return {render::ranking_text(ranked.ranking, ranked.source, top, name_width),
+          render::trace_warnings(ranked.source)};
+}
 
 void define_rank(CLI::App& parent, Runner& runner) {
   auto options = std::make_shared<RankOptions>();

@@ -232,8 +232,10 @@ ChildResult run_child(const ChildRequest& request) {
         continue;
       }
       std::string_view chunk(buffer, static_cast<size_t>(n));
-      (is_out ? result.out : result.err).append(chunk);
-      result.combined.append(chunk);
+      if (request.keep_output) {
+        (is_out ? result.out : result.err).append(chunk);
+        result.combined.append(chunk);
+      }
       if ((is_out ? out_lines : err_lines).feed(chunk, request)) {
         result.stop_requested = true;
         request_stop();

@@ -25,6 +25,9 @@ struct ChildRequest {
   std::function<bool()> on_tick;
   // Keep running when kprof is interrupted (the cleanup after an interrupt must finish).
   bool survive_interrupt = false;
+  // false: the output only reaches on_line, ChildResult's out/err/combined stay empty (a traced
+  // server may print for hours).
+  bool keep_output = true;
 };
 
 struct ChildResult {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <set>
 
 #include "common/text.h"
 
@@ -249,12 +250,65 @@ nlohmann::json sister_deployment(const TargetInfo& target, const SisterOptions& 
   }
 }
 
+namespace {
+
+// The server under `ncu --mode launch` (ncu copied into kNcuMount), able to read counters.
+void add_ncu(nlohmann::json& c, const ContainerInfo& server) {
+  std::vector<std::string> wrapped = {std::string(kNcuMount) + "/ncu", "--mode", "launch", "--"};
+  wrapped.insert(wrapped.end(), server.command.begin(), server.command.end());
+  c["command"] = wrapped;
+  nlohmann::json env = nlohmann::json::array();
+  for (const auto& e : c.value("env", nlohmann::json::array())) {
+    if (e.value("name", "") != "CUDA_INJECTION64_PATH") env.push_back(e);
+  }
+  c["env"] = env;
+  // Replay holds the server for seconds per kernel: probes would restart it mid-capture.
+  c.erase("livenessProbe");
+  c.erase("readinessProbe");
+  c.erase("startupProbe");
+  c["securityContext"]["capabilities"]["add"] = nlohmann::json::array({"SYS_ADMIN"});
+  c["volumeMounts"].push_back({{"name", "kprof-ncu"}, {"mountPath", kNcuMount}});
+}
+
+// The server as it is (command, probes, privileges) with kprof's tracer injected, inactive until
+// kprof writes `start` into the control file. The settings kprof relies on replace any the
+// Deployment sets (the listing looks for the default file names in kTracerMount); the tracer's
+// other settings (memory, flows, …) pass through.
+void add_tracer(nlohmann::json& c) {
+  static const std::set<std::string> kOwned = {
+      "CUDA_INJECTION64_PATH",  "NVTX_INJECTION64_PATH", "KPROF_TRACE_DIR",
+      "KPROF_TRACE_NAME",       "KPROF_TRACE_START",     "KPROF_TRACE_DELAY_S",
+      "KPROF_TRACE_DURATION_S", "KPROF_TRACE_CONTROL",   "KPROF_TRACE_MAX_EVENTS"};
+  nlohmann::json env = nlohmann::json::array();
+  for (const auto& e : c.value("env", nlohmann::json::array())) {
+    if (!kOwned.count(e.value("name", ""))) env.push_back(e);
+  }
+  for (auto [name, value] :
+       {std::pair{"CUDA_INJECTION64_PATH", kTracerLibrary},
+        std::pair{"NVTX_INJECTION64_PATH", kTracerLibrary},
+        std::pair{"KPROF_TRACE_DIR", kTracerMount}, std::pair{"KPROF_TRACE_START", "on-control"},
+        std::pair{"KPROF_TRACE_CONTROL", kTraceControl}}) {
+    env.push_back({{"name", name}, {"value", value}});
+  }
+  c["env"] = env;
+  c["volumeMounts"].push_back({{"name", "kprof-tracer"}, {"mountPath", kTracerMount}});
+}
+
+}  // namespace
+
 nlohmann::json sister_deployment_unchecked(const TargetInfo& target, const SisterOptions& options) {
   const ContainerInfo* server = target.container(options.container);
   if (!server)
     throw std::invalid_argument(
         fmt::format("no container \"{}\" in {}", options.container, target.deployment));
-  if (server->command.empty()) {
+  if (options.trace && server->under_ncu_launch) {
+    throw std::invalid_argument(fmt::format(
+        "container {} runs under `ncu --mode launch`: ncu's injection would take the slot and "
+        "kprof's tracer would stay off; trace a Deployment whose server is not under ncu",
+        server->name));
+  }
+  // The tracer needs no wrapper (the CUDA driver loads it), so the image's ENTRYPOINT may stay.
+  if (!options.trace && server->command.empty()) {
     throw std::invalid_argument(fmt::format(
         "container {} has no command in its spec (the image's ENTRYPOINT runs): kprof cannot "
         "wrap what it cannot see; give it a command in the Deployment",
@@ -282,29 +336,22 @@ nlohmann::json sister_deployment_unchecked(const TargetInfo& target, const Siste
   pod.erase("nodeName");
   for (auto& c : pod["containers"]) {
     if (c.value("name", "") != server->name) continue;
-    std::vector<std::string> wrapped = {std::string(kNcuMount) + "/ncu", "--mode", "launch", "--"};
-    wrapped.insert(wrapped.end(), server->command.begin(), server->command.end());
-    c["command"] = wrapped;
-    nlohmann::json env = nlohmann::json::array();
-    for (const auto& e : c.value("env", nlohmann::json::array())) {
-      if (e.value("name", "") != "CUDA_INJECTION64_PATH") env.push_back(e);
+    if (options.trace) {
+      add_tracer(c);
+    } else {
+      add_ncu(c, *server);
     }
-    c["env"] = env;
-    // Replay holds the server for seconds per kernel: probes would restart it mid-capture.
-    c.erase("livenessProbe");
-    c.erase("readinessProbe");
-    c.erase("startupProbe");
-    c["securityContext"]["capabilities"]["add"] = nlohmann::json::array({"SYS_ADMIN"});
-    c["volumeMounts"].push_back({{"name", "kprof-ncu"}, {"mountPath", kNcuMount}});
   }
+  const char* volume = options.trace ? "kprof-tracer" : "kprof-ncu";
+  const char* mount = options.trace ? kTracerMount : kNcuMount;
+  const std::string& image = options.trace ? options.tracer_image : options.ncu_image;
+  const std::string& dir = options.trace ? options.tracer_dir : options.ncu_dir;
   pod["initContainers"].push_back(
-      {{"name", "kprof-ncu-install"},
-       {"image", options.ncu_image},
-       {"command",
-        nlohmann::json::array({"cp", "-a", options.ncu_dir + "/.", std::string(kNcuMount) + "/"})},
-       {"volumeMounts",
-        nlohmann::json::array({{{"name", "kprof-ncu"}, {"mountPath", kNcuMount}}})}});
-  pod["volumes"].push_back({{"name", "kprof-ncu"}, {"emptyDir", nlohmann::json::object()}});
+      {{"name", std::string(volume) + "-install"},
+       {"image", image},
+       {"command", nlohmann::json::array({"cp", "-a", dir + "/.", std::string(mount) + "/"})},
+       {"volumeMounts", nlohmann::json::array({{{"name", volume}, {"mountPath", mount}}})}});
+  pod["volumes"].push_back({{"name", volume}, {"emptyDir", nlohmann::json::object()}});
   return {{"apiVersion", "apps/v1"},
           {"kind", "Deployment"},
           {"metadata", metadata},
@@ -337,11 +384,20 @@ std::vector<std::string> check_sister(const nlohmann::json& manifest, const Targ
       problems.push_back(fmt::format("Service {} would route traffic to the sister", service.name));
     }
   }
+  // A traced sister is one whose initContainer installs the tracer.
+  bool traced = false;
+  for (const auto& c :
+       manifest["spec"]["template"]["spec"].value("initContainers", nlohmann::json::array())) {
+    if (c.value("name", "") == "kprof-tracer-install") traced = true;
+  }
   for (const auto& c :
        manifest["spec"]["template"]["spec"].value("containers", nlohmann::json::array())) {
     for (const auto& e : c.value("env", nlohmann::json::array())) {
-      if (e.value("name", "") == "CUDA_INJECTION64_PATH") {
+      if (e.value("name", "") != "CUDA_INJECTION64_PATH") continue;
+      if (!traced) {
         problems.push_back("CUDA_INJECTION64_PATH is still set: ncu could not inject itself");
+      } else if (e.value("value", "") != kTracerLibrary) {
+        problems.push_back("CUDA_INJECTION64_PATH does not name kprof's tracer in its volume");
       }
     }
     if (!is_dns_label(c.value("name", "")))

@@ -74,15 +74,28 @@ struct SisterOptions {
   std::string ncu_image;  // an image holding Nsight Compute
   std::string ncu_dir = "/opt/nvidia/nsight-compute/2025.3.1";  // its folder in that image
   std::string run_id;                                           // short, [a-z0-9]
+  // --trace: the server runs under kprof's tracer instead of ncu. tracer_image holds
+  // libkprof_tracer.so and libcupti.so.13 in tracer_dir; ncu_image and ncu_dir are then unused.
+  bool trace = false;
+  std::string tracer_image = "";
+  std::string tracer_dir = "/opt/kprof/lib";
 };
 
 // The mount point of the emptyDir the initContainer copies ncu into.
 constexpr const char* kNcuMount = "/kprof-ncu";
 
+// With --trace: the emptyDir the initContainer copies the tracer (and the libcupti.so.13 beside
+// it, found through the library's $ORIGIN) into; the tracer writes its traces there too, and
+// polls the control file kprof writes `start` and `stop` into with kubectl exec.
+constexpr const char* kTracerMount = "/kprof-tracer";
+constexpr const char* kTracerLibrary = "/kprof-tracer/libkprof_tracer.so";
+constexpr const char* kTraceControl = "/kprof-tracer/control";
+
 nlohmann::json sister_deployment(const TargetInfo& target, const SisterOptions& options);
 std::string sister_name(const std::string& deployment, const std::string& run_id);
 
-// kprof's own checks of a generated sister Deployment; empty when fine.
+// kprof's own checks of a generated sister Deployment; empty when fine. CUDA_INJECTION64_PATH may
+// be set only to kprof's tracer in its volume (--trace); an ncu sister must not have it.
 std::vector<std::string> check_sister(const nlohmann::json& manifest, const TargetInfo& target);
 
 // The --custom partial container spec for `kubectl debug` (capabilities, a volume mount).

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <ostream>
 
 #include "common/utf8.h"
 
@@ -30,6 +31,21 @@ std::string MetricValue::to_string() const {
       break;
   }
   return text;
+}
+
+const std::string& MetricName::empty_text() {
+  static const std::string empty;
+  return empty;
+}
+
+std::ostream& operator<<(std::ostream& out, const MetricName& name) { return out << name.str(); }
+
+MetricName NameInterner::intern(std::string_view text) {
+  auto it = names_.find(text);
+  if (it != names_.end()) return it->second;
+  MetricName name(text);
+  names_.emplace(name.str(), name);
+  return name;
 }
 
 std::string_view rule_type_code(RuleType type) {
@@ -162,7 +178,10 @@ bool fix_all(Fields&... fields) {
 bool fix_metrics(std::vector<Metric>& metrics) {
   bool renamed = false, changed = false;
   for (Metric& metric : metrics) {
-    renamed |= fix(metric.name);
+    if (!is_valid_utf8(metric.name.str())) {
+      metric.name = to_valid_utf8(metric.name.str());
+      renamed = true;
+    }
     changed |= fix_all(metric.value, metric.unit, metric.section, metric.label);
     for (MetricInstance& instance : metric.instances) {
       changed |= fix_all(instance.correlation_id, instance.value);

@@ -3,10 +3,14 @@
 // hz, %, counts), exactly as ncu computed them.
 #pragma once
 
+#include <compare>
 #include <cstdint>
+#include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -36,8 +40,60 @@ struct MetricInstance {
   MetricValue value;
 };
 
+// A metric's name. A report repeats the same ~2,200 names in every kernel: importers intern
+// them (NameInterner), so each text is stored once per report and a metric holds a shared
+// handle (no allocation of its own). Copies share the text, which lives as long as any copy, so
+// a metric or kernel taken out of its report stays valid. Reads as a const std::string&.
+class MetricName {
+ public:
+  MetricName() = default;
+  MetricName(std::string_view text) : text_(std::make_shared<const std::string>(text)) {}
+  MetricName(const std::string& text) : MetricName(std::string_view(text)) {}
+  MetricName(const char* text) : MetricName(std::string_view(text)) {}
+
+  const std::string& str() const { return text_ ? *text_ : empty_text(); }
+  operator const std::string&() const { return str(); }
+  operator std::string_view() const { return str(); }
+  bool empty() const { return str().empty(); }
+  size_t size() const { return str().size(); }
+
+  friend bool operator==(const MetricName& a, const MetricName& b) {
+    return a.text_ == b.text_ || a.str() == b.str();
+  }
+  friend bool operator==(const MetricName& a, std::string_view b) { return a.str() == b; }
+  friend bool operator==(const MetricName& a, const std::string& b) { return a.str() == b; }
+  friend bool operator==(const MetricName& a, const char* b) { return a.str() == b; }
+  friend std::strong_ordering operator<=>(const MetricName& a, const MetricName& b) {
+    return a.str() <=> b.str();
+  }
+  friend std::strong_ordering operator<=>(const MetricName& a, std::string_view b) {
+    return std::string_view(a.str()) <=> b;
+  }
+  friend std::strong_ordering operator<=>(const MetricName& a, const std::string& b) {
+    return a.str() <=> b;
+  }
+  friend std::strong_ordering operator<=>(const MetricName& a, const char* b) {
+    return a.str() <=> b;
+  }
+  friend std::ostream& operator<<(std::ostream& out, const MetricName& name);
+
+ private:
+  friend class NameInterner;
+  static const std::string& empty_text();
+  std::shared_ptr<const std::string> text_;
+};
+
+// One handle per distinct text: every metric of a report named by the same text shares it.
+class NameInterner {
+ public:
+  MetricName intern(std::string_view text);
+
+ private:
+  std::unordered_map<std::string_view, MetricName> names_;  // keys view the names' own text
+};
+
 struct Metric {
-  std::string name;  // ncu's metric name, e.g. "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+  MetricName name;  // ncu's metric name, e.g. "sm__throughput.avg.pct_of_peak_sustained_elapsed"
   MetricValue value;
   // Base unit as the source stated it ("ns", "byte", "%"); empty when the source stores none
   // (.ncu-rep files carry no units).

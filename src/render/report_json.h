@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/report.h"
+#include "render/json_writer.h"
 
 namespace kprof::render {
 
@@ -27,6 +28,17 @@ nlohmann::json kernel_json(const model::Report& report, const model::Kernel& ker
 nlohmann::json report_json(const model::Report& report, const std::vector<size_t>& kernels,
                            const JsonOptions& options);
 nlohmann::json envelope(const std::vector<std::string>& argv);  // schema + tool
+
+// report_json, streamed: the same bytes without building the document (a --set full kernel has
+// ~2,200 metrics, each with its instances under --instances).
+void write_report(JsonWriter& writer, const model::Report& report,
+                  const std::vector<size_t>& kernels, const JsonOptions& options);
+// The inspect --json document: json_text of envelope(argv) with "reports" holding report_json
+// of each report and its selected kernels, byte for byte, streamed.
+std::string report_document_text(const std::vector<std::string>& argv,
+                                 const std::vector<model::Report>& reports,
+                                 const std::vector<std::vector<size_t>>& kernels,
+                                 const JsonOptions& options);
 
 // A document as kprof prints it (indent 1, final newline). Importers hand over valid UTF-8; a
 // string from elsewhere that is not (argv, a file name) gets U+FFFD rather than failing the

@@ -44,6 +44,26 @@ std::string limiter_cell(const analysis::KernelVerdict& v) {
   return text;
 }
 
+std::string short_ceiling_name(const std::string& ceiling) {
+  for (const char* suffix : {"_bandwidth", "_flops"}) {
+    std::string_view tail(suffix);
+    if (ceiling.size() > tail.size() && ceiling.ends_with(tail)) {
+      return ceiling.substr(0, ceiling.size() - tail.size());
+    }
+  }
+  return ceiling;
+}
+
+// The ceiling the kernel came closest to: "dram 97% (peak 83%)".
+std::string measured_ceiling_cell(const analysis::KernelVerdict& v) {
+  if (v.measured_ceilings.empty()) return "—";
+  const analysis::CeilingUse& top = v.measured_ceilings.front();
+  std::string text =
+      fmt::format("{} {:.0f}%", short_ceiling_name(top.ceiling), top.fraction_of_measured * 100);
+  if (top.fraction_of_peak) text += fmt::format(" (peak {:.0f}%)", *top.fraction_of_peak * 100);
+  return text;
+}
+
 }  // namespace
 
 std::string csv_field(const std::string& text) {
@@ -70,6 +90,9 @@ std::string verdict_table(const std::vector<AnalyzedKernel>& kernels,
                           const analysis::Thresholds& thresholds, size_t name_width) {
   bool joined =
       std::any_of(kernels.begin(), kernels.end(), [](const AnalyzedKernel& k) { return k.joined; });
+  bool calibrated = std::any_of(kernels.begin(), kernels.end(), [](const AnalyzedKernel& k) {
+    return !k.verdict.measured_ceilings.empty();
+  });
   std::vector<TextTable::Column> columns = {
       {"id", TextTable::Align::kRight}, {"kernel"}, {"us", TextTable::Align::kRight}};
   if (joined) {
@@ -86,6 +109,7 @@ std::string verdict_table(const std::vector<AnalyzedKernel>& kernels,
                                            {"occ % ach/theo limiter"},
                                            {"top stall"},
                                            {"stage"}};
+    if (calibrated) rest.insert(rest.begin() + 6, TextTable::Column{"measured ceiling"});
     columns.insert(columns.end(), rest.begin(), rest.end());
     return TextTable(columns);
   }();
@@ -113,6 +137,7 @@ std::string verdict_table(const std::vector<AnalyzedKernel>& kernels,
         limiter_cell(v),
         top_stall(v),
         v.stage.empty() ? "—" : v.stage};
+    if (calibrated) rest.insert(rest.begin() + 6, measured_ceiling_cell(v));
     row.insert(row.end(), rest.begin(), rest.end());
     table.add_row(std::move(row));
     if (v.contradicts_expectation) {
@@ -130,6 +155,12 @@ std::string verdict_table(const std::vector<AnalyzedKernel>& kernels,
   }
   std::string out = table.to_string();
   out += "thresholds: " + thresholds_text(thresholds) + "\n";
+  if (calibrated) {
+    out +=
+        "measured ceiling: the rate the kernel came closest to, as % of what `kprof calibrate` "
+        "measured on this GPU (the --gpus calibration), and as % of the datasheet's or ncu's "
+        "peak\n";
+  }
   // Latency-bound says why, longest kernels first (the table is usually sorted that way).
   size_t explained = 0, unexplained = 0;
   for (const AnalyzedKernel& k : kernels) {
@@ -187,6 +218,19 @@ json verdict_json(const std::vector<AnalyzedKernel>& kernels,
     for (const auto& [precision, rate] : v.flops_per_second) flops[precision] = rate;
     json limits = json::object();
     for (const auto& [name, blocks] : v.occupancy_block_limits) limits[name] = blocks;
+    json ceilings = json::array();
+    for (const analysis::CeilingUse& use : v.measured_ceilings) {
+      ceilings.push_back({{"ceiling", use.ceiling},
+                          {"rate", use.rate},
+                          {"unit", use.unit},
+                          {"achieved", use.achieved},
+                          {"measured_ceiling", use.measured_ceiling},
+                          {"pct_of_measured_ceiling", use.fraction_of_measured * 100},
+                          {"peak", optional_json(use.peak)},
+                          {"pct_of_peak", use.fraction_of_peak ? json(*use.fraction_of_peak * 100)
+                                                               : json(nullptr)},
+                          {"peak_source", use.peak_source}});
+    }
     json expectation = nullptr;
     if (!v.expected_bottleneck.empty()) {
       expectation = {{"expected", v.expected_bottleneck},
@@ -213,6 +257,7 @@ json verdict_json(const std::vector<AnalyzedKernel>& kernels,
         {"dram_peak_source", v.dram_peak_source},
         {"memory_bw_utilization", optional_json(v.memory_bw_utilization)},
         {"arithmetic_intensity", optional_json(v.arithmetic_intensity)},
+        {"measured_ceilings", ceilings},
         {"sm_occupancy", optional_json(v.achieved_occupancy)},
         {"theoretical_occupancy", optional_json(v.theoretical_occupancy)},
         {"occupancy_limiter",

@@ -94,8 +94,8 @@ LaunchPlan plan_launch(const KernelSpec& spec, const gpu::DeviceInfo& device) {
     plan.work_unit = "byte";
     plan.work_formula = fmt::format("{} bytes read + {} written", bytes, bytes);
   } else if (k == "k_l2_reread") {
-    // Four float4 per thread, re-read `rounds` times; out is only written if the sum is 12345.
-    std::uint64_t bytes = static_cast<std::uint64_t>(threads) * 4 * 16;
+    // Eight float4 per thread, re-read `rounds` times; out is only written if the sum is 12345.
+    std::uint64_t bytes = static_cast<std::uint64_t>(threads) * 8 * 16;
     add_pointer(plan, add_buffer(plan, "in", bytes));
     add_pointer(plan, add_buffer(plan, "out", static_cast<std::uint64_t>(threads) * 16));
     add_u32(plan, static_cast<std::uint64_t>(launch.iterations));
@@ -108,7 +108,7 @@ LaunchPlan plan_launch(const KernelSpec& spec, const gpu::DeviceInfo& device) {
           bytes / 1e6, device.l2_bytes / 1e6);
     }
     plan.work_formula =
-        fmt::format("{} rounds x {} bytes read (4 x 16 per thread)", launch.iterations, bytes);
+        fmt::format("{} rounds x {} bytes read (8 x 16 per thread)", launch.iterations, bytes);
   } else if (k == "k_fp32_fma" || k == "k_fp64_fma" || k == "k_tiny_blocks") {
     scratch_and_count(plan, launch);
     plan.work = threads * iterations * 4 * 2;

@@ -337,7 +337,7 @@ Calibration calibrate(int repeats, const RunOptions& options) {
        "float4 copy between two buffers far larger than L2; bytes read + bytes written over the "
        "kernel's time"},
       {"l2_bandwidth", "k_l2_reread", "byte/s",
-       "four 16-byte ld.global.cg loads per thread per round from a buffer that fits in L2, "
+       "eight 16-byte ld.global.cg loads per thread per round from a buffer that fits in L2, "
        "re-read every round; bytes read over the kernel's time"},
       {"fp32_flops", "k_fp32_fma", "flop/s",
        "four independent FP32 FMA chains per thread; 2 FLOP per FMA over the kernel's time"},
@@ -352,6 +352,7 @@ Calibration calibrate(int repeats, const RunOptions& options) {
        "over the kernel's time. mma.sync only: on Hopper and Blackwell datacenter GPUs the "
        "datasheet rate needs wgmma/tcgen05, which this does not use"},
   };
+  const int device_arch = session.device().cc_major * 10 + session.device().cc_minor;
   for (const ThroughputCeiling& t : kThroughputs) {
     const KernelSpec* spec = table.find(t.kernel);
     if (!spec) throw std::logic_error(fmt::format("the selftest table lacks {}", t.kernel));
@@ -359,6 +360,12 @@ Calibration calibrate(int repeats, const RunOptions& options) {
       session.notes().push_back(
           fmt::format("{} not measured: {} needs sm_{} or newer PTX; sm_{} was loaded", t.name,
                       t.kernel, spec->min_arch, session.ptx_arch()));
+      continue;
+    }
+    if (std::find(spec->emulated_on.begin(), spec->emulated_on.end(), device_arch) !=
+        spec->emulated_on.end()) {
+      session.notes().push_back(
+          fmt::format("{} not measured on sm_{}: {}", t.name, device_arch, spec->emulated_why));
       continue;
     }
     auto kernel = session.prepare(t.kernel);

@@ -140,6 +140,12 @@ SelftestTable parse_selftest_table(const std::string& json_text, const std::stri
       spec.what = entry.value("what", "");
       if (entry.contains("min_cc"))
         spec.min_arch = parse_min_arch(entry.at("min_cc").get<std::string>());
+      if (auto emulated = entry.find("emulated_on"); emulated != entry.end()) {
+        for (const json& cc : emulated->at("cc")) {
+          spec.emulated_on.push_back(parse_min_arch(cc.get<std::string>()));
+        }
+        spec.emulated_why = emulated->at("why").get<std::string>();
+      }
       spec.launch = parse_launch(entry.at("launch"));
       if (spec.role == "selftest") spec.expected = parse_expected(entry.at("expected"));
       if (auto suite = entry.find("bottleneck_suite"); suite != entry.end() && !suite->is_null()) {

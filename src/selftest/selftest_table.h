@@ -43,6 +43,10 @@ struct KernelSpec {
   std::string role;    // "selftest" (judged) or "calibration" (timed only)
   std::string what;
   int min_arch = 80;  // lowest PTX architecture that has it (sm_89: 89)
+  // Devices (compute capability x 10) on which ptxas emulates the kernel's instruction instead
+  // of running it natively, so a rate measured there means nothing; and why.
+  std::vector<int> emulated_on;
+  std::string emulated_why;
   LaunchSpec launch;
   std::optional<Expectation> expected;  // selftest kernels
   std::optional<SuiteCounterpart> bottleneck_suite;

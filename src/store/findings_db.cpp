@@ -67,7 +67,15 @@ constexpr const char* kMigrations[] = {
          PRIMARY KEY (gpu, fact, source));
        CREATE INDEX kernels_by_name ON kernels(name);
        CREATE INDEX kernels_by_run ON kernels(run_id);)",
+    // 2: ceilings measured by `kprof calibrate`, each with the GPU, driver and time.
+    R"(CREATE TABLE measured_ceilings (
+         gpu TEXT NOT NULL, ceiling TEXT NOT NULL, measured_at TEXT NOT NULL,
+         figure REAL NOT NULL, unit TEXT NOT NULL, method TEXT, kernel TEXT, repeats INTEGER,
+         best_seconds REAL, median_seconds REAL, cc TEXT, driver_cuda TEXT, driver_nvidia TEXT,
+         kprof_version TEXT, source TEXT, stored_at TEXT NOT NULL,
+         PRIMARY KEY (gpu, ceiling, measured_at));)",
 };
+static_assert(std::size(kMigrations) == kSchemaVersion);
 
 constexpr const char* kKprofTables[] = {"hardware_facts", "kernels", "metrics", "runs", "verdicts"};
 
@@ -505,6 +513,89 @@ std::vector<FactRow> FindingsDb::facts() {
   while (query.step()) {
     rows.push_back({query.text(0), query.text(1), query.text(2), query.text(3), query.text(4)});
   }
+  for (const MeasuredCeilingRow& c : measured_ceilings()) {
+    std::string driver = c.driver_cuda.empty() ? "" : ", CUDA " + c.driver_cuda;
+    if (!c.driver_nvidia.empty()) driver += ", driver " + c.driver_nvidia;
+    rows.push_back({c.gpu, "measured_" + c.ceiling, fmt::format("{}", c.figure), c.unit,
+                    fmt::format("kprof calibrate {}{}, best of {} ({})", c.measured_at, driver,
+                                c.repeats, c.source)});
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const FactRow& a, const FactRow& b) {
+    return std::tie(a.gpu, a.fact) < std::tie(b.gpu, b.fact);
+  });
+  return rows;
+}
+
+std::size_t FindingsDb::store_measured_ceilings(const std::vector<MeasuredCeilingRow>& rows) {
+  exec("BEGIN IMMEDIATE");
+  try {
+    sqlite::Statement insert(
+        *db_,
+        "INSERT OR REPLACE INTO measured_ceilings (gpu, ceiling, measured_at, figure, "
+        "unit, method, kernel, repeats, best_seconds, median_seconds, cc, "
+        "driver_cuda, driver_nvidia, kprof_version, source, stored_at) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    std::string stored_at = utc_time();
+    for (const MeasuredCeilingRow& row : rows) {
+      insert.bind(1, row.gpu)
+          .bind(2, row.ceiling)
+          .bind(3, row.measured_at)
+          .bind(4, std::optional<double>(row.figure))
+          .bind(5, row.unit)
+          .bind(6, row.method)
+          .bind(7, row.kernel)
+          .bind(8, row.repeats)
+          .bind(9, row.best_seconds)
+          .bind(10, row.median_seconds)
+          .bind(11, row.cc)
+          .bind(12, row.driver_cuda)
+          .bind(13, row.driver_nvidia)
+          .bind(14, row.kprof_version)
+          .bind(15, row.source)
+          .bind(16, stored_at);
+      insert.run();
+    }
+    exec("COMMIT");
+    return rows.size();
+  } catch (...) {
+    db_->exec_status("ROLLBACK");
+    throw;
+  }
+}
+
+std::vector<MeasuredCeilingRow> FindingsDb::measured_ceilings() {
+  std::vector<MeasuredCeilingRow> rows;
+  {
+    // A database of schema 1 opened for reading is not migrated: it has none.
+    sqlite::Statement table(*db_,
+                            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = "
+                            "'measured_ceilings'");
+    if (!table.step()) return rows;
+  }
+  sqlite::Statement query(
+      *db_,
+      "SELECT gpu, ceiling, measured_at, figure, unit, method, kernel, repeats, "
+      "best_seconds, median_seconds, cc, driver_cuda, driver_nvidia, kprof_version, "
+      "source FROM measured_ceilings ORDER BY gpu, measured_at, ceiling");
+  while (query.step()) {
+    MeasuredCeilingRow row;
+    row.gpu = query.text(0);
+    row.ceiling = query.text(1);
+    row.measured_at = query.text(2);
+    row.figure = query.real(3).value_or(0);
+    row.unit = query.text(4);
+    row.method = query.text(5);
+    row.kernel = query.text(6);
+    row.repeats = query.integer(7);
+    row.best_seconds = query.real(8);
+    row.median_seconds = query.real(9);
+    row.cc = query.text(10);
+    row.driver_cuda = query.text(11);
+    row.driver_nvidia = query.text(12);
+    row.kprof_version = query.text(13);
+    row.source = query.text(14);
+    rows.push_back(std::move(row));
+  }
   return rows;
 }
 
@@ -534,6 +625,7 @@ model::Report FindingsDb::load_run(std::int64_t run_id) {
       "ORDER BY launch");
   kernels.bind(1, run_id);
   sqlite::Statement metrics(*db_, "SELECT name, value FROM metrics WHERE kernel_id = ?");
+  model::NameInterner names;  // every kernel of a run repeats the same metric names
   while (kernels.step()) {
     model::Kernel k;
     k.id = static_cast<size_t>(kernels.integer(1));
@@ -545,7 +637,7 @@ model::Report FindingsDb::load_run(std::int64_t run_id) {
     while (metrics.step()) {
       if (auto value = metrics.real(1)) {
         model::Metric m;
-        m.name = metrics.text(0);
+        m.name = names.intern(metrics.text(0));
         m.value = model::MetricValue::of_double(*value);
         k.metrics.push_back(std::move(m));
       }

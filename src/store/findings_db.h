@@ -20,7 +20,7 @@ class Database;
 
 namespace kprof::store {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 // kprof's mark in the database header: "kprf". A file without it is not kprof's and is refused,
 // except a database kprof wrote before it marked its files (schema version set, kprof's tables
 // there), which is marked on its next write.
@@ -48,6 +48,20 @@ struct FactRow {
   std::string gpu, fact, value, unit, source;
 };
 
+// One ceiling `kprof calibrate` measured, with the GPU, driver and time it was measured on.
+struct MeasuredCeilingRow {
+  std::string gpu;  // the device name the driver reported: "NVIDIA H200"
+  std::string cc, driver_cuda, driver_nvidia;
+  std::string measured_at;            // UTC, ISO 8601 (the calibration's date)
+  std::string kprof_version, source;  // source: the calibration file, or "kprof calibrate"
+  std::string ceiling;                // dram_bandwidth, fp32_flops, …
+  double figure = 0;
+  std::string unit;  // byte/s, flop/s, s
+  std::string method, kernel;
+  std::int64_t repeats = 0;
+  std::optional<double> best_seconds, median_seconds;
+};
+
 class FindingsDb {
  public:
   enum class Access {
@@ -72,7 +86,12 @@ class FindingsDb {
   std::vector<KernelHistoryRow> kernel_history(const std::string& name_regex);
   // The longest kernel per stage, model or GPU across all runs.
   std::vector<WorstRow> worst_by(const std::string& dimension, size_t per_group);
+  // Hardware facts: those imports recorded, then each measured ceiling as "measured_<name>".
   std::vector<FactRow> facts();
+  // Stores one calibration's ceilings in one transaction (a calibration stored again, same GPU,
+  // ceiling and time, replaces its rows). Returns how many rows were written.
+  std::size_t store_measured_ceilings(const std::vector<MeasuredCeilingRow>& rows);
+  std::vector<MeasuredCeilingRow> measured_ceilings();
   // A stored run as a report model: its kernels (name, launch configuration, stored metrics).
   // Throws InputError when there is no such run.
   model::Report load_run(std::int64_t run_id);

@@ -99,6 +99,32 @@ TEST(Doctor, AdminOnlyCountersFailForNonRootOnly) {
   EXPECT_EQ(find(run_doctor_checks(facts), "counter permission")->status, Check::Status::kOk);
 }
 
+// kprof trace's needs are reported, never a reason to call a machine unready to capture (ncu
+// brings its own CUPTI).
+TEST(Doctor, CuptiForTheTracerIsReportedAsAWarningAtMost) {
+  SystemFacts facts = h200();
+  facts.cupti_path = "/usr/local/cuda-13.0/lib/libcupti.so.13";
+  facts.cupti_version = 130000;
+  std::optional<Check> found = find(run_doctor_checks(facts), "CUPTI");
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->status, Check::Status::kOk);
+  EXPECT_EQ(found->detail.find("/usr/local/cuda-13.0/lib/libcupti.so.13: CUPTI 13.0"), 0u);
+  facts.cupti_version = 120800;
+  EXPECT_EQ(find(run_doctor_checks(facts), "CUPTI")->status, Check::Status::kWarning);
+  facts.cupti_version.reset();
+  facts.cupti_path.clear();
+  facts.cupti_error = "libcupti.so.13 not found";
+  facts.cupti_searched = "/opt/lib/libcupti.so.13";
+  std::vector<Check> checks = run_doctor_checks(facts);
+  EXPECT_EQ(find(checks, "CUPTI")->status, Check::Status::kWarning);
+  EXPECT_NE(find(checks, "CUPTI")
+                ->detail.find("libcupti.so.13 not found (looked at "
+                              "/opt/lib/libcupti.so.13)"),
+            std::string::npos);
+  EXPECT_FALSE(any_failed(checks));
+  EXPECT_EQ(find(checks, "kprof tracer")->status, Check::Status::kInfo);
+}
+
 TEST(Doctor, InjectionVariableAndSandboxAndMissingPieces) {
   SystemFacts facts = h200();
   facts.env["CUDA_INJECTION64_PATH"] = "/opt/other/libinject.so";

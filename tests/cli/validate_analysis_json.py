@@ -19,6 +19,11 @@ captures = ["big_full.ncu-rep.zst", "big_basic.ncu-rep.zst", "big_min.ncu-rep.zs
             "bottleneck_suite_full.ncu-rep.zst", "big_full_details.csv.zst",
             "multi_process_basic_raw.csv"]
 runs = [(capture, [kprof, "analyze", "--json", f"{data}/h200/{capture}"]) for capture in captures]
+# With a calibration (measured_ceilings filled in): the constructed H200 calibration of the tests.
+tests_dir = schema_path.rsplit("/docs/", 1)[0] + "/tests"
+runs.append(("bottleneck_suite_full + calibration",
+             [kprof, "analyze", "--json", "--gpus", f"{tests_dir}/selftest/data/constructed_h200_calibration.json",
+              f"{data}/h200/bottleneck_suite_full.ncu-rep.zst"]))
 runs.append(("report big_full + trace_eager",
              [kprof, "report", "--json", "--trace", f"{data}/h200/trace_eager.json.gz",
               f"{data}/h200/big_full.ncu-rep.zst"]))

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace kprof {
 namespace {
 
@@ -26,6 +28,22 @@ TEST(ParseUint, WholeStringOnly) {
   EXPECT_FALSE(parse_uint("42x").has_value());
   EXPECT_FALSE(parse_uint("-1").has_value());
   EXPECT_FALSE(parse_uint("").has_value());
+}
+
+// Every number read from an input that must become an integer goes through whole_number: out of
+// range, fractional or not finite is nullopt, never an undefined cast.
+TEST(WholeNumber, OnlyWhatTheTypeHoldsExactly) {
+  EXPECT_EQ(whole_number<std::uint32_t>(4294967295.0), 4294967295u);
+  EXPECT_EQ(whole_number<std::uint32_t>(4294967296.0), std::nullopt);
+  EXPECT_EQ(whole_number<std::uint64_t>(18446744073709549568.0), 18446744073709549568ull);
+  EXPECT_EQ(whole_number<std::uint64_t>(18446744073709551616.0), std::nullopt);  // 2^64
+  EXPECT_EQ(whole_number<std::uint64_t>(4.44444e104), std::nullopt);
+  EXPECT_EQ(whole_number<std::uint64_t>(-1.0), std::nullopt);
+  EXPECT_EQ(whole_number<std::uint64_t>(1.5), std::nullopt);
+  EXPECT_EQ(whole_number<std::uint64_t>(std::numeric_limits<double>::infinity()), std::nullopt);
+  EXPECT_EQ(whole_number<std::uint64_t>(std::numeric_limits<double>::quiet_NaN()), std::nullopt);
+  EXPECT_EQ(whole_number<std::int64_t>(-9223372036854775808.0), INT64_MIN);
+  EXPECT_EQ(whole_number<std::int64_t>(9223372036854775808.0), std::nullopt);  // 2^63
 }
 
 TEST(FormatNumber, ReadableAtEveryMagnitude) {

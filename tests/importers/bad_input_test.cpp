@@ -183,4 +183,47 @@ TEST(BadInput, CsvDetailsRowEndingBeforeALaterColumnNamesItsLine) {
 }
 
 }  // namespace
+// Found by fuzz_ncu_csv under UBSan: an integer too large for 64 bits was cast to uint64_t
+// (undefined; on x86 it read as 2^63). It is kept as the double it is.
+TEST(BadInput, CsvIntegerBeyondSixtyFourBitsIsKeptAsADouble) {
+  const std::string header =
+      "\"ID\",\"Kernel Name\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric "
+      "Value\"\n";
+  const std::string huge = "1" + std::string(30, '0');
+  model::Report report =
+      import_bytes("big.csv", header + "\"0\",\"k\",\"s\",\"n\",\"\",\"" + huge + "\"\n" +
+                                  "\"0\",\"k\",\"s\",\"m\",\"\",\"18446744073709551615\"\n");
+  ASSERT_EQ(report.kernels.size(), 1u);
+  ASSERT_EQ(report.kernels[0].metrics.size(), 2u);
+  auto value_of = [&](const std::string& name) {
+    for (const auto& metric : report.kernels[0].metrics) {
+      if (metric.name == name) return metric.value;
+    }
+    ADD_FAILURE() << "no metric " << name;
+    return model::MetricValue{};
+  };
+  const model::MetricValue big = value_of("s: n");
+  EXPECT_EQ(big.kind, model::MetricValue::Kind::kDouble);
+  EXPECT_EQ(big.real, 1e30);
+  // The largest 64-bit integer's text rounds to 2^64 as a double: kept as a double too, not
+  // wrapped.
+  const model::MetricValue edge = value_of("s: m");
+  EXPECT_EQ(edge.kind, model::MetricValue::Kind::kDouble);
+  EXPECT_EQ(edge.real, 18446744073709551616.0);
+}
+
+// Found by fuzz_ncu_csv under UBSan on the H200's CPUs after the fix above: a kernel ID of 105
+// digits was cast to size_t. Refused as not a whole number, naming the line.
+TEST(BadInput, CsvKernelIdBeyondSixtyFourBitsIsRefused) {
+  const std::string header =
+      "\"ID\",\"Kernel Name\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric "
+      "Value\"\n";
+  const std::string id = "4" + std::string(104, '4');
+  InputError error =
+      expect_invalid(header + "\"" + id + "\",\"k\",\"s\",\"n\",\"\",\"1\"\n", "id.csv");
+  EXPECT_EQ(error.position().value, 2u);
+  EXPECT_NE(error.message().find("column \"ID\""), std::string::npos) << error.what();
+  EXPECT_NE(error.message().find("expected a whole number"), std::string::npos) << error.what();
+}
+
 }  // namespace kprof::importers

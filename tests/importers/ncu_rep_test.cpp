@@ -121,5 +121,34 @@ TEST(NcuRep, ReportsFromSeveralProcesses) {
   }
 }
 
+// A --set full kernel has ~2,200 metrics and every kernel the same names: each name's text is
+// stored once per report (issue 17: a copy per metric was ~60 MB of a 1 GB report's model).
+void expect_names_shared(const model::Report& report) {
+  ASSERT_GE(report.kernels.size(), 2u);
+  const model::Kernel& first = report.kernels.front();
+  const model::Kernel& last = report.kernels.back();
+  size_t shared = 0;
+  for (const model::Metric& metric : first.metrics) {
+    const model::Metric* other = last.find(metric.name);
+    if (other == nullptr) continue;
+    EXPECT_EQ(&other->name.str(), &metric.name.str()) << metric.name;
+    ++shared;
+  }
+  EXPECT_GT(shared, 50u);  // the details page lists 86 per kernel
+}
+
+TEST(NcuRep, MetricNamesAreStoredOncePerReport) {
+  model::Report rep = import_report(testing::data_path("h200/big_full.ncu-rep.zst"));
+  expect_names_shared(rep);
+  expect_names_shared(import_report(testing::data_path("h200/big_full_raw.csv.zst")));
+  expect_names_shared(import_report(testing::data_path("h200/big_full_details.csv.zst")));
+  // A kernel taken out of its report keeps its names.
+  model::Kernel kernel = rep.kernels[3];
+  std::string first_name = kernel.metrics.front().name;
+  rep = model::Report{};
+  EXPECT_EQ(kernel.metrics.front().name, first_name);
+  EXPECT_TRUE(kernel.number("gpu__time_duration.sum").has_value());
+}
+
 }  // namespace
 }  // namespace kprof::importers

@@ -129,7 +129,7 @@ TEST(RepVsCsv, DetailsPageAgreesWithTheReport) {
     const model::Kernel& d = details.kernels[k];
     const model::Kernel& r = rep.kernels[k];
     for (const model::Metric& metric : d.metrics) {
-      if (metric.name.find("__") == std::string::npos) continue;  // unmapped label
+      if (metric.name.str().find("__") == std::string::npos) continue;  // unmapped label
       const model::Metric* reference = r.find(metric.name);
       ASSERT_NE(reference, nullptr) << metric.section << " / " << metric.label;
       ++mapped;

@@ -42,6 +42,11 @@ NEW = next((KUBECTLS[m] for m in sorted(KUBECTLS, reverse=True) if m >= 31), Non
 OLD = next((KUBECTLS[m] for m in sorted(KUBECTLS) if 29 <= m < 31), None)
 
 
+# Traces kprof's tracer recorded on the H200 from a two-process program: the stand-in's tracer
+# "writes" one per process of the sister's server.
+TRACER_TRACES = [os.path.join(DATA, "h200", f"tracer_two_process_{p}.json.gz") for p in "ab"]
+
+
 def read_jsonl(path):
     """The complete lines of a log another process may be appending to right now: a line still
     being written (no newline yet) is left for the next read."""
@@ -56,7 +61,15 @@ class Cluster:
 
     def __init__(self, objects, *rules, attach_recording="attach_1"):
         self.dir = tempfile.mkdtemp(prefix="kprof-k8s-")
-        env = dict(os.environ, FAKE_ATTACH_RECORDING=os.path.join(DATA, "h200/capture-recordings", attach_recording))
+        # The tracer image's files (--tracer-dir's default): what the initContainer copies.
+        self.image_root = os.path.join(self.dir, "images")
+        lib = os.path.join(self.image_root, "opt/kprof/lib")
+        os.makedirs(lib)
+        for name in ("libkprof_tracer.so", "libcupti.so.13"):
+            with open(os.path.join(lib, name), "wb") as f:
+                f.write(b"\x7fELF stand-in for " + name.encode())
+        env = dict(os.environ, FAKE_ATTACH_RECORDING=os.path.join(DATA, "h200/capture-recordings", attach_recording),
+                   FAKE_IMAGE_ROOT=self.image_root, FAKE_TRACER_TRACES=os.pathsep.join(TRACER_TRACES))
         args = [sys.executable, os.path.join(SUPPORT, "fake_apiserver.py"), os.path.join(HERE, "data", objects),
                 self.dir, "--port-file", os.path.join(self.dir, "port")]
         for rule in rules:
@@ -515,6 +528,194 @@ class K8sTest(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("single-replica needs one kernel regex", r.stderr)
         self.assertFalse([q for q in c.requests() if q.get("method") == "POST"])
+
+    # --- sister --trace -------------------------------------------------------------------------
+    TRACE_ARGS = ("k8s", "sister", "-n", "serving", "llama-70b", "--trace", "--tracer-image", "ghcr.io/example/kprof-tracer:1")
+
+    def receipt_of(self, c, folder="run"):
+        return json.load(open(glob.glob(os.path.join(c.dir, folder, "kprof-sister-receipt-*.json"))[0]))
+
+    def test_sister_trace_opens_a_window_copies_ranks_and_deletes(self):
+        c = self.cluster("vllm_single_replica.json")
+        r = c.kprof(*self.TRACE_ARGS, "--trace-duration", "2", "-o", "run", "--campaign", "c1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        posted = [q for q in c.requests() if q.get("method") == "POST" and q["path"].endswith("/deployments")]
+        self.assertEqual(len(posted), 1)
+        sister = json.loads(posted[0]["body"])
+        name = sister["metadata"]["name"]
+        pod_spec = sister["spec"]["template"]["spec"]
+        server = pod_spec["containers"][0]
+        original = json.load(open(os.path.join(HERE, "data", "vllm_single_replica.json")))["deployments"][0]
+        original_server = original["spec"]["template"]["spec"]["containers"][0]
+        # The server runs as it is — no ncu anywhere, probes and privileges untouched — with the
+        # tracer injected from the volume the initContainer fills.
+        self.assertEqual(server["command"], original_server["command"])
+        self.assertEqual(server.get("args"), original_server.get("args"))
+        self.assertNotIn("ncu", json.dumps(sister))
+        self.assertEqual(server["readinessProbe"], original_server["readinessProbe"])
+        self.assertNotIn("SYS_ADMIN", json.dumps(server))
+        env = {e["name"]: e.get("value") for e in server["env"]}
+        self.assertEqual(env["CUDA_INJECTION64_PATH"], "/kprof-tracer/libkprof_tracer.so")  # not /opt/profiler/libinject.so
+        self.assertEqual(env["NVTX_INJECTION64_PATH"], "/kprof-tracer/libkprof_tracer.so")
+        self.assertEqual((env["KPROF_TRACE_START"], env["KPROF_TRACE_CONTROL"], env["KPROF_TRACE_DIR"]),
+                         ("on-control", "/kprof-tracer/control", "/kprof-tracer"))
+        self.assertEqual(env["HF_HOME"], "/models")
+        self.assertEqual([e["name"] for e in server["env"]].count("CUDA_INJECTION64_PATH"), 1)
+        self.assertIn({"name": "kprof-tracer", "mountPath": "/kprof-tracer"}, server["volumeMounts"])
+        self.assertEqual(pod_spec["initContainers"], [{"name": "kprof-tracer-install", "image": "ghcr.io/example/kprof-tracer:1",
+                                                       "command": ["cp", "-a", "/opt/kprof/lib/.", "/kprof-tracer/"],
+                                                       "volumeMounts": [{"name": "kprof-tracer", "mountPath": "/kprof-tracer"}]}])
+        self.assertIn({"name": "kprof-tracer", "emptyDir": {}}, pod_spec["volumes"])
+        self.assertNotIn("app", sister["spec"]["template"]["metadata"]["labels"])
+
+        # The window: library checked, start, stop after the duration, files listed, each copied
+        # verified, the log read; then the deletion.
+        calls = c.kubectl_calls()
+        pod = name + "-7d9f8c6b5-x2x4q"
+        ex = ["exec", "-n", "serving", pod, "-c", "server", "--"]
+        script = "printf '%s\\n' \"$2\" > \"$1.kprof-tmp\" && mv \"$1.kprof-tmp\" \"$1\""
+        self.assertEqual(verbs(calls), ["version", "get", "get", "get", "create", "get"] + ["exec"] * 4 +
+                         ["exec", "cp"] * 2 + ["logs", "get", "delete"])
+        self.assertEqual(calls[6], ex + ["test", "-s", "/kprof-tracer/libkprof_tracer.so"])
+        self.assertEqual(calls[7], ex + ["sh", "-c", script, "kprof-control", "/kprof-tracer/control", "start"])
+        self.assertEqual(calls[8], ex + ["sh", "-c", script, "kprof-control", "/kprof-tracer/control", "stop"])
+        self.assertEqual(calls[9], ex + ["ls", "-1", "/kprof-tracer"])
+        execs = [q for q in c.requests() if "exec" in q and q["exec"][:2] == ["sh", "-c"]]
+        self.assertGreaterEqual(execs[1]["t"] - execs[0]["t"], 2.0)  # --trace-duration 2
+        self.assertEqual(calls[-2:], [["get", "deployment", "-n", "serving", "-o", "json", "--", name],
+                                      ["delete", "deployment", "-n", "serving", "--ignore-not-found", "--wait=false", "--", name]])
+
+        bundle = os.path.join(c.dir, "run", "trace-1")
+        m = json.load(open(os.path.join(bundle, "manifest.json")))
+        self.assertEqual(m["status"], "ok", m["diagnoses"])
+        self.assertEqual((m["kubernetes"]["method"], m["kubernetes"]["node"], m["campaign"]), ("sister-trace", "gpu-node-7", "c1"))
+        names = [f["name"] for f in m["trace"]["files"]]
+        self.assertEqual(names, ["kprof-trace.gpu-node-7.4200.1.json.gz", "kprof-trace.gpu-node-7.4201.1.json.gz"])
+        for f, recording in zip(m["trace"]["files"], TRACER_TRACES):
+            copied = open(os.path.join(bundle, f["name"]), "rb").read()
+            self.assertEqual(copied, open(recording, "rb").read())
+            self.assertEqual(f["sha256_in_pod"], hashlib.sha256(copied).hexdigest())
+            self.assertEqual(f["sha256_copied"], f["sha256_in_pod"])
+        self.assertEqual([(w["pid"], w["events"]) for w in m["trace"]["windows"]], [(4200, 10433), (4201, 14436)])
+        # Each trace ranked as `kprof rank FILE --top 10` ranks it (10: --top's default here).
+        self.assertIn("2 trace files from serving/" + pod, r.stdout)
+        self.assertIn("pid 4200 window 1, 10433 events, stopped by control file", r.stdout)
+        for n in names:
+            ranked = subprocess.run([KPROF, "rank", os.path.join("run", "trace-1", n), "--top", "10"],
+                                    capture_output=True, text=True, cwd=c.dir)
+            self.assertEqual(ranked.returncode, 0, ranked.stderr)
+            self.assertIn(ranked.stdout, r.stdout)
+        receipt = self.receipt_of(c)
+        self.assertEqual((receipt["status"], receipt["leftovers"]), ("ok", []))
+        self.assertEqual(len([q for q in c.requests() if q.get("method") == "DELETE"]), 1)
+
+    def test_sister_trace_dry_run_prints_the_traced_deployment(self):
+        c = self.cluster("vllm_single_replica.json")
+        r = c.kprof(*self.TRACE_ARGS, "--tracer-dir", "/usr/lib/kprof", "--dry-run")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        parsed = subprocess.run([NEW, "create", "--dry-run=client", "--validate=false", "-f", "-", "-o", "json"],
+                                input=r.stdout, capture_output=True, text=True, env=c.env(NEW))
+        self.assertEqual(parsed.returncode, 0, parsed.stderr)
+        init = json.loads(parsed.stdout)["spec"]["template"]["spec"]["initContainers"][0]
+        self.assertEqual(init["command"], ["cp", "-a", "/usr/lib/kprof/.", "/kprof-tracer/"])
+        self.assertFalse([q for q in c.requests() if q.get("method") in ("POST", "DELETE", "PATCH")])
+
+    def test_sister_trace_refuses_what_only_ncu_uses(self):
+        c = self.cluster("vllm_single_replica.json")
+        cases = {
+            ("-k", "gemm"): "--kernel-name does not apply to --trace",
+            ("--preset", "full", "--captures", "2"): "--preset, --captures do not apply to --trace",
+            ("--ncu-image", "img", "--launch-count", "1", "--force"): "--ncu-image, --launch-count, --force do not apply",
+        }
+        for extra, message in cases.items():
+            with self.subTest(extra=extra):
+                r = c.kprof(*self.TRACE_ARGS, *extra)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(message, r.stderr)
+                self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--trace")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--tracer-image is required with --trace", r.stderr)
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--trace-duration", "5", "-k", "x")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--trace-duration applies only with --trace", r.stderr)
+        r = c.kprof(*self.TRACE_ARGS, "--trace-duration", "0")
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(c.kubectl_calls(), [])  # all refused before kubectl ran
+        # A server already under ncu: ncu's injection would keep the tracer off.
+        c2 = self.cluster("sglang_under_ncu_launch.json")
+        r = c2.kprof("k8s", "sister", "-n", "serving", "sglang-dsv3", "--trace", "--tracer-image", "img")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("runs under `ncu --mode launch`: ncu's injection would take the slot", r.stderr)
+        self.assertFalse([q for q in c2.requests() if q.get("method") == "POST"])
+
+    def test_sister_trace_without_the_library_in_the_image_fails_and_deletes(self):
+        c = self.cluster("vllm_single_replica.json")
+        r = c.kprof(*self.TRACE_ARGS, "--tracer-dir", "/opt/elsewhere", "--trace-duration", "1", "-o", "run")
+        self.assertEqual(r.returncode, 7, r.stderr)
+        self.assertIn("[tracer_missing_in_pod] no /kprof-tracer/libkprof_tracer.so in container server", r.stderr)
+        self.assertFalse([call for call in c.kubectl_calls() if "kprof-control" in call])  # no window opened
+        m = json.load(open(os.path.join(c.dir, "run", "trace-1", "manifest.json")))
+        self.assertEqual(m["status"], "failed")
+        receipt = self.receipt_of(c)
+        self.assertEqual((receipt["status"], receipt["leftovers"]), ("failed", []))
+        self.assertEqual(len([q for q in c.requests() if q.get("method") == "DELETE"]), 1)
+
+    def test_sister_trace_says_why_the_tracer_stayed_off(self):
+        c = self.cluster("vllm_single_replica.json", "tracer-off")
+        r = c.kprof(*self.TRACE_ARGS, "--trace-duration", "1", "-o", "run")
+        self.assertEqual(r.returncode, 7, r.stderr)
+        self.assertIn("[no_trace] the tracer wrote no trace in the pod (kprof-tracer: CUDA_INJECTION64_PATH names "
+                      "/opt/other/libinject.so, not this library: the tracer stays off)", r.stderr)
+        self.assertEqual(self.receipt_of(c)["leftovers"], [])
+        self.assertEqual(len([q for q in c.requests() if q.get("method") == "DELETE"]), 1)
+
+    def test_sister_trace_keeps_the_finished_traces_of_an_unfinished_window(self):
+        c = self.cluster("vllm_single_replica.json", "trace-stays-partial")
+        r = c.kprof(*self.TRACE_ARGS, "--trace-duration", "1", "--timeout", "3", "-o", "run")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("[trace_unfinished] 1 window still unfinished", r.stderr)
+        self.assertIn("kprof-trace.gpu-node-7.4201.1.json.gz.partial", r.stderr)
+        self.assertIn("1 trace file from serving/", r.stdout)
+        m = json.load(open(os.path.join(c.dir, "run", "trace-1", "manifest.json")))
+        self.assertEqual(m["trace"]["unfinished_in_pod"], ["kprof-trace.gpu-node-7.4201.1.json.gz.partial"])
+        self.assertEqual(open(os.path.join(c.dir, "run", "trace-1", m["trace"]["files"][0]["name"]), "rb").read(),
+                         open(TRACER_TRACES[0], "rb").read())
+
+    def test_sister_trace_copied_through_cat_without_tar(self):
+        c = self.cluster("vllm_single_replica.json", "no-tar")
+        r = c.kprof(*self.TRACE_ARGS, "--trace-duration", "1", "-o", "run")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("no tar for kubectl cp; copying through `cat`", r.stderr)
+        m = json.load(open(os.path.join(c.dir, "run", "trace-1", "manifest.json")))
+        for f, recording in zip(m["trace"]["files"], TRACER_TRACES):
+            self.assertEqual(open(os.path.join(c.dir, "run", "trace-1", f["name"]), "rb").read(), open(recording, "rb").read())
+
+    def test_sister_trace_interrupted_mid_window_cleans_up(self):
+        c = self.cluster("vllm_single_replica.json")
+        p = c.kprof(*self.TRACE_ARGS, "--trace-duration", "120", "-o", "run", background=True)
+        for _ in range(600):
+            if any("kprof-control" in q.get("exec", []) for q in c.requests()):
+                break
+            time.sleep(0.1)
+        else:
+            self.fail("kprof never opened the window")
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 8, err)
+        receipt = self.receipt_of(c)
+        self.assertEqual((receipt["status"], receipt["leftovers"]), ("interrupted", []))
+        self.assertEqual(len([q for q in c.requests() if q.get("method") == "DELETE"]), 1)
+        m = json.load(open(os.path.join(c.dir, "run", "trace-1.incomplete", "manifest.json")))
+        self.assertEqual(m["status"], "incomplete")
+
+    def test_sister_trace_checks_its_bundle_folder_before_creating_anything(self):
+        c = self.cluster("vllm_single_replica.json")
+        os.makedirs(os.path.join(c.dir, "run", "trace-1"))
+        r = c.kprof(*self.TRACE_ARGS, "-o", "run")
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("trace-1: already exists", r.stderr)
+        self.assertFalse([q for q in c.requests() if q.get("method") in ("POST", "DELETE", "PATCH")])
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The objects kprof k8s creates validate against the Kubernetes API schema: the sister
-Deployment (for both fixtures) and the pod after `kprof k8s sidecar` added its ephemeral
+Deployment (for both fixtures, and with --trace) and the pod after `kprof k8s sidecar` added its ephemeral
 container, checked with kubernetes-models (validators generated from the Kubernetes OpenAPI spec,
 in tools/k8s-schema/node_modules). Uses the k8s test's stand-in cluster and real kubectl.
 
@@ -44,6 +44,13 @@ for fixture, deployment in (("vllm_single_replica.json", "llama-70b"), ("sglang_
         ok &= not validate(broken, "the same with a container name removed (must be invalid)")
     finally:
         c.close()
+c = Cluster("vllm_single_replica.json")
+try:
+    r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--trace", "--tracer-image", "ghcr.io/example/kprof-tracer:1",
+                "--dry-run", "--json")
+    ok &= r.returncode == 0 and validate(json.loads(r.stdout), "traced sister of llama-70b")
+finally:
+    c.close()
 c = Cluster("sglang_under_ncu_launch.json")
 try:
     r = c.kprof("k8s", "sidecar", "-n", "serving", "sglang-dsv3", "--image", "img", "-k", "k_alpha", "-o", "run")

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 namespace kprof::k8s {
@@ -77,6 +78,69 @@ TEST(Workload, SisterPassesKprofsChecksAndTheChecksBite) {
   nlohmann::json mismatched = sister;
   mismatched["spec"]["selector"]["matchLabels"]["extra"] = "1";
   EXPECT_FALSE(check_sister(mismatched, t).empty());
+}
+
+TEST(Workload, TracedSisterRunsTheServerUnderKprofsTracer) {
+  TargetInfo t = target("vllm_single_replica.json");
+  SisterOptions options{"", "", "", "ab12c"};
+  options.trace = true;
+  options.tracer_image = "ghcr.io/example/kprof-tracer:1";
+  nlohmann::json sister = sister_deployment(t, options);
+  EXPECT_TRUE(check_sister(sister, t).empty());
+  nlohmann::json original = fixture("vllm_single_replica.json")["deployments"][0];
+  const nlohmann::json& before = original["spec"]["template"]["spec"]["containers"][0];
+  const nlohmann::json& pod = sister["spec"]["template"]["spec"];
+  const nlohmann::json& server = pod["containers"][0];
+  // Nothing of ncu: the command, probes and privileges are the original's.
+  EXPECT_EQ(server["command"], before["command"]);
+  EXPECT_EQ(server["livenessProbe"], before["livenessProbe"]);
+  EXPECT_EQ(server.contains("securityContext"), before.contains("securityContext"));
+  EXPECT_EQ(sister.dump().find("ncu"), std::string::npos);
+  std::map<std::string, std::string> env;
+  int injections = 0;
+  for (const auto& e : server["env"]) {
+    env[e["name"]] = e.value("value", "");
+    injections += e["name"] == "CUDA_INJECTION64_PATH";
+  }
+  EXPECT_EQ(injections, 1);  // the Deployment's own (another profiler's) replaced
+  EXPECT_EQ(env["CUDA_INJECTION64_PATH"], "/kprof-tracer/libkprof_tracer.so");
+  EXPECT_EQ(env["NVTX_INJECTION64_PATH"], "/kprof-tracer/libkprof_tracer.so");
+  EXPECT_EQ(env["KPROF_TRACE_START"], "on-control");
+  EXPECT_EQ(env["KPROF_TRACE_CONTROL"], "/kprof-tracer/control");
+  EXPECT_EQ(env["KPROF_TRACE_DIR"], "/kprof-tracer");
+  EXPECT_EQ(env["HF_HOME"], "/models");
+  EXPECT_EQ(pod["initContainers"][0]["image"], "ghcr.io/example/kprof-tracer:1");
+  EXPECT_EQ(pod["initContainers"][0]["command"],
+            nlohmann::json::array({"cp", "-a", "/opt/kprof/lib/.", "/kprof-tracer/"}));
+  EXPECT_EQ(pod["volumes"].back(),
+            (nlohmann::json{{"name", "kprof-tracer"}, {"emptyDir", nlohmann::json::object()}}));
+
+  // The check bites: an injection that is not kprof's tracer in its volume.
+  nlohmann::json other = sister;
+  for (auto& e : other["spec"]["template"]["spec"]["containers"][0]["env"]) {
+    if (e["name"] == "CUDA_INJECTION64_PATH") e["value"] = "/opt/profiler/libinject.so";
+  }
+  EXPECT_NE(check_sister(other, t).front().find("does not name kprof's tracer"), std::string::npos);
+
+  // KPROF_TRACE_* settings kprof relies on replace the Deployment's; the others pass through.
+  nlohmann::json objects = fixture("vllm_single_replica.json");
+  nlohmann::json& container =
+      objects["deployments"][0]["spec"]["template"]["spec"]["containers"][0];
+  container["env"].push_back(
+      {{"name", "KPROF_TRACE_NAME"}, {"value", "mine.{pid}.{window}.json.gz"}});
+  container["env"].push_back({{"name", "KPROF_TRACE_MEMORY_MB"}, {"value", "512"}});
+  container.erase("command");  // the image's ENTRYPOINT: fine for the tracer
+  TargetInfo entrypoint = parse_target(objects["deployments"][0], {{"items", objects["pods"]}},
+                                       {{"items", objects["services"]}});
+  nlohmann::json traced = sister_deployment(entrypoint, options);
+  std::string env_text = traced["spec"]["template"]["spec"]["containers"][0]["env"].dump();
+  EXPECT_EQ(env_text.find("KPROF_TRACE_NAME"), std::string::npos);
+  EXPECT_NE(env_text.find("KPROF_TRACE_MEMORY_MB"), std::string::npos);
+  EXPECT_FALSE(traced["spec"]["template"]["spec"]["containers"][0].contains("command"));
+
+  // A server already under ncu keeps the injection slot: refused.
+  TargetInfo under_ncu = target("sglang_under_ncu_launch.json");
+  EXPECT_THROW(sister_deployment(under_ncu, options), std::invalid_argument);
 }
 
 TEST(Workload, LongNamesAreShortenedToFitPodNames) {

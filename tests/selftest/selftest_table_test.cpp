@@ -139,21 +139,23 @@ TEST(SelftestTable, PlansSizeFromTheDevice) {
   LaunchPlan tiny = plan_launch(*table.find("k_tiny_blocks"), h200);
   EXPECT_EQ(tiny.block, 32u);
   EXPECT_EQ(tiny.grid, 132u * 32 * 4);
-  // L2 re-read: one resident wave of 512-thread blocks (four per SM), four float4 per thread:
-  // 17.3 MB, well inside the 60 MiB L2; a GPU with a smaller L2 gets a caveat.
+  // L2 re-read: four 256-thread blocks per SM, eight float4 per thread: 17.3 MB, well inside the
+  // 60 MiB L2; a GPU with a smaller L2 gets a caveat.
   LaunchPlan l2 = plan_launch(*table.find("k_l2_reread"), h200);
   EXPECT_EQ(l2.grid, 132u * 4);
-  EXPECT_EQ(l2.buffers[0].bytes, 132ull * 2048 * 64);
+  EXPECT_EQ(l2.block, 256u);
+  EXPECT_EQ(l2.buffers[0].bytes, 132ull * 4 * 256 * 128);
   EXPECT_TRUE(l2.caveat.empty());
   gpu::DeviceInfo small_l2 = h200;
   small_l2.l2_bytes = 6 << 20;
   EXPECT_NE(plan_launch(*table.find("k_l2_reread"), small_l2).caveat.find("more than half"),
             std::string::npos);
-  // An Ada-like SM (1536 threads, 24 blocks): three 512-thread blocks, 24 tiny ones.
+  // An Ada-like SM (1536 threads, 24 blocks): 24 tiny blocks; the L2 kernel's four blocks per
+  // SM are a fixed count (its registers, not the thread limit, bound it).
   gpu::DeviceInfo ada = h200;
   ada.max_threads_per_sm = 1536;
   ada.max_blocks_per_sm = 24;
-  EXPECT_EQ(plan_launch(*table.find("k_l2_reread"), ada).grid, 132u * 3);
+  EXPECT_EQ(plan_launch(*table.find("k_l2_reread"), ada).grid, 132u * 4);
   EXPECT_EQ(plan_launch(*table.find("k_tiny_blocks"), ada).grid, 132u * 24 * 4);
   // More shared memory than the device allows is refused.
   KernelSpec too_much = *table.find("k_fp32_fma");
@@ -182,7 +184,7 @@ TEST(SelftestTable, WorkIsCountedFromTheLaunch) {
   EXPECT_DOUBLE_EQ(plan_launch(*table.find("k_tensor_mma_fp8"), h200).work,
                    2112.0 * 8 * 1024 * 4 * 8192);
   // 128 rounds over 528 x 512 threads x 64 bytes.
-  EXPECT_DOUBLE_EQ(plan_launch(*table.find("k_l2_reread"), h200).work, 128.0 * 528 * 512 * 64);
+  EXPECT_DOUBLE_EQ(plan_launch(*table.find("k_l2_reread"), h200).work, 128.0 * 528 * 256 * 128);
   EXPECT_EQ(plan_launch(*table.find("k_empty"), h200).args.size(), 0u);
 }
 

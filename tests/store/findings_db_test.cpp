@@ -351,7 +351,47 @@ TEST(FindingsDb, NewDatabasesCarryKprofsMark) {
   ASSERT_EQ(kprof({"db", "--db", db, "import", data_path("h200/big_min.ncu-rep.zst")}).exit_code,
             0);
   EXPECT_EQ(sql_integer(db, "PRAGMA application_id"), kKprofApplicationId);
+  EXPECT_EQ(sql_integer(db, "PRAGMA user_version"), 2);
+}
+
+// Schema 2 adds measured_ceilings (kprof calibrate --db): a schema-1 database gets the table on
+// its next write, keeps its runs, and a schema-1 database only read still lists its facts.
+TEST(FindingsDb, ASchemaOneDatabaseIsMigratedToHoldMeasuredCeilings) {
+  std::string dir = fresh_dir("migrate-2");
+  std::string db = dir + "/old.db";
+  make_unmarked_kprof_db(db);
+  EXPECT_EQ(kprof({"db", "--db", db, "facts"}).exit_code, 0);
   EXPECT_EQ(sql_integer(db, "PRAGMA user_version"), 1);
+  std::string calibration =
+      std::string(KPROF_TESTS_DIR) + "/selftest/data/constructed_h200_calibration.json";
+  auto stored = kprof({"calibrate", "--from", calibration, "--db", db});
+  ASSERT_EQ(stored.exit_code, 0) << stored.err;
+  EXPECT_NE(stored.out.find("stored: 5 ceilings in the findings database"), std::string::npos)
+      << stored.out;
+  EXPECT_EQ(sql_integer(db, "PRAGMA user_version"), 2);
+  EXPECT_EQ(sql_integer(db, "SELECT COUNT(*) FROM runs"), 1);
+  EXPECT_EQ(sql_integer(db,
+                        "SELECT COUNT(*) FROM measured_ceilings WHERE gpu = 'NVIDIA H200' "
+                        "AND measured_at = '2026-01-15T12:00:00Z' AND driver_nvidia = "
+                        "'580.65.06' AND driver_cuda = '13.0'"),
+            5);
+  EXPECT_EQ(sql_integer(db,
+                        "SELECT figure FROM measured_ceilings WHERE ceiling = "
+                        "'dram_bandwidth'"),
+            4000000000000);
+  // The same calibration stored again replaces its rows.
+  ASSERT_EQ(kprof({"calibrate", "--from", calibration, "--db", db}).exit_code, 0);
+  EXPECT_EQ(sql_integer(db, "SELECT COUNT(*) FROM measured_ceilings"), 5);
+  auto facts = nlohmann::json::parse(kprof({"db", "--db", db, "facts", "--json"}).out);
+  std::set<std::string> measured;
+  for (const auto& row : facts) {
+    std::string fact = row["fact"];
+    if (fact.rfind("measured_", 0) == 0) measured.insert(fact);
+  }
+  EXPECT_EQ(measured,
+            (std::set<std::string>{"measured_bf16_tensor_flops", "measured_dram_bandwidth",
+                                   "measured_fp32_flops", "measured_fp64_flops",
+                                   "measured_launch_back_to_back"}));
 }
 
 TEST(FindingsDb, InvalidUtf8InAStoredNameStillGivesJson) {

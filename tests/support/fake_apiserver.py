@@ -9,20 +9,30 @@ is waiting for an attach), the pods/ephemeralcontainers subresource (kubectl deb
 and pods/exec over WebSocket (v5/v4.channel.k8s.io) with a tiny pod "filesystem" (a folder per
 pod) that understands the commands kprof runs: sha256sum, tar (kubectl cp), test -s, and kprof's
 attach wrapper `sh -c SCRIPT kprof-attach REPORT NCU ARGS...` (replays a recorded ncu attach run
-and writes its report into the pod).
+and writes its report into the pod); for `sister --trace`: initContainers `cp -a DIR/. MOUNT/`
+(copying DIR of FAKE_IMAGE_ROOT into the pod), `ls -1 DIR`, and kprof's control write
+`sh -c SCRIPT kprof-control FILE start|stop`, which plays the tracer when the server's
+CUDA_INJECTION64_PATH names a library present in the pod: `start` opens a window per recorded
+trace (a .partial), `stop` renames each to its final name with the recording's bytes and logs the
+tracer's window line.
 
 usage: fake_apiserver.py OBJECTS.json STATE_DIR [--port-file F] [--fail RULE]...
 RULE: forbid:VERB:RESOURCE (403), no-ephemeral (404 on pods/ephemeralcontainers),
       server-version:MINOR, slow-exec:SECONDS (the attach exec waits first), cp-missing (tar
       finds no file, as when the report vanished before kubectl cp), no-tar (an image without
       tar: kubectl cp cannot work there), unlabel-created (a created Deployment loses its
-      app.kubernetes.io/managed-by label, as if someone relabelled it).
-Environment: FAKE_ATTACH_RECORDING (a capture-recordings folder: ncu-stdout.txt, report.ncu-rep.zst)."""
+      app.kubernetes.io/managed-by label, as if someone relabelled it), tracer-off (the tracer
+      refuses to start, says why in the log and writes nothing), trace-stays-partial (the last
+      window never finishes).
+Environment: FAKE_ATTACH_RECORDING (a capture-recordings folder: ncu-stdout.txt, report.ncu-rep.zst),
+FAKE_IMAGE_ROOT (a folder standing for the images' files), FAKE_TRACER_TRACES (recorded tracer
+traces, os.pathsep-separated: one process each)."""
 import base64
 import hashlib
 import http.server
 import io
 import json
+import shutil
 import os
 import re
 import socketserver
@@ -144,6 +154,65 @@ def make_pod_for(deployment):
                                              "state": {"running": {"startedAt": "2026-11-29T00:00:00Z"}}}
                                             for c in containers]}}
     store["pods"].append(with_defaults(pod))
+    run_init_containers(ns, pod)
+
+
+def run_init_containers(ns, pod):
+    """`cp -a DIR/. MOUNT/` of an initContainer: DIR of FAKE_IMAGE_ROOT into the containers that
+    mount MOUNT (the shared emptyDir)."""
+    image_root = os.environ.get("FAKE_IMAGE_ROOT", "")
+    for init in pod["spec"].get("initContainers", []):
+        command = init.get("command", [])
+        if not image_root or command[:2] != ["cp", "-a"] or len(command) != 4:
+            continue
+        source = os.path.join(image_root, command[2].rstrip(".").strip("/"))
+        mount = command[3].rstrip("/")
+        if not os.path.isdir(source):
+            continue
+        for c in pod["spec"]["containers"]:
+            if any(m.get("mountPath") == mount for m in c.get("volumeMounts", [])):
+                shutil.copytree(source, os.path.join(pod_dir(ns, pod["metadata"]["name"], c["name"]), mount.lstrip("/")),
+                                dirs_exist_ok=True)
+
+
+def pod_log(ns, pod, container):
+    return os.path.join(state, "pods", ns, pod, container + ".log")
+
+
+def play_tracer(ns, pod_name, container, control, word):
+    """What kprof's tracer does on the control file's word, for the recorded traces."""
+    pod = find("pods", ns, pod_name)
+    spec = next((c for c in pod["spec"]["containers"] if c["name"] == container), {})
+    env = {e["name"]: e.get("value", "") for e in spec.get("env", [])}
+    library = env.get("CUDA_INJECTION64_PATH", "")
+    root = pod_dir(ns, pod_name, container)
+    if not library or not os.path.isfile(os.path.join(root, library.lstrip("/"))):
+        return
+    if env.get("KPROF_TRACE_CONTROL") != control or env.get("KPROF_TRACE_START") != "on-control":
+        return
+    folder = os.path.join(root, env.get("KPROF_TRACE_DIR", ".").lstrip("/"))
+    traces = [t for t in os.environ.get("FAKE_TRACER_TRACES", "").split(os.pathsep) if t]
+    with open(pod_log(ns, pod_name, container), "a") as log:
+        if "tracer-off" in rules:
+            if word == "start":
+                log.write(f"kprof-tracer: CUDA_INJECTION64_PATH names /opt/other/libinject.so, not this library: the tracer stays off\n")
+            return
+        for i, recording in enumerate(traces):
+            pid = 4200 + i
+            name = f"kprof-trace.gpu-node-7.{pid}.1.json.gz"
+            final = os.path.join(folder, name)
+            if word == "start" and not os.path.exists(final):
+                open(final + ".partial", "wb").close()
+            elif word == "stop" and os.path.exists(final + ".partial"):
+                if "trace-stays-partial" in rules and i == len(traces) - 1:
+                    continue
+                data = open(recording, "rb").read()
+                events = json.loads(__import__("gzip").decompress(data))["kprof"]["events"]
+                with open(final + ".partial", "wb") as f:
+                    f.write(data)
+                os.rename(final + ".partial", final)
+                path = env.get("KPROF_TRACE_DIR", ".").rstrip("/") + "/" + name
+                log.write(f"kprof-tracer: pid {pid} window 1 (stopped by control file): {path}: {events} events; nothing dropped\n")
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -274,7 +343,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def logs(self, ns, name, query):
         if not find("pods", ns, name):
             return self.send_json(*status(404, "NotFound", f'pods "{name}" not found'))
-        text = b"==PROF== Waiting for profiler to attach on ports 49152-49215.\n"
+        pod = find("pods", ns, name)
+        container = query.get("container", [pod["spec"]["containers"][0]["name"]])[0]
+        traced = any(c.get("name") == "kprof-tracer-install" for c in pod["spec"].get("initContainers", []))
+        text = b"" if traced else b"==PROF== Waiting for profiler to attach on ports 49152-49215.\n"
+        if os.path.exists(pod_log(ns, name, container)):
+            text += open(pod_log(ns, name, container), "rb").read()
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(text)))
@@ -302,7 +376,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.flush()
         container = query.get("container", [pod["spec"]["containers"][0]["name"]])[0]
         command = query.get("command", [])
-        record({"exec": command, "pod": name, "container": container})
+        record({"exec": command, "pod": name, "container": container, "t": time.time()})
         slow = next((float(r.split(":")[1]) for r in rules if r.startswith("slow-exec:")), 0)
         if slow and command[:1] == ["sh"]:
             time.sleep(slow)  # a capture that takes long (tests interrupt kprof meanwhile)
@@ -407,6 +481,18 @@ def run_in_pod(ns, pod, container, command):
         with lock, open(os.path.join(state, "attach-argv.jsonl"), "a") as f:
             f.write(json.dumps(ncu_argv) + "\n")
         return out, b"", 130
+    if prog == "ls" and command[1:2] == ["-1"] and len(command) == 3:
+        path = local(command[2])
+        if not os.path.isdir(path):
+            return b"", f"ls: cannot access '{command[2]}': No such file or directory\n".encode(), 2
+        return "".join(n + "\n" for n in sorted(os.listdir(path))).encode(), b"", 0
+    if prog in ("sh", "/bin/sh") and command[1:2] == ["-c"] and len(command) == 6 and command[3] == "kprof-control":
+        control, word = command[4], command[5]
+        os.makedirs(os.path.dirname(local(control)), exist_ok=True)
+        with open(local(control), "w") as f:
+            f.write(word + "\n")
+        play_tracer(ns, pod, container, control, word)
+        return b"", b"", 0
     if prog == "sleep":
         return b"", b"", 0
     return b"", f"sh: 1: {prog}: not found\n".encode(), 127

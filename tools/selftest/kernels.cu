@@ -26,23 +26,28 @@ extern "C" __global__ void k_dram_stream(const float4* __restrict__ in, float4* 
 // per thread (17 MB on an H200, resident in its L2), `rounds` times, bypassing L1 (ld.global.cg).
 // Differs from the suite's k_l2_resident, which kept one or two loads in flight per thread and
 // reached 79.7% of the L2 peak on the H200 — just under the 80% threshold, so it read as
-// latency-bound: here four independent loads per round. The vector each load takes rotates with
-// the round so that no load is loop-invariant (hoisted out of the loop, it would leave L2 idle).
-// __launch_bounds__ holds it to 32 registers so 2048 threads fit an SM: full occupancy.
-extern "C" __global__ void __launch_bounds__(512, 4)
+// latency-bound. A first redesign (four loads per round, 512-thread blocks at full occupancy)
+// reached only 75.0% there; of the variants tried on the H200
+// (tools/selftest/experiments/l2_variants.cu), eight independent loads per round in 256-thread
+// blocks, four blocks per SM (register-limited) reached 81.7% (sixteen loads: 82.0%, with twice
+// the footprint): more bytes in flight per warp beat more warps. The vector each load takes rotates
+// with the round so that no load is loop-invariant (hoisted out of the loop, it would leave L2
+// idle); four accumulators keep the adds off the loads' critical path.
+extern "C" __global__ void __launch_bounds__(256, 4)
     k_l2_reread(const float4* __restrict__ in, float4* __restrict__ out, int rounds) {
   const size_t stride = (size_t)gridDim.x * blockDim.x;
   const size_t first = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-  float sum = 0;
+  float sum[4] = {};
 #pragma unroll 1
   for (int r = 0; r < rounds; ++r) {
-    float4 v[4];
+    float4 v[8];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) v[k] = __ldcg(&in[first + ((k + r) & 3) * stride]);
+    for (int k = 0; k < 8; ++k) v[k] = __ldcg(&in[first + ((k + r) & 7) * stride]);
 #pragma unroll
-    for (int k = 0; k < 4; ++k) sum += (v[k].x + v[k].y) + (v[k].z + v[k].w);
+    for (int k = 0; k < 8; ++k) sum[k & 3] += (v[k].x + v[k].y) + (v[k].z + v[k].w);
   }
-  if (sum == 12345.f) out[first] = make_float4(sum, sum, sum, sum);
+  float total = (sum[0] + sum[1]) + (sum[2] + sum[3]);
+  if (total == 12345.f) out[first] = make_float4(total, total, total, total);
 }
 
 // compute-bound, FP32 pipe (suite design): four independent FMA chains in registers, no memory.

@@ -135,8 +135,10 @@ std::optional<model::MetricValue> convert_printed_value(std::string_view printed
   auto number = parse_ncu_number(text);
   if (!number) return model::MetricValue::of_string(std::string(text));
   bool integral_text = text.find_first_of(".eE-") == std::string_view::npos;
-  if (scale.factor == 1 && integral_text) {
-    return model::MetricValue::of_uint(static_cast<std::uint64_t>(*number));
+  // 2^64 and above (the text of 2^64 - 1 rounds to it) would not fit: kept as the double it is.
+  if (auto whole = whole_number<std::uint64_t>(*number);
+      scale.factor == 1 && integral_text && whole) {
+    return model::MetricValue::of_uint(*whole);
   }
   return model::MetricValue::of_double(*number * scale.factor);
 }
@@ -154,12 +156,13 @@ KernelIdentity read_identity(const std::string& path, const Row& row) {
     std::string value = text(name);
     if (value.empty()) return 0;
     auto parsed = parse_ncu_number(value);
-    if (!parsed || *parsed < 0 || *parsed != std::floor(*parsed) || *parsed > 4294967295.0) {
+    auto whole = parsed ? whole_number<std::uint32_t>(*parsed) : std::nullopt;
+    if (!whole) {
       throw_invalid(
           path, InputPosition::line(row.line()),
           fmt::format("column \"{}\" holds \"{}\", expected a whole number", name, value));
     }
-    return static_cast<std::uint32_t>(*parsed);
+    return *whole;
   };
   auto dim3 = [&](std::string_view name) -> model::Dim3 {
     std::string value = text(name);
@@ -205,13 +208,14 @@ class CsvReportBuilder {
 
   model::Kernel& add_kernel(KernelIdentity identity, size_t line) {
     model::Kernel& kernel = identity.kernel;
-    auto id = parse_ncu_number(identity.id_text);
-    if (!id || *id < 0 || *id != std::floor(*id)) {
+    auto parsed_id = parse_ncu_number(identity.id_text);
+    auto id = parsed_id ? whole_number<size_t>(*parsed_id) : std::nullopt;
+    if (!id) {
       throw_invalid(
           path_, InputPosition::line(line),
           fmt::format("column \"ID\" holds \"{}\", expected a whole number", identity.id_text));
     }
-    kernel.id = static_cast<size_t>(*id);  // ncu's own numbering
+    kernel.id = *id;  // ncu's own numbering
     model::Device& device = device_for(kernel.device_id);
     if (!identity.compute_capability.empty() && device.compute_capability().empty()) {
       size_t dot = identity.compute_capability.find('.');
@@ -305,6 +309,8 @@ model::Report import_raw_page(const std::string& path, const std::vector<CsvReco
     }
   }
   CsvReportBuilder builder(path, model::SourceFormat::kNcuCsvRaw);
+  // One name per column, shared by every kernel's metric in it.
+  const std::vector<model::MetricName> column_names(header.begin(), header.end());
   for (size_t r = 2; r < records.size(); ++r) {
     Row row(path, records[r], columns);
     if (row.size() != header.size()) {
@@ -323,7 +329,7 @@ model::Report import_raw_page(const std::string& path, const std::vector<CsvReco
         builder.add_device_attribute(device, header[c], *value, scales[c].base_unit);
       }
       model::Metric metric;
-      metric.name = header[c];
+      metric.name = column_names[c];
       metric.value = std::move(*value);
       metric.unit = scales[c].base_unit;
       kernel.metrics.push_back(std::move(metric));
@@ -365,6 +371,7 @@ model::Report import_details_page(const std::string& path, const std::vector<Csv
   columns.require(path, "ID", "details");
   columns.require(path, "Kernel Name", "details");
   size_t section_col = columns.require(path, "Section Name", "details");
+  model::NameInterner names;  // every kernel repeats the same metric names
   size_t name_col = columns.require(path, "Metric Name", "details");
   size_t unit_col = columns.require(path, "Metric Unit", "details");
   size_t value_col = columns.require(path, "Metric Value", "details");
@@ -427,11 +434,11 @@ model::Report import_details_page(const std::string& path, const std::vector<Csv
     std::string_view known =
         metric_for_label(metric.section, metric.label, compute_capability_code(row));
     if (!known.empty()) {
-      metric.name = std::string(known);
+      metric.name = names.intern(known);
     } else if (looks_like_metric_name(metric.label)) {
-      metric.name = metric.label;
+      metric.name = names.intern(metric.label);
     } else {
-      metric.name = fmt::format("{}: {}", metric.section, metric.label);
+      metric.name = names.intern(fmt::format("{}: {}", metric.section, metric.label));
     }
     metric.value = std::move(*value);
     metric.unit = scale.base_unit;

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "common/text.h"
 #include "importers/ncu_rep/ncu_report_wire.pb.h"
 #include "importers/ncu_rep/profiler_command_line.h"
 
@@ -364,7 +365,8 @@ bool split_kernel_result(std::string_view bytes, std::string& rest,
 
 // One kernel result into the model. Pure over its inputs, so results decode in parallel.
 model::Kernel decode_kernel(const std::string& path, const ResultContext& context, size_t index,
-                            const std::vector<std::string>& strings, const ImportOptions& options) {
+                            const std::vector<model::MetricName>& strings,
+                            const ImportOptions& options) {
   std::string rest;
   std::vector<std::string_view> metric_bytes;
   if (!split_kernel_result(context.bytes, rest, metric_bytes)) {
@@ -413,7 +415,8 @@ model::Kernel decode_kernel(const std::string& path, const ResultContext& contex
   }
   model::sort_metrics(kernel.metrics);
   if (auto device = kernel.number("launch__device_id")) {
-    kernel.device_id = static_cast<std::uint32_t>(*device);
+    // A damaged report's device id that is no 32-bit whole number is left as device 0.
+    if (auto id = whole_number<std::uint32_t>(*device)) kernel.device_id = *id;
   }
   for (const ncu_wire::RuleResult& rule : result.rules()) {
     for (const ncu_wire::RuleBodyItem& item : rule.body().items()) {
@@ -463,7 +466,9 @@ class ReportBuilder {
 
   void add_block_header(const ncu_wire::BlockHeader& header) {
     if (header.has_string_table()) {
-      for (const std::string& s : header.string_table().strings()) strings_.push_back(s);
+      for (const std::string& s : header.string_table().strings()) {
+        strings_.push_back(names_.intern(s));
+      }
     }
     if (header.has_session()) merge_session(header.session());
     if (header.has_process()) {
@@ -489,7 +494,7 @@ class ReportBuilder {
 
   void add_kernel(model::Kernel kernel) { report_.kernels.push_back(std::move(kernel)); }
 
-  const std::vector<std::string>& strings() const { return strings_; }
+  const std::vector<model::MetricName>& strings() const { return strings_; }
 
   model::Report finish() {
     // ncu numbers results grouped by process, lower process ids first (seen in a two-process
@@ -601,7 +606,10 @@ class ReportBuilder {
   }
 
   model::Report report_;
-  std::vector<std::string> strings_;  // cumulative over all block headers, in file order
+  // Cumulative over all block headers, in file order; interned, as each block header repeats
+  // the names of the metrics after it.
+  std::vector<model::MetricName> strings_;
+  model::NameInterner names_;
   model::Process current_process_;
   bool have_process_ = false;
   std::optional<ncu_wire::ProfilerSettings> stored_settings_;

@@ -1,0 +1,79 @@
+#include "k8s/copy_out.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "common/file_bytes.h"
+#include "common/sha256.h"
+
+namespace kprof::k8s {
+
+namespace fs = std::filesystem;
+
+VerifiedCopy copy_verified(const Kubectl& kubectl, const PodContainer& where,
+                           const std::string& pod_path, const std::string& local_path,
+                           const std::string& what, const std::string& label,
+                           const std::function<void(const std::string&)>& note) {
+  const std::string& ns = where.namespace_name;
+  VerifiedCopy result;
+  KubectlResult digest = kubectl.run(
+      {"exec", "-n", ns, where.pod, "-c", where.container, "--", "sha256sum", pod_path});
+  if (digest.exit_code != 0) {
+    result.failure = capture::Diagnosis{
+        what == "report" ? "report_missing_in_pod" : what + "_missing_in_pod", true,
+        fmt::format("no {} at {} in the pod: {}", what, pod_path, condense_message(digest.err)),
+        what == "report" ? "read ncu's output in the bundle; the capture did not finish"
+                         : "read the server's log (kubectl logs); the run did not finish"};
+    return result;
+  }
+  result.sha256_in_pod = digest.out.substr(0, 64);
+  std::string& inside = result.sha256_in_pod;
+  std::string& outside = result.sha256_copied;
+  for (int attempt = 1; attempt <= 2 && outside != inside; ++attempt) {
+    KubectlResult copied =
+        kubectl.run({"cp", "-n", ns, where.pod + ":" + pod_path, local_path, "-c", where.container},
+                    std::chrono::minutes(30));
+    if (copied.exit_code != 0) {
+      // kubectl cp runs `tar` in the container; images without it still have cat.
+      KubectlResult tar = kubectl.run(
+          {"exec", "-n", ns, where.pod, "-c", where.container, "--", "tar", "--version"});
+      if (tar.exit_code != 0) {
+        note(fmt::format("{}: the container has no tar for kubectl cp; copying through `cat`",
+                         label));
+        KubectlResult cat =
+            kubectl.run({"exec", "-n", ns, where.pod, "-c", where.container, "--", "cat", pod_path},
+                        std::chrono::minutes(30));
+        if (cat.exit_code == 0) {
+          write_file_atomically(local_path, cat.out);
+          copied = cat;
+        }
+      }
+    }
+    if (copied.exit_code != 0) {
+      result.failure = capture::Diagnosis{
+          "copy_failed", true,
+          fmt::format("kubectl cp of {} failed: {}", pod_path, condense_message(copied.err)),
+          "check that the file is still in the pod (kubectl exec … ls -l)"};
+      // Nothing unverified is left behind (a copy cut short, an earlier mismatching one).
+      std::error_code ignored;
+      fs::remove(local_path, ignored);
+      return result;
+    }
+    outside = fs::exists(local_path) ? sha256_file_hex(local_path) : "";
+    if (outside != inside)
+      note(fmt::format("{}: copy digest {} ≠ pod's {} (truncated?), copying again", label,
+                       outside.substr(0, 12), inside.substr(0, 12)));
+  }
+  if (!outside.empty() && outside != inside) {
+    result.failure = capture::Diagnosis{
+        "copy_corrupted", true,
+        fmt::format("the copied {}'s SHA-256 differs from the pod's twice", what),
+        "copy it by hand (kubectl exec … cat > file) and compare sha256sum"};
+    fs::remove(local_path);
+  }
+  return result;
+}
+
+}  // namespace kprof::k8s
