@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "analysis/kernel_summary.h"
+#include "render/envelope.h"
 
 namespace kprof::render {
 
@@ -334,8 +335,7 @@ std::string json_text(const json& document) {
 }
 
 json envelope(const std::vector<std::string>& argv) {
-  return {{"schema", "kprof.report/1"},
-          {"tool", {{"name", "kprof"}, {"version", KPROF_VERSION}, {"argv", argv}}}};
+  return with_envelope("kprof.report/1", argv, json::object());
 }
 
 }  // namespace kprof::render

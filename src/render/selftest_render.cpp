@@ -4,6 +4,7 @@
 
 #include "common/text.h"
 #include "common/utf8.h"
+#include "render/envelope.h"
 #include "render/table.h"
 
 namespace kprof::render {
@@ -109,7 +110,7 @@ json selftest_json(const selftest::SelftestOutcome& o, const std::vector<std::st
            {"interrupted", o.interrupted}, {"diagnoses", o.ncu_diagnoses}};
   }
   return {{"schema", "kprof.selftest/1"},
-          {"tool", {{"name", "kprof"}, {"version", KPROF_VERSION}, {"argv", argv}}},
+          {"tool", tool_json(argv)},
           {"gpu", gpu},
           {"ncu", ncu},
           {"capture", o.report_path.empty() ? json(nullptr) : json(o.report_path)},

@@ -7,6 +7,7 @@
 
 #include "common/text.h"
 #include "common/utf8.h"
+#include "render/envelope.h"
 #include "render/table.h"
 
 namespace kprof::render {
@@ -20,10 +21,6 @@ std::string ms(double us) { return format_number(us / 1000); }
 // A threshold given in percent and stored as a fraction, printed as given (0.6 * 100 is not 60).
 std::string percent_of(double fraction) {
   return format_number(std::round(fraction * 100 * 1e6) / 1e6);
-}
-
-json tool_json(const TraceSource& source) {
-  return {{"name", "kprof"}, {"version", KPROF_VERSION}, {"argv", source.argv}};
 }
 
 double busy_fraction(const timeline::Budget& budget) {
@@ -90,7 +87,7 @@ json ranking_json(const timeline::Ranking& ranking, const TraceSource& source) {
                           {"share_of_gpu_time", s.share_of_gpu_time}});
   }
   return {{"schema", "kprof.rank/1"},
-          {"tool", tool_json(source)},
+          {"tool", tool_json(source.argv)},
           {"trace", source.path},
           {"events", source.stats.events},
           {"gpu_events", ranking.gpu_events},
@@ -160,7 +157,7 @@ json step_ranking_json(const timeline::Budget& budget, const TraceSource& source
                      {"kernels", kernels}});
   }
   return {{"schema", "kprof.rank-steps/1"},
-          {"tool", tool_json(source)},
+          {"tool", tool_json(source.argv)},
           {"trace", source.path},
           {"steps_from", budget.step_selector},
           {"steps", steps}};
@@ -210,7 +207,7 @@ json budget_json(const timeline::Budget& budget, const timeline::BudgetThreshold
                      {"verdict", timeline::step_verdict_name(s.verdict)}});
   }
   return {{"schema", "kprof.budget/1"},
-          {"tool", tool_json(source)},
+          {"tool", tool_json(source.argv)},
           {"trace", source.path},
           {"steps_from", budget.step_selector},
           {"thresholds",

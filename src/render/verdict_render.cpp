@@ -8,6 +8,7 @@
 
 #include "common/text.h"
 #include "common/utf8.h"
+#include "render/envelope.h"
 #include "render/report_json.h"
 #include "render/table.h"
 
@@ -287,7 +288,7 @@ json verdict_json(const std::vector<AnalyzedKernel>& kernels,
     });
   }
   return {{"schema", "kprof.analysis/1"},
-          {"tool", {{"name", "kprof"}, {"version", KPROF_VERSION}, {"argv", argv}}},
+          {"tool", tool_json(argv)},
           {"gpu", gpu},
           {"thresholds",
            {{"compute_pct", config.thresholds.compute_pct},
