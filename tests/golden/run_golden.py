@@ -52,11 +52,12 @@ def read_cases():
 
 
 def normalise(text, version, scratch, repo):
-    """The one normalisation every output gets (README.md here): kprof's version string becomes
-    <VERSION>, the scratch folder the case ran in <SCRATCH>, the repository <REPO>, and UTC
-    timestamps (2026-12-01T01:02:03Z) <TIME>. argv[0] is always `kprof` and paths are relative
-    to the scratch folder, so a JSON "tool" head needs nothing else."""
-    text = text.replace(version, "<VERSION>")
+    """The one normalisation every output gets (README.md here): kprof's version in a JSON
+    "tool" head ("version": "0.1.0") becomes <VERSION>, the scratch folder the case ran in
+    <SCRATCH>, the repository <REPO>, and UTC timestamps (2026-12-01T01:02:03Z) <TIME>. argv[0]
+    is always `kprof` and paths are relative to the scratch folder, so a "tool" head needs
+    nothing else."""
+    text = re.sub(r'("version": )"' + re.escape(version) + '"', r'\1"<VERSION>"', text)
     text = text.replace(os.path.realpath(scratch), "<SCRATCH>").replace(scratch, "<SCRATCH>")
     text = text.replace(os.path.realpath(repo), "<REPO>").replace(repo, "<REPO>")
     return re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", "<TIME>", text)
