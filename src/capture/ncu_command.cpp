@@ -142,6 +142,17 @@ std::optional<std::int64_t> effective_launch_count(const CaptureSpec& spec) {
   return std::nullopt;
 }
 
+std::string kernel_filter(const CaptureSpec& spec) {
+  // -k is always a regex; ncu's own "regex:" prefix, when the user writes it, is not doubled.
+  std::string_view pattern = spec.kernel_regex;
+  if (pattern.substr(0, 6) == "regex:") pattern.remove_prefix(6);
+  if (!spec.children || spec.include_collectives || spec.attach) return std::string(pattern);
+  // Every name without "nccl" in it (ncu's names: ncclDevKernel_AllReduce_…), and the user's
+  // filter on top when there is one. A lookahead, as ncu's regex engine (ECMAScript) takes.
+  if (pattern.empty()) return "^(?!.*nccl)";
+  return "^(?!.*nccl)(?=.*(?:" + std::string(pattern) + "))";
+}
+
 NcuCommand build_ncu_command(const CaptureSpec& spec) {
   NcuCommand command;
   if (spec.attach && !spec.target.empty()) {
@@ -171,6 +182,26 @@ NcuCommand build_ncu_command(const CaptureSpec& spec) {
     refuse("a custom capture needs --section or --metrics");
   }
   if (spec.launch_count && *spec.launch_count < 1) refuse("--launch-count must be at least 1");
+  const bool window = spec.range == Range::kCudaProfilerApi || spec.honor_profiler_start_stop;
+  if (window && spec.attach) {
+    refuse(
+        "--range cuda-profiler-api needs launch mode: ncu takes --profile-from-start only for a "
+        "process it starts; for a process under `ncu --mode launch`, start that one with "
+        "--profile-from-start off instead");
+  }
+  for (const auto* list : {&spec.nvtx_include, &spec.nvtx_exclude}) {
+    for (const std::string& expression : *list) {
+      if (expression.empty() || expression.find_first_not_of(" \t") == std::string::npos) {
+        refuse(
+            "an empty --nvtx-include/--nvtx-exclude expression: give a range name, e.g. "
+            "decode/ (a push/pop range) or domain@range/");
+      }
+    }
+  }
+  if (!spec.graph_profiling.empty() && spec.graph_profiling != "node" &&
+      spec.graph_profiling != "graph") {
+    refuse(fmt::format("--graph-profiling {}: expected node or graph", spec.graph_profiling));
+  }
   if (spec.launch_skip && *spec.launch_skip < 0) refuse("--launch-skip cannot be negative");
   std::optional<std::int64_t> launch_count = effective_launch_count(spec);
   bool heavy = spec.preset == Preset::kFull || spec.preset == Preset::kCustom;
@@ -219,11 +250,8 @@ NcuCommand build_ncu_command(const CaptureSpec& spec) {
   argv.insert(argv.end(), preset.begin(), preset.end());
   for (const std::string& section : spec.sections) argv.insert(argv.end(), {"--section", section});
   if (!spec.metrics.empty()) argv.insert(argv.end(), {"--metrics", spec.metrics});
-  if (!spec.kernel_regex.empty()) {
-    // -k is always a regex; ncu's own "regex:" prefix, when the user writes it, is not doubled.
-    std::string_view pattern = spec.kernel_regex;
-    if (pattern.substr(0, 6) == "regex:") pattern.remove_prefix(6);
-    argv.insert(argv.end(), {"--kernel-name", "regex:" + std::string(pattern)});
+  if (std::string filter = kernel_filter(spec); !filter.empty()) {
+    argv.insert(argv.end(), {"--kernel-name", "regex:" + filter});
   }
   if (!spec.kernel_name_base.empty()) {
     argv.insert(argv.end(), {"--kernel-name-base", spec.kernel_name_base});
@@ -237,8 +265,10 @@ NcuCommand build_ncu_command(const CaptureSpec& spec) {
   // H200), so each is given only where it applies.
   if (!spec.attach) {
     if (overridden("--profile-from-start")) {
-    } else if (spec.honor_profiler_start_stop) {
-      argv.insert(argv.end(), {"--profile-from-start", "on"});
+    } else if (window) {
+      // Only inside the application's cudaProfilerStart/Stop windows; --launch-count counts
+      // launches inside them.
+      argv.insert(argv.end(), {"--profile-from-start", "off"});
     } else {
       argv.push_back("--disable-profiler-start-stop");
     }
@@ -250,6 +280,14 @@ NcuCommand build_ncu_command(const CaptureSpec& spec) {
     argv.insert(argv.end(), {"--clock-control", spec.clock_control});
   if (!spec.replay_mode.empty() && !overridden("--replay-mode")) {
     argv.insert(argv.end(), {"--replay-mode", spec.replay_mode});
+  }
+  if (!spec.nvtx_include.empty() || !spec.nvtx_exclude.empty()) {
+    if (!overridden("--nvtx")) argv.push_back("--nvtx");
+    for (const std::string& e : spec.nvtx_include) argv.insert(argv.end(), {"--nvtx-include", e});
+    for (const std::string& e : spec.nvtx_exclude) argv.insert(argv.end(), {"--nvtx-exclude", e});
+  }
+  if (!spec.graph_profiling.empty() && !overridden("--graph-profiling")) {
+    argv.insert(argv.end(), {"--graph-profiling", spec.graph_profiling});
   }
   argv.insert(argv.end(), spec.extra_ncu_args.begin(), spec.extra_ncu_args.end());
   argv.insert(argv.end(), {"--force-overwrite", "--export", spec.export_path});
@@ -266,8 +304,18 @@ NcuCommand build_ncu_command(const CaptureSpec& spec) {
   }
   if (spec.honor_profiler_start_stop) {
     command.warnings.push_back(
-        "the application's cudaProfilerStart/Stop calls are honoured: a cudaProfilerStop ends "
-        "profiling silently");
+        "--honor-profiler-start-stop is now --range cuda-profiler-api: profiling happens only "
+        "between the application's cudaProfilerStart and cudaProfilerStop");
+  }
+  if (spec.children && !spec.include_collectives && !spec.attach) {
+    command.warnings.push_back(
+        "--children: NCCL kernels are left out (replaying a collective while the other ranks "
+        "are held hangs ncu); --include-collectives profiles them");
+  }
+  if (spec.graph_profiling == "graph") {
+    command.warnings.push_back(
+        "--graph-profiling graph: each CUDA graph launch is profiled as one result, not per "
+        "kernel; kprof counts such results but gives no per-kernel verdicts for them");
   }
   if (spec.preset == Preset::kFull && spec.kernel_regex.empty() && !launch_count && spec.force) {
     command.warnings.push_back(

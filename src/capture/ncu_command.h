@@ -16,6 +16,11 @@ namespace kprof::capture {
 
 enum class Preset { kTriage, kBasic, kFull, kCustom };
 enum class Safety { kNone, kSingleReplica, kMultiReplica };
+// Where profiling happens: from process start (kprof's default: warm-up skipped with
+// --launch-skip, the application's cudaProfilerStart/Stop ignored), or only inside the windows
+// the application opens with cudaProfilerStart/Stop — what vLLM's and SGLang's start/stop-profile
+// endpoints and TensorRT-LLM's TLLM_PROFILE_START_STOP do (ncu --profile-from-start off).
+enum class Range { kFromStart, kCudaProfilerApi };
 
 struct AttachEndpoint {
   std::string host;
@@ -33,7 +38,13 @@ struct CaptureSpec {
   std::string clock_control = "none";
   bool children = false;    // --target-processes all
   std::string replay_mode;  // kernel | application | range …; ncu's default when empty
-  bool honor_profiler_start_stop = false;
+  bool honor_profiler_start_stop = false;  // deprecated spelling of Range::kCudaProfilerApi
+  Range range = Range::kFromStart;
+  std::vector<std::string> nvtx_include, nvtx_exclude;  // ncu --nvtx --nvtx-include/-exclude
+  std::string graph_profiling;  // node (ncu's default: each kernel of a graph) | graph
+  // With children (multi-process, e.g. tensor-parallel ranks), NCCL kernels are left out of the
+  // kernel filter unless this is set: replaying a collective with its peers held hangs ncu.
+  bool include_collectives = false;
   Safety safety = Safety::kNone;
   bool force = false;                       // allow an unscoped --set full
   std::vector<std::string> extra_ncu_args;  // verbatim, for options kprof does not model
@@ -56,6 +67,9 @@ std::optional<Preset> parse_preset(const std::string& name);
 AttachEndpoint parse_endpoint(const std::string& text);
 
 NcuCommand build_ncu_command(const CaptureSpec& spec);
+
+// The regex given to ncu --kernel-name (without ncu's "regex:" prefix); empty: every kernel.
+std::string kernel_filter(const CaptureSpec& spec);
 
 // The launch count a capture ends up with (safety presets impose one), for progress and attach.
 std::optional<std::int64_t> effective_launch_count(const CaptureSpec& spec);

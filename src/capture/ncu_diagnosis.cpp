@@ -343,9 +343,13 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
     } else if (settings.profile_from_start == "off" || settings.profile_from_start == "0" ||
                settings.profile_from_start == "no") {
       found.push_back({"profiling_never_started", true,
-                       "--profile-from-start off waits for cudaProfilerStart, which the "
-                       "application never called",
-                       "profile from the start and skip warm-up with --launch-skip instead"});
+                       "--profile-from-start off (kprof capture --range cuda-profiler-api) "
+                       "waits for cudaProfilerStart, which the application never called: the "
+                       "profiling window never opened",
+                       "open it while ncu runs (e.g. vLLM with its CUDA profiler enabled: POST "
+                       "/start_profile then /stop_profile; TensorRT-LLM: "
+                       "TLLM_PROFILE_START_STOP), or profile from the start (--range from-start) "
+                       "and skip warm-up with --launch-skip"});
     } else if (progress.processes_connected == 0) {
       // Seen on the H200: a program without CUDA and a Python launcher whose child runs the
       // kernels print exactly the same; only the user knows which it is.
@@ -359,6 +363,21 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
            all_processes ? "check that this command runs GPU work on this machine"
                          : "if it starts other processes, pass --target-processes all (kprof "
                            "capture --children); otherwise check that it runs GPU work"});
+    } else if (contains(out, "NVTX include expressions match only push/pop ranges")) {
+      // Recorded on the H200 (--nvtx-include nosuchrange/): ncu's only hint is this note.
+      std::string expressions;
+      for (size_t i = 1; i + 1 < run.argv.size(); ++i) {
+        if (run.argv[i] == "--nvtx-include") {
+          expressions += (expressions.empty() ? "" : ", ") + run.argv[i + 1];
+        }
+      }
+      found.push_back(
+          {"nvtx_filter_matched_nothing", true,
+           fmt::format("no kernel ran inside the NVTX range{} the capture was limited to ({})",
+                       expressions.find(',') == std::string::npos ? "" : "s", expressions),
+           "check the range names (a trailing / names a push/pop range: decode/; a start/end "
+           "range has none; domain@range/ for a named domain; names are case-sensitive), e.g. "
+           "in a kprof trace or Nsight Systems timeline of the same program"});
     } else {
       found.push_back({"nothing_profiled", true, "ncu profiled no kernel and still exited 0",
                        "check the filters (--kernel-name, --launch-skip, NVTX) against the "
@@ -375,6 +394,20 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
                                  progress.kernels_profiled, *settings.launch_count),
                      "add --disable-profiler-start-stop so the application's start/stop calls "
                      "cannot end profiling"});
+  }
+  // ncu replays one kernel at a time and holds the other processes meanwhile: an NCCL collective
+  // waits for peers that never arrive. Recorded on two H200s (tp2_nccl_hang): a warning about
+  // the launch taking long, "Failed to profile ncclDevKernel_…", then a hang until killed.
+  if (RE2::PartialMatch(out, "(?:Profiling|Failed to profile) \"[^\"]*nccl") &&
+      (contains(out, "Launching the workload is taking more time than expected") ||
+       RE2::PartialMatch(out, "Failed to profile \"[^\"]*nccl"))) {
+    found.push_back(
+        {"collective_replay_hang", true,
+         "ncu replayed an NCCL collective kernel while the other ranks were held: the collective "
+         "waits for its peers, and the capture hangs",
+         "leave NCCL kernels out (kprof capture --children does unless --include-collectives; "
+         "or a -k that does not match nccl), profile one rank only (run the others without "
+         "ncu), or --replay-mode application"});
   }
   // ncu prints this inside a progress line when the device memory a replay must save does not
   // fit beside what the process holds. Measured on the H200 (bench/capture-cost.sh): 33-41 s
@@ -405,6 +438,7 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
                      "frequency by default, so durations differ from production",
                      "pass --clock-control none (leave clocks alone) or base, explicitly"});
   }
+  failed = std::any_of(found.begin(), found.end(), [](const Diagnosis& d) { return d.failure; });
   if (run.exit_code != 0 && !run.stopped_by_kprof && !failed) {
     found.push_back(unexplained_exit(run));
   }

@@ -83,7 +83,7 @@ AnalyzedReports analyze_loaded(const std::vector<model::Report>& reports,
       if (r != 0) text += "\n";
       text += render::report_header(report, these.size());
       text += these.empty() && report.kernels.empty()
-                  ? render::kNoKernelResults
+                  ? render::no_kernel_results_text(report)
                   : render::verdict_table(these, options.thresholds, options.name_width);
     }
     analyzed.insert(analyzed.end(), std::make_move_iterator(these.begin()),

@@ -41,6 +41,10 @@ struct CaptureOptions {
   bool children = false;
   std::string replay_mode;
   bool honor_start_stop = false;
+  std::string range = "from-start";
+  std::vector<std::string> nvtx_include, nvtx_exclude;
+  std::string graph_profiling;
+  bool include_collectives = false;
   std::string safety = "none";
   bool force = false;
   std::string ncu;
@@ -78,6 +82,12 @@ capture::CaptureSpec to_spec(const CaptureOptions& options, const std::string& n
   spec.children = options.children;
   spec.replay_mode = options.replay_mode;
   spec.honor_profiler_start_stop = options.honor_start_stop;
+  spec.range = options.range == "cuda-profiler-api" ? capture::Range::kCudaProfilerApi
+                                                    : capture::Range::kFromStart;
+  spec.nvtx_include = options.nvtx_include;
+  spec.nvtx_exclude = options.nvtx_exclude;
+  spec.graph_profiling = options.graph_profiling;
+  spec.include_collectives = options.include_collectives;
   if (options.safety == "single-replica") {
     spec.safety = capture::Safety::kSingleReplica;
   } else if (options.safety == "multi-replica") {
@@ -424,13 +434,35 @@ void define_capture(CLI::App& parent, Runner& runner) {
   command->add_option("--env", options->env,
                       "NAME=VALUE for the target, set on the ncu process (repeatable)");
   command->add_flag("--children", options->children,
-                    "Also profile child processes (--target-processes all)");
+                    "Also profile child processes (--target-processes all); NCCL kernels are "
+                    "then left out of the filter (a replayed collective hangs its ranks)");
+  command->add_flag("--include-collectives", options->include_collectives,
+                    "With --children: profile NCCL kernels too (needs one rank, or "
+                    "--replay-mode application)");
   command
       ->add_option("--replay-mode", options->replay_mode,
                    "kernel (ncu's default), application, range, app-range")
       ->check(CLI::IsMember({"kernel", "application", "range", "app-range"}));
+  command
+      ->add_option("--range", options->range,
+                   "from-start (default: profile from process start, the application's "
+                   "cudaProfilerStart/Stop ignored) or cuda-profiler-api (only inside the "
+                   "windows the application opens: vLLM/SGLang start_profile, TensorRT-LLM "
+                   "TLLM_PROFILE_START_STOP); --launch-count then counts inside them")
+      ->check(CLI::IsMember({"from-start", "cuda-profiler-api"}))
+      ->capture_default_str();
   command->add_flag("--honor-profiler-start-stop", options->honor_start_stop,
-                    "Let the application's cudaProfilerStart/Stop calls start and stop profiling");
+                    "Deprecated: the same as --range cuda-profiler-api");
+  command->add_option("--nvtx-include", options->nvtx_include,
+                      "Only kernels inside this NVTX range (repeatable; ncu's syntax: decode/ "
+                      "a push/pop range, domain@range/, range1/range2 nested)");
+  command->add_option("--nvtx-exclude", options->nvtx_exclude,
+                      "Not kernels inside this NVTX range (repeatable; same syntax)");
+  command
+      ->add_option("--graph-profiling", options->graph_profiling,
+                   "node (ncu's default: each kernel of a CUDA graph is its own result, with "
+                   "verdicts) or graph (one result per graph launch, no per-kernel verdicts)")
+      ->check(CLI::IsMember({"node", "graph"}));
   command->add_option("--safety", options->safety, "none, single-replica or multi-replica")
       ->capture_default_str();
   command->add_flag("--force", options->force, "Allow an unscoped --preset full");

@@ -160,6 +160,23 @@ std::string kernel_text(const model::Kernel& kernel, const KernelTextOptions& op
   return out;
 }
 
+std::string no_kernel_results_text(const model::Report& report) {
+  if (report.skipped_graph_results != 0) {
+    return fmt::format(
+        "  no kernel results: {} CUDA graph result{} (ncu --graph-profiling graph profiles a "
+        "graph\n  launch as one result); kprof's verdicts are per kernel: capture with "
+        "--graph-profiling node\n",
+        report.skipped_graph_results, report.skipped_graph_results == 1 ? "" : "s");
+  }
+  if (report.skipped_range_results + report.skipped_cmdlist_results != 0) {
+    return "  no kernel results: only range results (ncu --replay-mode range or app-range "
+           "profiles a\n  range as one result); kprof's verdicts are per kernel: capture with "
+           "--replay-mode kernel\n";
+  }
+  return "  no kernel results: ncu profiled nothing into this report (a --kernel-name or\n"
+         "  --launch-skip that matched no launch, or an application that made no CUDA call)\n";
+}
+
 std::string report_header(const model::Report& report, size_t selected_kernels) {
   std::string text =
       fmt::format("{} ({}): ", report.path, model::source_format_name(report.format));
@@ -204,7 +221,7 @@ std::string summary_text(const std::vector<model::Report>& reports,
     if (r != 0) out += "\n";
     out += report_header(report, orders[r].size());
     if (report.kernels.empty()) {
-      out += kNoKernelResults;
+      out += no_kernel_results_text(report);
       continue;
     }
     out += summary_table(report, orders[r], name_width, missing);

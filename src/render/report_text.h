@@ -37,10 +37,9 @@ std::string kernel_text(const model::Kernel& kernel, const KernelTextOptions& op
 // control, results not shown.
 std::string report_header(const model::Report& report, size_t selected_kernels);
 
-// Said under the header of a report holding no kernel result.
-inline constexpr const char* kNoKernelResults =
-    "  no kernel results: ncu profiled nothing into this report (a --kernel-name or\n"
-    "  --launch-skip that matched no launch, or an application that made no CUDA call)\n";
+// Said under the header of a report holding no kernel result: why, and what to do when it holds
+// CUDA-graph or range results instead (kprof's verdicts are per kernel).
+std::string no_kernel_results_text(const model::Report& report);
 
 // `analyze --summary`: per report its header and summary_table (kernels in the given order),
 // then the metrics no capture collected.

@@ -299,5 +299,32 @@ TEST(Stages, DefaultTableCoversTheServingKernelFamilies) {
   EXPECT_EQ(stage("k_mystery"), "other");
 }
 
+// issue 13: a decode step replayed as a CUDA graph, profiled per node (ncu --graph-profiling node,
+// its default), gets the verdicts of the same step launched eagerly. Both captured on the H200
+// with tools/capture/window_target.py (data/h200/capture-recordings/eager_step, graph_node).
+TEST(Verdict, GraphNodesGetTheVerdictsOfTheSameKernelsLaunchedEagerly) {
+  Fixture fixture;
+  model::Report eager =
+      importers::import_report(data_path("h200/capture-recordings/eager_step/report.ncu-rep.zst"));
+  model::Report graph =
+      importers::import_report(data_path("h200/capture-recordings/graph_node/report.ncu-rep.zst"));
+  ASSERT_EQ(eager.kernels.size(), 4u);
+  ASSERT_EQ(graph.kernels.size(), eager.kernels.size());
+  for (size_t i = 0; i < eager.kernels.size(); ++i) {
+    const model::Kernel& e = eager.kernels[i];
+    const model::Kernel& g = graph.kernels[i];
+    SCOPED_TRACE(e.display_name());
+    ASSERT_EQ(e.demangled_name, g.demangled_name);
+    KernelVerdict ve = analyze_kernel(eager, e, fixture.config());
+    KernelVerdict vg = analyze_kernel(graph, g, fixture.config());
+    EXPECT_EQ(ve.roofline, vg.roofline);
+    EXPECT_EQ(ve.bound_by, vg.bound_by);
+    EXPECT_EQ(ve.occupancy_limiter, vg.occupancy_limiter);
+    ASSERT_FALSE(ve.stalls.empty());
+    ASSERT_FALSE(vg.stalls.empty());
+    EXPECT_EQ(ve.stalls.front().reason, vg.stalls.front().reason);
+  }
+}
+
 }  // namespace
 }  // namespace kprof::analysis

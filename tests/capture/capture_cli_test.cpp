@@ -173,9 +173,21 @@ TEST_F(Capture, EachRecordedFailureIsDiagnosed) {
        7,
        "application_replay_inconsistent"},
       {"target_crash", {"--", "./targets", "crash"}, 7, "target_failed"},
+      {"window_never",
+       {"--range", "cuda-profiler-api", "--preset", "basic", "--", "python3", "window_target.py",
+        "never"},
+       7,
+       "profiling_never_started"},
+      {"nvtx_nomatch",
+       {"--nvtx-include", "nosuchrange/", "--preset", "basic", "--", "python3", "window_target.py",
+        "window"},
+       7,
+       "nvtx_filter_matched_nothing"},
       {"missing_app", {"--", "./no_such_program"}, 7, "missing_application"},
       {"profiler_stop",
-       {"--honor-profiler-start-stop", "--launch-count", "5", "--", "./targets", "stop"},
+       // Recorded with the old --honor-profiler-start-stop, which passed exactly this.
+       {"--ncu-arg=--profile-from-start", "--ncu-arg=on", "--launch-count", "5", "--", "./targets",
+        "stop"},
        0,
        "fewer_kernels_than_requested"},
   };
@@ -193,6 +205,50 @@ TEST_F(Capture, EachRecordedFailureIsDiagnosed) {
     EXPECT_NE(result.err.find("[" + std::string(c.diagnosis) + "]"), std::string::npos)
         << result.err;
     EXPECT_NE(result.err.find("    → "), std::string::npos);
+  }
+}
+
+// Recorded on the H200 with tools/capture/window_target.py: a window opened by the application
+// (cudaProfilerStart/Stop) and an NVTX range hold only their kernels.
+TEST_F(Capture, ProfilerWindowAndNvtxRangeHoldOnlyTheirKernels) {
+  struct Case {
+    const char* recording;
+    std::vector<std::string> args;
+    std::vector<std::string> kernels;  // in the bundle's analysis, by launch order
+    std::vector<std::string> ncu_options;
+  };
+  const std::vector<Case> cases = {
+      {"window_open",
+       {"--range", "cuda-profiler-api", "--preset", "basic", "--", "python3", "window_target.py",
+        "window"},
+       {"vectorized_elementwise_kernel", "softmax_warp_forward", "vectorized_elementwise_kernel"},
+       {"--profile-from-start", "off"}},
+      {"nvtx_decode",
+       {"--nvtx-include", "decode/", "--preset", "basic", "--", "python3", "window_target.py",
+        "window"},
+       {"vectorized_elementwise_kernel", "softmax_warp_forward"},
+       {"--nvtx-include", "decode/"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.recording);
+    fs::remove_all(bundle());
+    fs::remove(dir_ / "ncu-calls.jsonl");
+    auto result = capture(recording(c.recording), c.args);
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    nlohmann::json m = manifest(bundle());
+    EXPECT_EQ(m["status"], "ok");
+    EXPECT_EQ(m["progress"]["kernels_profiled"], c.kernels.size());
+    EXPECT_TRUE(m["diagnoses"].empty()) << m["diagnoses"].dump();
+    nlohmann::json analysis = nlohmann::json::parse(read_file(bundle() + "/analysis.json"));
+    std::vector<std::string> names;
+    for (const auto& k : analysis["kernels"]) names.push_back(k["target"]);
+    std::sort(names.begin(), names.end());
+    std::vector<std::string> expected = c.kernels;
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(names, expected);
+    std::vector<std::string> argv = ncu_calls().at(1)["argv"];
+    auto at = std::search(argv.begin(), argv.end(), c.ncu_options.begin(), c.ncu_options.end());
+    EXPECT_NE(at, argv.end()) << nlohmann::json(argv).dump();
   }
 }
 

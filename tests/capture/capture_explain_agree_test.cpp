@@ -109,7 +109,8 @@ TEST_F(CaptureAndExplain, EveryRecordedRunGetsTheSameDiagnosesFromBoth) {
       {"no_match", {"-k", "doesnotexist", "--", "./targets", "plain"}},
       {"not_cuda", {"--", "/bin/true"}},
       {"profiler_stop",
-       {"--honor-profiler-start-stop", "--launch-count", "5", "--", "./targets", "stop"}},
+       {"--ncu-arg=--profile-from-start", "--ncu-arg=on", "--launch-count", "5", "--", "./targets",
+        "stop"}},  // what the old --honor-profiler-start-stop passed when this was recorded
       {"profiler_stop_ignored", {"--launch-count", "5", "--", "./targets", "stop"}},
       {"target_crash", {"--", "./targets", "crash"}},
       {"timeout", {"--", "./targets", "long", "60"}},
@@ -117,6 +118,19 @@ TEST_F(CaptureAndExplain, EveryRecordedRunGetsTheSameDiagnosesFromBoth) {
       {"unknown_section", {"--section", "NoSuchSection", "--", "./targets", "plain"}},
       {"app_replay_random",
        {"--replay-mode", "application", "--preset", "basic", "--", "./targets", "random"}},
+      {"window_open",
+       {"--range", "cuda-profiler-api", "--preset", "basic", "--", "python3", "w.py", "window"}},
+      {"window_never",
+       {"--range", "cuda-profiler-api", "--preset", "basic", "--", "python3", "w.py", "never"}},
+      {"nvtx_decode", {"--nvtx-include", "decode/", "--preset", "basic", "--", "python3", "w.py"}},
+      {"nvtx_nomatch",
+       {"--nvtx-include", "nosuchrange/", "--preset", "basic", "--", "python3", "w.py"}},
+      {"eager_step", {"--nvtx-include", "step/", "--", "python3", "w.py", "eager"}},
+      {"graph_node",
+       {"--nvtx-include", "step/", "--graph-profiling", "node", "--", "python3", "w.py", "graph"}},
+      {"graph_graph",
+       {"--nvtx-include", "step/", "--graph-profiling", "graph", "--preset", "basic", "--",
+        "python3", "w.py", "graph"}},
   };
   std::set<std::string> on_disk;
   for (const auto& entry : fs::directory_iterator(data_path("h200/capture-recordings"))) {
@@ -133,7 +147,7 @@ TEST_F(CaptureAndExplain, EveryRecordedRunGetsTheSameDiagnosesFromBoth) {
     std::string name = entry.path().stem().string();
     check("ncu-outputs-" + name, data_path("h200/ncu-outputs/" + name), {"--", "./diag", "plain"});
   }
-  EXPECT_EQ(compared_, recordings.size() + 17);
+  EXPECT_EQ(compared_, recordings.size() + 19);
   // The comparison covered real failures, not only healthy runs.
   for (const char* id : {"no_kernel_matched", "no_cuda", "target_failed", "missing_application",
                          "unknown_section", "application_replay_inconsistent", "ncu_failed",

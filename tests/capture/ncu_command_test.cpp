@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <regex>
 #include <stdexcept>
 
 namespace kprof::capture {
@@ -153,6 +154,84 @@ TEST(NcuCommand, ExtraArgumentsReplaceKprofsChoice) {
   EXPECT_FALSE(has(argv, "--disable-profiler-start-stop"));
   EXPECT_FALSE(has(argv, "--clock-control"));
   EXPECT_EQ(value_of(argv, "--profile-from-start"), "off");
+}
+
+TEST(NcuCommand, ProfilerApiRangeProfilesOnlyInsideTheApplicationsWindows) {
+  CaptureSpec spec = launch({"./server"});
+  spec.range = Range::kCudaProfilerApi;
+  spec.launch_count = 5;
+  std::vector<std::string> argv = build_ncu_command(spec).argv;
+  EXPECT_EQ(value_of(argv, "--profile-from-start"), "off");
+  EXPECT_FALSE(has(argv, "--disable-profiler-start-stop"));  // would ignore the window
+  EXPECT_EQ(value_of(argv, "--launch-count"), "5");          // counted inside the window
+  // The old flag profiled from the start and let a stop end it: it now means the window.
+  CaptureSpec old = launch({"./server"});
+  old.honor_profiler_start_stop = true;
+  NcuCommand command = build_ncu_command(old);
+  EXPECT_EQ(value_of(command.argv, "--profile-from-start"), "off");
+  ASSERT_EQ(command.warnings.size(), 1u);
+  EXPECT_NE(command.warnings[0].find("--range cuda-profiler-api"), std::string::npos);
+  // ncu takes --profile-from-start only for a process it launches.
+  CaptureSpec attached;
+  attached.ncu = "ncu";
+  attached.export_path = "r";
+  attached.attach = parse_endpoint("127.0.0.1");
+  attached.range = Range::kCudaProfilerApi;
+  EXPECT_NE(refusal(attached).find("needs launch mode"), std::string::npos);
+}
+
+TEST(NcuCommand, NvtxFiltersAndGraphProfiling) {
+  CaptureSpec spec = launch({"./server"});
+  spec.nvtx_include = {"decode/", "vllm@execute_model/"};
+  spec.nvtx_exclude = {"warmup/"};
+  spec.graph_profiling = "node";
+  std::vector<std::string> argv = build_ncu_command(spec).argv;
+  EXPECT_EQ(std::count(argv.begin(), argv.end(), "--nvtx"), 1);
+  std::vector<std::string> includes;
+  for (size_t i = 0; i + 1 < argv.size(); ++i) {
+    if (argv[i] == "--nvtx-include") includes.push_back(argv[i + 1]);
+  }
+  EXPECT_EQ(includes, (std::vector<std::string>{"decode/", "vllm@execute_model/"}));
+  EXPECT_EQ(value_of(argv, "--nvtx-exclude"), "warmup/");
+  EXPECT_EQ(value_of(argv, "--graph-profiling"), "node");
+  EXPECT_FALSE(has(build_ncu_command(launch({"./server"})).argv, "--nvtx"));  // only when asked
+  spec.nvtx_include = {" "};
+  EXPECT_NE(refusal(spec).find("empty --nvtx-include"), std::string::npos);
+  spec.nvtx_include = {"decode/"};
+  spec.graph_profiling = "kernel";
+  EXPECT_NE(refusal(spec).find("expected node or graph"), std::string::npos);
+  spec.graph_profiling = "graph";
+  EXPECT_EQ(refusal(spec), "");
+  EXPECT_FALSE(build_ncu_command(spec).warnings.empty());  // no per-kernel verdicts for graphs
+}
+
+// issue 19: with --children (tensor-parallel ranks), a replayed NCCL collective waits for
+// peers ncu holds; the default filter leaves NCCL kernels out.
+TEST(NcuCommand, ChildrenLeaveNcclKernelsOutUnlessAsked) {
+  CaptureSpec spec = launch({"python3", "tp2.py"});
+  spec.children = true;
+  NcuCommand command = build_ncu_command(spec);
+  EXPECT_EQ(value_of(command.argv, "--kernel-name"), "regex:^(?!.*nccl)");
+  EXPECT_EQ(value_of(command.argv, "--target-processes"), "all");
+  ASSERT_FALSE(command.warnings.empty());
+  EXPECT_NE(command.warnings.back().find("--include-collectives"), std::string::npos);
+  spec.kernel_regex = "regex:gemm|nvjet";
+  EXPECT_EQ(value_of(build_ncu_command(spec).argv, "--kernel-name"),
+            "regex:^(?!.*nccl)(?=.*(?:gemm|nvjet))");
+  // The filter keeps what it should: checked with ECMAScript regex search, as ncu matches.
+  std::regex combined(kernel_filter(spec), std::regex::ECMAScript);
+  EXPECT_TRUE(std::regex_search("nvjet_sm90_tst_64x64_64x13_2x1_v_bz_TNT", combined));
+  EXPECT_FALSE(std::regex_search("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", combined));
+  EXPECT_FALSE(std::regex_search("vectorized_elementwise_kernel", combined));
+  CaptureSpec no_regex = launch({"python3", "tp2.py"});
+  no_regex.children = true;
+  std::regex alone(kernel_filter(no_regex), std::regex::ECMAScript);
+  EXPECT_TRUE(std::regex_search("vectorized_elementwise_kernel", alone));
+  EXPECT_FALSE(std::regex_search("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", alone));
+  spec.include_collectives = true;
+  EXPECT_EQ(value_of(build_ncu_command(spec).argv, "--kernel-name"), "regex:gemm|nvjet");
+  CaptureSpec single = launch({"./app"});  // one process: nothing changes
+  EXPECT_FALSE(has(build_ncu_command(single).argv, "--kernel-name"));
 }
 
 TEST(NcuCommand, NothingToCaptureIsRefused) {

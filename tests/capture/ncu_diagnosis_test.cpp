@@ -56,6 +56,9 @@ TEST(NcuDiagnosis, EveryRecordedFailureIsNamed) {
       {"missing_app", {"missing_application"}},
       {"injection_env_set", {"injection_env_set"}},
       {"backing_up_memory", {}},  // slow (a warning below), not failed
+      // Two H200s, two ranks under --target-processes all: kprof's --timeout stopped the hang
+      // (recorded as 130, SIGINT's status; the recording's note says "killed by kprof").
+      {"tp2_nccl_hang", {"collective_replay_hang"}},
   };
   for (const auto& [name, ids] : expected) {
     NcuRun run = recording(name);
