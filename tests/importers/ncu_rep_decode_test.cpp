@@ -124,8 +124,8 @@ std::optional<model::MetricValue> reference_value(const ncu_wire::MetricValue& v
 
 // Equal, NaN included (ncu records NaN for some derived metrics).
 bool same(const model::MetricValue& a, const model::MetricValue& b) {
-  return a.kind == b.kind && a.integer == b.integer && a.text == b.text &&
-         (a.real == b.real || (std::isnan(a.real) && std::isnan(b.real)));
+  return a.kind() == b.kind() && a.integer() == b.integer() && a.text() == b.text() &&
+         (a.real() == b.real() || (std::isnan(a.real()) && std::isnan(b.real())));
 }
 
 // A kernel's metrics as text (name id, value, instances), by the generated parser.
