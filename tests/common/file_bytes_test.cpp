@@ -57,6 +57,48 @@ TEST(ReadInputFile, DirectoryIsUnreadable) {
   }
 }
 
+// /proc files say they are empty (st_size 0) and are not: the size comes from reading to the end.
+TEST(ReadInputFile, ReadsToTheEndWhateverTheSizeSays) {
+  FileBytes file = read_input_file("/proc/self/status");
+  EXPECT_NE(file.bytes.find("VmRSS:"), std::string::npos);
+  EXPECT_EQ(file.bytes.back(), '\n');
+}
+
+TEST(OpenInputFile, MapsAPlainFileAndItsBytesStayReadableAfterRelease) {
+  std::string path = testing::data_path("h200/big_min_raw.csv");
+  std::string expected = read_raw(path);
+  InputBytes input = open_input_file(path);
+  EXPECT_TRUE(input.is_mapped());
+  EXPECT_FALSE(input.was_compressed());
+  ASSERT_EQ(input.view(), expected);
+  input.release(input.view());  // pages given back: read again, they come back from the file
+  EXPECT_EQ(input.view(), expected);
+  InputBytes moved = std::move(input);
+  EXPECT_EQ(moved.view(), expected);
+}
+
+TEST(OpenInputFile, DecompressesZstdIntoMemory) {
+  InputBytes input = open_input_file(testing::data_path("h200/big_min.ncu-rep.zst"));
+  EXPECT_FALSE(input.is_mapped());
+  EXPECT_TRUE(input.was_compressed());
+  EXPECT_EQ(input.view().size(), 738270u);  // zstd -l
+  EXPECT_EQ(input.view(), read_input_file(testing::data_path("h200/big_min.ncu-rep.zst")).bytes);
+}
+
+TEST(OpenInputFile, AnEmptyFileIsEmptyAndAFolderUnreadable) {
+  std::string dir = ::testing::TempDir() + "/kprof-open-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/empty").close();
+  EXPECT_EQ(open_input_file(dir + "/empty").view(), "");
+  try {
+    open_input_file(dir);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& error) {
+    EXPECT_EQ(error.code(), ExitCode::kInputUnreadable);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ZstdDecompress, TruncatedStreamIsInvalidWithOffset) {
   std::string compressed = read_raw(testing::data_path("h200/big_min.ncu-rep.zst"));
   std::string truncated = compressed.substr(0, compressed.size() / 2);
