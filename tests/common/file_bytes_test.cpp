@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -83,6 +84,26 @@ TEST(OpenInputFile, DecompressesZstdIntoMemory) {
   EXPECT_TRUE(input.was_compressed());
   EXPECT_EQ(input.view().size(), 738270u);  // zstd -l
   EXPECT_EQ(input.view(), read_input_file(testing::data_path("h200/big_min.ncu-rep.zst")).bytes);
+}
+
+// Another program truncating a mapped report is a SIGBUS when its lost pages are read: one line
+// naming the file and exit 3, as any unreadable input, not a crash.
+TEST(OpenInputFileDeathTest, AFileTruncatedUnderTheMappingIsAnErrorNamingIt) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // the child runs the test again: its own file
+  std::string path = ::testing::TempDir() + "/kprof-shrinks-" + std::to_string(::getpid());
+  std::ofstream(path, std::ios::binary) << std::string(1 << 20, 'x');
+  EXPECT_EXIT(
+      {
+        InputBytes input = open_input_file(path);
+        if (!input.is_mapped() || ::truncate(path.c_str(), 0) != 0) std::_Exit(99);
+        std::filesystem::remove(path);             // the mapping stays; nothing is left behind
+        volatile char last = input.view().back();  // the page is gone: SIGBUS
+        (void)last;
+        std::_Exit(98);
+      },
+      ::testing::ExitedWithCode(3),
+      "^kprof: [^ ]*/kprof-shrinks-[0-9]+: the file shrank while kprof was reading it");
+  std::filesystem::remove(path);
 }
 
 TEST(OpenInputFile, AnEmptyFileIsEmptyAndAFolderUnreadable) {
