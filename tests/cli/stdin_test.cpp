@@ -96,9 +96,10 @@ TEST(Stdin, ExplainReadsALogPipedIn) {
 }
 
 TEST(Stdin, EmptyStdinIsAnErrorNamingIt) {
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"analyze", "-"}, {"inspect", "--json", "-"}, {"rank", "-"},
-        {"explain", "-"}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"analyze", "-"},
+                                               {"inspect", "--json", "-"},
+                                               {"rank", "-"},
+                                               {"explain", "-"}}) {
     auto result = kprof_with_stdin(args, "");
     EXPECT_EQ(result.exit_code, 4) << args[0] << ": " << result.err;  // input invalid
     EXPECT_EQ(result.out, "") << args[0];
