@@ -102,9 +102,9 @@ std::string compute_unit_of(const std::string& metric) {
 std::optional<UnitUse> top_unit(const Reader& reader, std::string_view breakdown,
                                 std::string (*unit_of)(const std::string&)) {
   const model::Metric* list = reader.find(breakdown);
-  if (!list || list->value.kind != model::MetricValue::Kind::kString) return std::nullopt;
+  if (!list || list->value.kind() != model::MetricValue::Kind::kString) return std::nullopt;
   std::optional<UnitUse> best;
-  for (const std::string& name : split_commas(list->value.text)) {
+  for (const std::string& name : split_commas(list->value.text())) {
     std::string unit = unit_of(name);
     if (unit.empty()) continue;
     auto value = reader.number(name);

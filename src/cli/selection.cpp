@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "common/error.h"
+#include "common/file_bytes.h"
 #include "common/utf8.h"
 #include "importers/importer.h"
 
@@ -15,6 +16,7 @@ namespace kprof::cli {
 
 // An evidence bundle is a folder holding one capture; accept it wherever a report is expected.
 static std::string report_in(const std::string& path) {
+  if (is_stdin_path(path)) return path;
   std::error_code error;
   if (!std::filesystem::is_directory(path, error)) return path;
   std::vector<std::string> found;

@@ -2,17 +2,26 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <new>
+#include <stdexcept>
+#include <utility>
 
 #include "common/error.h"
 
@@ -143,13 +152,22 @@ bool has_zstd_magic(std::string_view bytes) {
 std::string zstd_decompress(const std::string& path, std::string_view compressed,
                             const ContentCheck& check) {
   DecompressionLimit limit = decompression_limit(compressed.size());
-  if (std::uint64_t declared = declared_content_size(compressed); declared > limit.bytes) {
+  std::uint64_t declared = declared_content_size(compressed);
+  if (declared > limit.bytes) {
     throw_too_large(path, limit,
                     fmt::format("declares {} of content, more than", describe_size(declared)));
   }
   std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> ctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
   if (!ctx) throw std::bad_alloc();
   std::string out;
+  // The declared size at once: growing by doubling would hold the old and the new buffer, up to
+  // twice the content, while copying. Its pages are only touched as the content arrives.
+  // A declared size the machine cannot reserve (a bomb within the limit) is left to grow.
+  try {
+    out.reserve(static_cast<size_t>(declared));
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {
+  }
   std::string chunk(ZSTD_DStreamOutSize(), '\0');
   ZSTD_inBuffer in{compressed.data(), compressed.size(), 0};
   size_t remaining_in_frame = 0;
@@ -249,45 +267,270 @@ std::string create_unique_directory(const std::string& prefix) {
   throw_unwritable(prefix, "cannot create the folder", EEXIST);
 }
 
+bool is_stdin_path(std::string_view path) { return path == kStdinPath; }
+
+void claim_stdin(const std::string& path) {
+  // stdin can be read once: a second "-" would read nothing and call it empty.
+  static std::atomic<bool> taken{false};
+  if (taken.exchange(true)) {
+    throw InputError(ExitCode::kUsage, path, InputPosition::none(),
+                     "stdin was already read for another input; give \"-\" once");
+  }
+  if (::isatty(STDIN_FILENO)) {
+    throw InputError(ExitCode::kUsage, path, InputPosition::none(),
+                     "stdin is a terminal: pipe the input in (`kprof ... - < FILE`)");
+  }
+}
+
+namespace {
+
+// Where messages say an input is: "-" is stdin.
+std::string describe_input(const std::string& path) {
+  return is_stdin_path(path) ? "stdin" : "the file";
+}
+
+[[noreturn]] void throw_unreadable(const std::string& path, std::string message) {
+  throw InputError(ExitCode::kInputUnreadable, path, InputPosition::none(), std::move(message));
+}
+
+// An open input: the file, or stdin (which is not closed: it is the process's).
+class InputFd {
+ public:
+  explicit InputFd(const std::string& path) : path_(path) {
+    if (is_stdin_path(path)) {
+      claim_stdin(path);
+      fd_ = STDIN_FILENO;
+    } else {
+      fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd_ < 0) throw_unreadable(path, fmt::format("cannot open: {}", std::strerror(errno)));
+      owned_ = true;
+    }
+    if (::fstat(fd_, &info_) != 0) {
+      int error = errno;
+      close();
+      throw_unreadable(path, fmt::format("cannot open: {}", std::strerror(error)));
+    }
+    if (S_ISDIR(info_.st_mode)) {
+      close();
+      throw_unreadable(path, "is a directory, expected a report file");
+    }
+  }
+  ~InputFd() { close(); }
+  InputFd(const InputFd&) = delete;
+  InputFd& operator=(const InputFd&) = delete;
+
+  int fd() const { return fd_; }
+  // A regular file with content: it can be mapped (stdin redirected from a file too).
+  bool mappable() const { return S_ISREG(info_.st_mode) && info_.st_size > 0; }
+  size_t size() const { return static_cast<size_t>(info_.st_size); }
+
+  // Everything until the end of the input. Input that cannot be mapped (stdin from a pipe) is
+  // held to the same limit as decompressed data, since it is all held in memory.
+  std::string read_to_end() const {
+    std::string bytes;
+    std::uint64_t limit = UINT64_MAX;
+    std::string limit_origin;
+    if (S_ISREG(info_.st_mode)) {
+      bytes.reserve(size() + 1);
+    } else if (const char* set = std::getenv(kLimitVariable); set != nullptr && *set != '\0') {
+      DecompressionLimit held = decompression_limit(0);
+      limit = held.bytes;
+      limit_origin = held.origin;
+    } else {
+      limit = kLimitCeiling;
+      limit_origin = fmt::format(
+          "kprof's limit for {} (held in memory); set {}=SIZE (e.g. 16G) to allow more",
+          is_stdin_path(path_) ? "stdin" : "input that is not a regular file", kLimitVariable);
+    }
+    for (;;) {
+      if (bytes.size() == bytes.capacity()) {
+        // Full (a regular file is sized exactly, with a byte to spare): grow only if there is
+        // more to read, so that reading a file whole never doubles its buffer.
+        char probe[64 * 1024];
+        ssize_t n = read_some(probe, sizeof probe);
+        if (n == 0) break;
+        bytes.reserve(std::max(bytes.size() * 2, bytes.size() + sizeof probe));
+        bytes.append(probe, static_cast<size_t>(n));
+      } else {
+        size_t start = bytes.size();
+        bytes.resize(bytes.capacity());
+        ssize_t n = read_some(bytes.data() + start, bytes.size() - start);
+        bytes.resize(start + static_cast<size_t>(n));
+        if (n == 0) break;
+      }
+      if (bytes.size() > limit) {
+        throw_unreadable(path_,
+                         fmt::format("more than {}: {}", describe_size(limit), limit_origin));
+      }
+    }
+    return bytes;
+  }
+
+ private:
+  // Some bytes, 0 at the end; retried on EINTR.
+  ssize_t read_some(char* into, size_t capacity) const {
+    for (;;) {
+      ssize_t n = ::read(fd_, into, capacity);
+      if (n >= 0) return n;
+      if (errno != EINTR) {
+        throw_unreadable(path_, fmt::format("read error: {}", std::strerror(errno)));
+      }
+    }
+  }
+
+  void close() {
+    if (owned_ && fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+  const std::string& path_;
+  int fd_ = -1;
+  bool owned_ = false;
+  struct stat info_ {};
+};
+
+void refuse_empty(const std::string& path, std::string_view bytes) {
+  if (bytes.empty() && is_stdin_path(path)) {
+    throw_invalid(path, InputPosition::none(),
+                  "stdin is empty: pipe the input in (`kprof ... - < FILE`) or give its path");
+  }
+}
+
+// Live mappings, so that a SIGBUS (the file shrank under the mapping) names the file. A fixed
+// table: the handler may only read memory that is there already.
+struct MappingSlot {
+  std::atomic<const char*> start{nullptr};
+  std::atomic<size_t> size{0};
+  char path[512] = {};
+};
+std::array<MappingSlot, 16> mapping_slots;
+
+void on_sigbus(int signal, siginfo_t* info, void*) {
+  const char* address = static_cast<const char*>(info->si_addr);
+  for (MappingSlot& slot : mapping_slots) {
+    const char* start = slot.start.load();
+    if (start == nullptr || address < start || address >= start + slot.size.load()) continue;
+    // Async-signal-safe: write(2) and _exit(2) only.
+    auto say = [](const char* text) {
+      if (::write(STDERR_FILENO, text, std::strlen(text)) < 0) return;
+    };
+    say("kprof: ");
+    say(slot.path);
+    say(": the file shrank while kprof was reading it (another program truncated or replaced "
+        "it in place)\n");
+    ::_exit(static_cast<int>(ExitCode::kInputUnreadable));
+  }
+  ::signal(signal, SIG_DFL);  // not ours: the default action, as if no handler were there
+  ::raise(signal);
+}
+
+void track_mapping(const char* start, size_t size, const std::string& path) {
+  static std::once_flag installed;
+  std::call_once(installed, [] {
+    struct sigaction action {};
+    action.sa_sigaction = on_sigbus;
+    action.sa_flags = SA_SIGINFO;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGBUS, &action, nullptr);
+  });
+  static std::mutex lock;
+  std::lock_guard guard(lock);
+  for (MappingSlot& slot : mapping_slots) {
+    if (slot.start.load() != nullptr) continue;
+    std::snprintf(slot.path, sizeof slot.path, "%s", path.c_str());
+    slot.size.store(size);
+    slot.start.store(start);
+    return;
+  }
+  // More live mappings than slots: a SIGBUS there ends kprof as an uncaught signal would.
+}
+
+void untrack_mapping(const char* start) {
+  for (MappingSlot& slot : mapping_slots) {
+    const char* expected = start;
+    if (slot.start.compare_exchange_strong(expected, nullptr)) return;
+  }
+}
+
+}  // namespace
+
 FileBytes read_input_file(const std::string& path, const ContentCheck& check) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    throw InputError(ExitCode::kInputUnreadable, path, InputPosition::none(),
-                     fmt::format("cannot open: {}", std::strerror(errno)));
-  }
-  std::unique_ptr<int, void (*)(int*)> closer(&fd, [](int* f) { ::close(*f); });
-  struct stat info {};
-  if (::fstat(fd, &info) != 0) {
-    throw InputError(ExitCode::kInputUnreadable, path, InputPosition::none(),
-                     fmt::format("cannot open: {}", std::strerror(errno)));
-  }
-  if (S_ISDIR(info.st_mode)) {
-    throw InputError(ExitCode::kInputUnreadable, path, InputPosition::none(),
-                     "is a directory, expected a report file");
-  }
+  InputFd input(path);
   FileBytes file;
   file.path = path;
-  file.bytes.resize(static_cast<size_t>(info.st_size));
-  size_t done = 0;
-  while (done < file.bytes.size()) {
-    ssize_t n = ::read(fd, file.bytes.data() + done, file.bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      throw InputError(ExitCode::kInputUnreadable, path, InputPosition::none(),
-                       fmt::format("read error: {}", std::strerror(errno)));
-    }
-    if (n == 0) break;
-    done += static_cast<size_t>(n);
-  }
-  if (done != file.bytes.size()) {
-    throw InputError(ExitCode::kInputUnreadable, path, InputPosition::none(),
-                     "read error: the file changed size while being read");
-  }
+  file.bytes = input.read_to_end();
+  refuse_empty(path, file.bytes);
   if (has_zstd_magic(file.bytes)) {
     file.bytes = zstd_decompress(path, file.bytes, check);
     file.was_compressed = true;
   }
   return file;
+}
+
+InputBytes::InputBytes(InputBytes&& other) noexcept { *this = std::move(other); }
+
+InputBytes& InputBytes::operator=(InputBytes&& other) noexcept {
+  if (this == &other) return *this;
+  unmap();
+  mapping_ = std::exchange(other.mapping_, nullptr);
+  size_ = std::exchange(other.size_, 0);
+  owned_ = std::move(other.owned_);
+  was_compressed_ = other.was_compressed_;
+  return *this;
+}
+
+InputBytes::~InputBytes() { unmap(); }
+
+void InputBytes::unmap() {
+  if (mapping_ == nullptr) return;
+  untrack_mapping(mapping_);
+  ::munmap(const_cast<char*>(mapping_), size_);
+  mapping_ = nullptr;
+  size_ = 0;
+}
+
+void InputBytes::release(std::string_view part) const {
+  if (mapping_ == nullptr || part.empty()) return;
+  static const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  auto begin = reinterpret_cast<std::uintptr_t>(part.data());
+  auto end = begin + part.size();
+  auto map_begin = reinterpret_cast<std::uintptr_t>(mapping_);
+  if (begin < map_begin || end > map_begin + size_) return;  // not a slice of this input
+  std::uintptr_t first = (begin + page - 1) / page * page;
+  std::uintptr_t last = end / page * page;
+  // MADV_DONTNEED on a private, never written file mapping drops the pages from this process
+  // only; the page cache keeps them and a later read maps them again: nothing is lost.
+  if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
+InputBytes open_input_file(const std::string& path, const ContentCheck& check) {
+  InputFd input(path);
+  InputBytes result;
+  std::string_view bytes;
+  if (input.mappable()) {
+    void* mapped = ::mmap(nullptr, input.size(), PROT_READ, MAP_PRIVATE, input.fd(), 0);
+    if (mapped == MAP_FAILED) {
+      throw_unreadable(
+          path, fmt::format("cannot map {}: {}", describe_input(path), std::strerror(errno)));
+    }
+    result.mapping_ = static_cast<const char*>(mapped);
+    result.size_ = input.size();
+    track_mapping(result.mapping_, result.size_, path);
+    // Read front to back by the container walk, then result by result.
+    ::madvise(mapped, input.size(), MADV_SEQUENTIAL);
+    bytes = result.view();
+  } else {
+    result.owned_ = input.read_to_end();
+    bytes = result.owned_;
+  }
+  refuse_empty(path, bytes);
+  if (has_zstd_magic(bytes)) {
+    std::string decompressed = zstd_decompress(path, bytes, check);
+    result.unmap();
+    result.owned_ = std::move(decompressed);
+    result.was_compressed_ = true;
+  }
+  return result;
 }
 
 }  // namespace kprof

@@ -1,6 +1,6 @@
 // Reading an input file whole, transparently decompressing zstd (.zst, ncu's .ncu-repz), and
 // writing an output file so that nobody sees it half-written and no link planted beside it is
-// followed.
+// followed. The path "-" is stdin, read until its end.
 #pragma once
 
 #include <cstdint>
@@ -28,11 +28,56 @@ struct ContentCheck {
 // zstd bomb, thousands of times).
 std::uint64_t default_decompressed_limit(std::uint64_t compressed_size);
 
-// Throws InputError (kInputUnreadable for missing/unreadable files, kInputInvalid for a broken
-// zstd stream, one that expands past the limit or to content `check` refuses; kUsage for an
-// unreadable KPROF_MAX_DECOMPRESSED). Offsets in later errors refer to the decompressed bytes
-// when was_compressed.
+// The path that names stdin.
+inline constexpr std::string_view kStdinPath = "-";
+bool is_stdin_path(std::string_view path);
+
+// For readers that stream stdin themselves (traces): claims it for `path` ("-"), throwing
+// InputError (kUsage) when it was read already for another input or is a terminal.
+void claim_stdin(const std::string& path);
+
+// Throws InputError (kInputUnreadable for missing/unreadable files, stdin read a second time,
+// and input that cannot be mapped (stdin, a pipe) longer than the limit; kInputInvalid for a
+// broken zstd stream, one that expands past the limit or to content `check` refuses; kUsage for
+// an unreadable KPROF_MAX_DECOMPRESSED). Offsets in later errors refer to the decompressed bytes
+// when was_compressed. Reads until the end of the file, whatever its size says (/dev/stdin, a
+// pipe, /proc files).
 FileBytes read_input_file(const std::string& path, const ContentCheck& check = {});
+
+// An input's bytes for a reader that only reads them, without a copy of its own where it can be
+// helped: a regular file is mapped read-only (MAP_PRIVATE), so its pages are the page cache's —
+// clean, shared, reclaimable — and not memory kprof allocated; they count in the process's RSS
+// (RssFile) while mapped and touched, and release() gives back those a reader is done with. zstd
+// input is decompressed into memory (RssAnon: the decompressed size), and so is input that
+// cannot be mapped (stdin, a pipe, an empty file). A file truncated by another program while it
+// is mapped ends kprof with exit code kInputUnreadable and one line naming it (SIGBUS caught).
+class InputBytes {
+ public:
+  InputBytes() = default;
+  InputBytes(InputBytes&& other) noexcept;
+  InputBytes& operator=(InputBytes&& other) noexcept;
+  InputBytes(const InputBytes&) = delete;
+  InputBytes& operator=(const InputBytes&) = delete;
+  ~InputBytes();
+
+  std::string_view view() const { return mapping_ ? std::string_view(mapping_, size_) : owned_; }
+  bool was_compressed() const { return was_compressed_; }
+  bool is_mapped() const { return mapping_ != nullptr; }
+  // Drops the whole pages inside `part` (a slice of view()) from the process's memory; the
+  // bytes stay readable (touched again, they come back from the file). No-op when not mapped.
+  void release(std::string_view part) const;
+
+ private:
+  friend InputBytes open_input_file(const std::string& path, const ContentCheck& check);
+  void unmap();
+  const char* mapping_ = nullptr;
+  size_t size_ = 0;
+  std::string owned_;
+  bool was_compressed_ = false;
+};
+
+// Same errors as read_input_file.
+InputBytes open_input_file(const std::string& path, const ContentCheck& check = {});
 
 // Decompresses a zstd frame sequence held in memory under the same limit and check; path is used
 // in error messages only.

@@ -73,9 +73,18 @@ model::Report import_bytes(const std::string& path, std::string_view bytes,
 model::Report import_report(const std::string& path, const ImportOptions& options) {
   // A compressed input is checked on its first bytes: one that expands to something else stops
   // there, not after gigabytes.
-  FileBytes file = read_input_file(
+  // A regular file is mapped, and each kernel result's pages given back once it is decoded: the
+  // process holds the model and the results being decoded, not the file.
+  InputBytes file = open_input_file(
       path, {any_recognizes, fmt::format("a format kprof reads ({})", known_formats())});
-  return import_bytes(path, file.bytes, options);
+  ImportOptions reading = options;
+  if (file.is_mapped()) {
+    reading.done_with = [&file, then = options.done_with](std::string_view part) {
+      file.release(part);
+      if (then) then(part);
+    };
+  }
+  return import_bytes(path, file.view(), reading);
 }
 
 }  // namespace kprof::importers

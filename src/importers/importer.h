@@ -2,6 +2,7 @@
 // file name, so a renamed or compressed file still reads.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +19,10 @@ struct ImportOptions {
   // Threads decoding .ncu-rep kernel results (independent of each other); 0: one per hardware
   // thread. The result does not depend on it.
   unsigned threads = 0;
+  // Called with a slice of the input the reader will not read again (a decoded kernel result),
+  // so that a mapped file's pages are given back while the rest is decoded (import_report sets
+  // it); the model never refers to the input's bytes. May be called from decoding threads.
+  std::function<void(std::string_view)> done_with;
 };
 
 class Importer {

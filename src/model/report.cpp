@@ -9,12 +9,89 @@
 
 namespace kprof::model {
 
+MetricValue::MetricValue(const MetricValue& other) : kind_(other.kind_) {
+  if (kind_ == Kind::kString) {
+    text_ = new std::string(*other.text_);
+  } else {
+    integer_ = other.integer_;  // the 8 bytes, whichever number they hold
+  }
+}
+
+MetricValue::MetricValue(MetricValue&& other) noexcept : kind_(other.kind_) {
+  integer_ = other.integer_;
+  if (kind_ == Kind::kString) {
+    other.kind_ = Kind::kDouble;
+    other.real_ = 0;
+  }
+}
+
+MetricValue& MetricValue::operator=(const MetricValue& other) {
+  if (this != &other) *this = MetricValue(other);
+  return *this;
+}
+
+MetricValue& MetricValue::operator=(MetricValue&& other) noexcept {
+  if (this == &other) return *this;
+  if (kind_ == Kind::kString) delete text_;
+  kind_ = other.kind_;
+  integer_ = other.integer_;
+  if (kind_ == Kind::kString) {
+    other.kind_ = Kind::kDouble;
+    other.real_ = 0;
+  }
+  return *this;
+}
+
+MetricValue::~MetricValue() {
+  if (kind_ == Kind::kString) delete text_;
+}
+
+MetricValue MetricValue::of_double(double v) {
+  MetricValue value;
+  value.real_ = v;
+  return value;
+}
+
+MetricValue MetricValue::of_uint(std::uint64_t v) {
+  MetricValue value;
+  value.kind_ = Kind::kUint64;
+  value.integer_ = v;
+  return value;
+}
+
+MetricValue MetricValue::of_string(std::string v) {
+  MetricValue value;
+  value.text_ = new std::string(std::move(v));
+  value.kind_ = Kind::kString;
+  return value;
+}
+
+const std::string& MetricValue::text() const {
+  static const std::string empty;
+  return kind_ == Kind::kString ? *text_ : empty;
+}
+
+std::string* MetricValue::mutable_text() { return kind_ == Kind::kString ? text_ : nullptr; }
+
+bool operator==(const MetricValue& a, const MetricValue& b) {
+  if (a.kind_ != b.kind_) return false;
+  switch (a.kind_) {
+    case MetricValue::Kind::kDouble:
+      return a.real_ == b.real_;
+    case MetricValue::Kind::kUint64:
+      return a.integer_ == b.integer_;
+    case MetricValue::Kind::kString:
+      break;
+  }
+  return *a.text_ == *b.text_;
+}
+
 std::optional<double> MetricValue::number() const {
-  switch (kind) {
+  switch (kind_) {
     case Kind::kDouble:
-      return real;
+      return real_;
     case Kind::kUint64:
-      return static_cast<double>(integer);
+      return static_cast<double>(integer_);
     case Kind::kString:
       break;
   }
@@ -22,15 +99,15 @@ std::optional<double> MetricValue::number() const {
 }
 
 std::string MetricValue::to_string() const {
-  switch (kind) {
+  switch (kind_) {
     case Kind::kDouble:
-      return fmt::format("{}", real);
+      return fmt::format("{}", real_);
     case Kind::kUint64:
-      return fmt::format("{}", integer);
+      return fmt::format("{}", integer_);
     case Kind::kString:
       break;
   }
-  return text;
+  return *text_;
 }
 
 const std::string& MetricName::empty_text() {
@@ -162,7 +239,16 @@ bool fix(std::vector<std::string>& texts) {
   return changed;
 }
 
-bool fix(MetricValue& value) { return fix(value.text); }
+bool fix(MetricValue& value) {
+  std::string* text = value.mutable_text();
+  return text != nullptr && fix(*text);
+}
+
+bool fix(MetricName& name) {
+  if (is_valid_utf8(name.str())) return false;
+  name = to_valid_utf8(name.str());
+  return true;
+}
 
 bool fix(ProfilerSettings& s);
 bool fix(Session& s);
@@ -178,11 +264,8 @@ bool fix_all(Fields&... fields) {
 bool fix_metrics(std::vector<Metric>& metrics) {
   bool renamed = false, changed = false;
   for (Metric& metric : metrics) {
-    if (!is_valid_utf8(metric.name.str())) {
-      metric.name = to_valid_utf8(metric.name.str());
-      renamed = true;
-    }
-    changed |= fix_all(metric.value, metric.unit, metric.section, metric.label);
+    renamed |= fix(metric.name);
+    changed |= fix_all(metric.value, metric.unit);
     for (MetricInstance& instance : metric.instances) {
       changed |= fix_all(instance.correlation_id, instance.value);
     }

@@ -18,21 +18,41 @@ namespace kprof::model {
 
 // A metric value as stored: numbers keep their integer-ness (launch__grid_size is a count,
 // gpu__time_duration.sum a double), strings stay strings (device__attribute_display_name).
-struct MetricValue {
-  enum class Kind { kDouble, kUint64, kString };
-  Kind kind = Kind::kDouble;
-  double real = 0;
-  std::uint64_t integer = 0;
-  std::string text;
+// 16 bytes: a report holds millions of them (a `--set full` kernel has ~2,200 metrics), and
+// strings are rare, so a string value is held behind a pointer of its own.
+class MetricValue {
+ public:
+  enum class Kind : std::uint8_t { kDouble, kUint64, kString };
 
-  static MetricValue of_double(double v) { return {Kind::kDouble, v, 0, {}}; }
-  static MetricValue of_uint(std::uint64_t v) { return {Kind::kUint64, 0, v, {}}; }
-  static MetricValue of_string(std::string v) { return {Kind::kString, 0, 0, std::move(v)}; }
+  MetricValue() = default;  // the double 0
+  MetricValue(const MetricValue& other);
+  MetricValue(MetricValue&& other) noexcept;
+  MetricValue& operator=(const MetricValue& other);
+  MetricValue& operator=(MetricValue&& other) noexcept;
+  ~MetricValue();
 
-  bool is_number() const { return kind != Kind::kString; }
+  static MetricValue of_double(double v);
+  static MetricValue of_uint(std::uint64_t v);
+  static MetricValue of_string(std::string v);
+
+  Kind kind() const { return kind_; }
+  double real() const { return kind_ == Kind::kDouble ? real_ : 0; }
+  std::uint64_t integer() const { return kind_ == Kind::kUint64 ? integer_ : 0; }
+  const std::string& text() const;  // "" unless a string
+  std::string* mutable_text();      // nullptr unless a string
+  bool is_number() const { return kind_ != Kind::kString; }
   std::optional<double> number() const;  // nullopt for strings
   std::string to_string() const;         // full precision, for listings
-  bool operator==(const MetricValue&) const = default;
+  // Same kind and value (a NaN equals nothing, as double's ==).
+  friend bool operator==(const MetricValue& a, const MetricValue& b);
+
+ private:
+  Kind kind_ = Kind::kDouble;
+  union {
+    double real_ = 0;
+    std::uint64_t integer_;
+    std::string* text_;  // owned
+  };
 };
 
 struct MetricInstance {
@@ -95,12 +115,9 @@ class NameInterner {
 struct Metric {
   MetricName name;  // ncu's metric name, e.g. "sm__throughput.avg.pct_of_peak_sustained_elapsed"
   MetricValue value;
-  // Base unit as the source stated it ("ns", "byte", "%"); empty when the source stores none
-  // (.ncu-rep files carry no units).
-  std::string unit;
-  // Where a details-page CSV row came from; its label is the name when no metric name is known.
-  std::string section;
-  std::string label;
+  // Base unit as the source stated it ("ns", "byte", "%"), interned as names are; empty when the
+  // source stores none (.ncu-rep files carry no units).
+  MetricName unit;
   std::vector<MetricInstance> instances;
 };
 

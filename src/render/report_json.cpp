@@ -12,15 +12,15 @@ namespace kprof::render {
 using nlohmann::json;
 
 json value_json(const model::MetricValue& value) {
-  switch (value.kind) {
+  switch (value.kind()) {
     case model::MetricValue::Kind::kDouble:
-      return value.real;
+      return value.real();
     case model::MetricValue::Kind::kUint64:
-      return value.integer;
+      return value.integer();
     case model::MetricValue::Kind::kString:
       break;
   }
-  return value.text;
+  return value.text();
 }
 
 json optional_json(const std::optional<double>& value) {
@@ -104,7 +104,7 @@ json kernel_json(const model::Report& report, const model::Kernel& kernel,
   for (const model::Metric& metric : kernel.metrics) {
     if (options.include_metric && !options.include_metric(metric.name)) continue;
     metrics[metric.name] = value_json(metric.value);
-    if (!metric.unit.empty()) units[metric.name] = metric.unit;
+    if (!metric.unit.empty()) units[metric.name] = metric.unit.str();
     if (options.include_instances && !metric.instances.empty()) {
       json list = json::array();
       for (const auto& instance : metric.instances) {
@@ -208,15 +208,15 @@ void write_merged(JsonWriter& writer, const json& fields,
 }
 
 void write_value(JsonWriter& writer, const model::MetricValue& value) {
-  switch (value.kind) {
+  switch (value.kind()) {
     case model::MetricValue::Kind::kDouble:
-      writer.put_double(value.real);
+      writer.put_double(value.real());
       return;
     case model::MetricValue::Kind::kUint64:
-      writer.put_uint(value.integer);
+      writer.put_uint(value.integer());
       return;
     case model::MetricValue::Kind::kString:
-      writer.put_string(value.text);
+      writer.put_string(value.text());
       return;
   }
 }
@@ -291,7 +291,7 @@ void write_kernel(JsonWriter& writer, const model::Report& report, const model::
                           for (const MetricMember& member : members) {
                             if (member.unit == nullptr) continue;
                             w.key(member.name);
-                            w.put_string(member.unit->unit);
+                            w.put_string(member.unit->unit.str());
                           }
                           w.end_object();
                         }});

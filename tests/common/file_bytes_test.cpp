@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -55,6 +56,68 @@ TEST(ReadInputFile, DirectoryIsUnreadable) {
   } catch (const InputError& error) {
     EXPECT_EQ(error.code(), ExitCode::kInputUnreadable);
   }
+}
+
+// /proc files say they are empty (st_size 0) and are not: the size comes from reading to the end.
+TEST(ReadInputFile, ReadsToTheEndWhateverTheSizeSays) {
+  FileBytes file = read_input_file("/proc/self/status");
+  EXPECT_NE(file.bytes.find("VmRSS:"), std::string::npos);
+  EXPECT_EQ(file.bytes.back(), '\n');
+}
+
+TEST(OpenInputFile, MapsAPlainFileAndItsBytesStayReadableAfterRelease) {
+  std::string path = testing::data_path("h200/big_min_raw.csv");
+  std::string expected = read_raw(path);
+  InputBytes input = open_input_file(path);
+  EXPECT_TRUE(input.is_mapped());
+  EXPECT_FALSE(input.was_compressed());
+  ASSERT_EQ(input.view(), expected);
+  input.release(input.view());  // pages given back: read again, they come back from the file
+  EXPECT_EQ(input.view(), expected);
+  InputBytes moved = std::move(input);
+  EXPECT_EQ(moved.view(), expected);
+}
+
+TEST(OpenInputFile, DecompressesZstdIntoMemory) {
+  InputBytes input = open_input_file(testing::data_path("h200/big_min.ncu-rep.zst"));
+  EXPECT_FALSE(input.is_mapped());
+  EXPECT_TRUE(input.was_compressed());
+  EXPECT_EQ(input.view().size(), 738270u);  // zstd -l
+  EXPECT_EQ(input.view(), read_input_file(testing::data_path("h200/big_min.ncu-rep.zst")).bytes);
+}
+
+// Another program truncating a mapped report is a SIGBUS when its lost pages are read: one line
+// naming the file and exit 3, as any unreadable input, not a crash.
+TEST(OpenInputFileDeathTest, AFileTruncatedUnderTheMappingIsAnErrorNamingIt) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // the child runs the test again: its own file
+  std::string path = ::testing::TempDir() + "/kprof-shrinks-" + std::to_string(::getpid());
+  std::ofstream(path, std::ios::binary) << std::string(1 << 20, 'x');
+  EXPECT_EXIT(
+      {
+        InputBytes input = open_input_file(path);
+        if (!input.is_mapped() || ::truncate(path.c_str(), 0) != 0) std::_Exit(99);
+        std::filesystem::remove(path);             // the mapping stays; nothing is left behind
+        volatile char last = input.view().back();  // the page is gone: SIGBUS
+        (void)last;
+        std::_Exit(98);
+      },
+      ::testing::ExitedWithCode(3),
+      "^kprof: [^ ]*/kprof-shrinks-[0-9]+: the file shrank while kprof was reading it");
+  std::filesystem::remove(path);
+}
+
+TEST(OpenInputFile, AnEmptyFileIsEmptyAndAFolderUnreadable) {
+  std::string dir = ::testing::TempDir() + "/kprof-open-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/empty").close();
+  EXPECT_EQ(open_input_file(dir + "/empty").view(), "");
+  try {
+    open_input_file(dir);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& error) {
+    EXPECT_EQ(error.code(), ExitCode::kInputUnreadable);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ZstdDecompress, TruncatedStreamIsInvalidWithOffset) {

@@ -203,13 +203,13 @@ TEST(BadInput, CsvIntegerBeyondSixtyFourBitsIsKeptAsADouble) {
     return model::MetricValue{};
   };
   const model::MetricValue big = value_of("s: n");
-  EXPECT_EQ(big.kind, model::MetricValue::Kind::kDouble);
-  EXPECT_EQ(big.real, 1e30);
+  EXPECT_EQ(big.kind(), model::MetricValue::Kind::kDouble);
+  EXPECT_EQ(big.real(), 1e30);
   // The largest 64-bit integer's text rounds to 2^64 as a double: kept as a double too, not
   // wrapped.
   const model::MetricValue edge = value_of("s: m");
-  EXPECT_EQ(edge.kind, model::MetricValue::Kind::kDouble);
-  EXPECT_EQ(edge.real, 18446744073709551616.0);
+  EXPECT_EQ(edge.kind(), model::MetricValue::Kind::kDouble);
+  EXPECT_EQ(edge.real(), 18446744073709551616.0);
 }
 
 // Found by fuzz_ncu_csv under UBSan on the H200's CPUs after the fix above: a kernel ID of 105

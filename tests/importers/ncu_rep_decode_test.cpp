@@ -4,8 +4,10 @@
 // and on damaged copies of them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <set>
 
@@ -49,6 +51,38 @@ TEST(NcuRepDecode, ParallelAndSerialGiveTheSameReport) {
     for (int run = 0; run < 3; ++run) {
       EXPECT_EQ(everything(import_bytes(name, file.bytes, parallel)), expected);
     }
+  }
+}
+
+// A mapped report's pages are given back as the reader is done with them (ImportOptions::
+// done_with): every byte is handed back, each slice of the input, and the
+// model does not depend on it (it never refers to the input's bytes: they are overwritten here
+// before it is read).
+TEST(NcuRepDecode, EveryBlockIsHandedBackAndTheModelOwnsItsBytes) {
+  for (const char* name : kReports) {
+    std::string bytes = read_input_file(data_path(name)).bytes;
+    const std::string reference = everything(import_bytes(name, bytes));
+    std::mutex lock;
+    std::vector<std::pair<size_t, size_t>> handed;  // [begin, end) offsets
+    ImportOptions options;
+    options.threads = 3;
+    options.done_with = [&](std::string_view part) {
+      std::lock_guard guard(lock);
+      ASSERT_GE(part.data(), bytes.data());
+      ASSERT_LE(part.data() + part.size(), bytes.data() + bytes.size());
+      size_t begin = static_cast<size_t>(part.data() - bytes.data());
+      handed.emplace_back(begin, begin + part.size());
+    };
+    model::Report report = import_bytes(name, bytes, options);
+    std::fill(bytes.begin(), bytes.end(), '\xA5');
+    EXPECT_EQ(everything(report), reference) << name;
+    std::sort(handed.begin(), handed.end());
+    size_t covered = 0;  // every byte before it was handed back
+    for (auto [begin, end] : handed) {
+      if (begin > covered) break;  // a gap
+      covered = std::max(covered, end);
+    }
+    EXPECT_EQ(covered, bytes.size()) << name;
   }
 }
 
@@ -124,8 +158,8 @@ std::optional<model::MetricValue> reference_value(const ncu_wire::MetricValue& v
 
 // Equal, NaN included (ncu records NaN for some derived metrics).
 bool same(const model::MetricValue& a, const model::MetricValue& b) {
-  return a.kind == b.kind && a.integer == b.integer && a.text == b.text &&
-         (a.real == b.real || (std::isnan(a.real) && std::isnan(b.real)));
+  return a.kind() == b.kind() && a.integer() == b.integer() && a.text() == b.text() &&
+         (a.real() == b.real() || (std::isnan(a.real()) && std::isnan(b.real())));
 }
 
 // A kernel's metrics as text (name id, value, instances), by the generated parser.

@@ -131,10 +131,10 @@ TEST(RepVsCsv, DetailsPageAgreesWithTheReport) {
     for (const model::Metric& metric : d.metrics) {
       if (metric.name.str().find("__") == std::string::npos) continue;  // unmapped label
       const model::Metric* reference = r.find(metric.name);
-      ASSERT_NE(reference, nullptr) << metric.section << " / " << metric.label;
+      ASSERT_NE(reference, nullptr) << metric.name;
       ++mapped;
       if (!reference->value.is_number()) {
-        EXPECT_EQ(metric.value.text, reference->value.text) << metric.label;
+        EXPECT_EQ(metric.value.text(), reference->value.text()) << metric.name;
         continue;
       }
       // The details page prints 2 decimals of the scaled value; allow one unit in the last
@@ -142,7 +142,7 @@ TEST(RepVsCsv, DetailsPageAgreesWithTheReport) {
       double value = *metric.value.number();
       double expected = *reference->value.number();
       EXPECT_LE(std::fabs(value - expected), 0.006 * std::max(1.0, std::fabs(expected)) + 0.006)
-          << "kernel " << k << " " << metric.section << " / " << metric.label;
+          << "kernel " << k << " " << metric.name;
     }
     // ncu prints rules in section order, the report stores them in rule order: compare as sets.
     auto key = [](const model::RuleFinding& f) {

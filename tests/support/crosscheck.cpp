@@ -105,7 +105,7 @@ Crosscheck crosscheck_raw_csv(const model::Report& report,
       ++result.compared;
       bool ok;
       if (printed == "nan" || printed == "-nan") {
-        ok = actual.kind == model::MetricValue::Kind::kDouble && std::isnan(actual.real);
+        ok = actual.kind() == model::MetricValue::Kind::kDouble && std::isnan(actual.real());
       } else if (auto number = parse_ncu_number(printed)) {
         double expected = *number * factor;
         auto value = actual.number();
@@ -116,7 +116,7 @@ Crosscheck crosscheck_raw_csv(const model::Report& report,
         ok = value && std::fabs(*value - expected) <=
                           printed_tolerance(printed, factor) + 1e-12 * std::fabs(expected);
       } else {
-        ok = actual.kind == model::MetricValue::Kind::kString && actual.text == printed;
+        ok = actual.kind() == model::MetricValue::Kind::kString && actual.text() == printed;
       }
       if (!ok) {
         result.mismatches.push_back(where + ": report has " + actual.to_string() +

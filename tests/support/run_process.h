@@ -14,4 +14,9 @@ struct ProcessResult {
 
 ProcessResult run_process(const std::vector<std::string>& argv);
 
+// Same, with `input` written to the program's stdin through a pipe (closed after it: the
+// program reads end of file there), as `cat FILE | program` would.
+ProcessResult run_process_with_input(const std::vector<std::string>& argv,
+                                     const std::string& input);
+
 }  // namespace kprof::testing

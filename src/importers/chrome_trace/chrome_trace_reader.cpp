@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -15,8 +16,10 @@
 #include <memory>
 
 #include "common/error.h"
+#include "common/file_bytes.h"
 #include "common/text.h"
 #include "common/utf8.h"
+#include "importers/nsys_sqlite/nsys_sqlite_reader.h"
 
 namespace kprof::importers {
 namespace {
@@ -31,6 +34,20 @@ class ByteSource {
 class GzFileSource final : public ByteSource {
  public:
   explicit GzFileSource(const std::string& path) : path_(path) {
+    if (is_stdin_path(path)) {
+      // zlib reads gzip or plain bytes alike, so stdin is told apart by content, as files are.
+      claim_stdin(path);
+      int fd = ::dup(STDIN_FILENO);
+      file_ = fd < 0 ? nullptr : gzdopen(fd, "rb");
+      if (!file_) {
+        if (fd >= 0) ::close(fd);
+        throw InputError(ExitCode::kInputUnreadable, path, InputPosition::none(),
+                         fmt::format("cannot read stdin: {}", std::strerror(errno)));
+      }
+      gzbuffer(file_, 1 << 20);
+      from_stdin_ = true;
+      return;
+    }
     struct stat info {};
     if (::stat(path.c_str(), &info) != 0 || S_ISDIR(info.st_mode)) {
       throw InputError(ExitCode::kInputUnreadable, path, InputPosition::none(),
@@ -59,6 +76,9 @@ class GzFileSource final : public ByteSource {
       throw_invalid(path_, InputPosition::byte(static_cast<std::uint64_t>(gztell(file_))),
                     "broken gzip stream");
     }
+    if (from_stdin_ && first_read_)
+      check_stdin_head(std::string_view(into, static_cast<size_t>(n)));
+    first_read_ = false;
     return static_cast<size_t>(n);
   }
 
@@ -70,8 +90,24 @@ class GzFileSource final : public ByteSource {
   }
 
  private:
+  // What files are told by before opening them: an Nsight Systems export is read by SQLite,
+  // which needs a file; an empty stdin is most likely nothing piped in.
+  void check_stdin_head(std::string_view head) const {
+    if (head.empty()) {
+      throw_invalid(path_, InputPosition::none(),
+                    "stdin is empty: pipe the trace in (`kprof ... - < FILE`) or give its path");
+    }
+    if (looks_like_sqlite(head)) {
+      throw InputError(ExitCode::kInputUnreadable, path_, InputPosition::none(),
+                       "an Nsight Systems export (SQLite) cannot be read from stdin: SQLite "
+                       "reads files; give its path");
+    }
+  }
+
   std::string path_;
   gzFile file_ = nullptr;
+  bool from_stdin_ = false;
+  bool first_read_ = true;
 };
 
 class MemorySource final : public ByteSource {

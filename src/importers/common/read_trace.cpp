@@ -2,12 +2,16 @@
 
 #include <fstream>
 
+#include "common/file_bytes.h"
 #include "importers/chrome_trace/chrome_trace_reader.h"
 #include "importers/nsys_sqlite/nsys_sqlite_reader.h"
 
 namespace kprof::importers {
 
 TraceReadStats read_trace(const std::string& path, TraceEventSink& sink) {
+  // stdin cannot be looked at first and read again: the Chrome trace reader streams it and
+  // refuses an Nsight Systems export there.
+  if (is_stdin_path(path)) return read_chrome_trace(path, sink);
   char head[16] = {};
   std::ifstream in(path, std::ios::binary);
   in.read(head, sizeof head);

@@ -251,8 +251,8 @@ class CsvReportBuilder {
   void add_device_attribute(model::Device& device, std::string name, model::MetricValue value,
                             std::string unit) {
     if (name == "device__attribute_display_name" && device.name.empty() &&
-        value.kind == model::MetricValue::Kind::kString) {
-      device.name = value.text;
+        value.kind() == model::MetricValue::Kind::kString) {
+      device.name = value.text();
     }
     for (model::Metric& existing : device.attributes) {
       if (existing.name == name) return;  // every row repeats the device; the first one wins
@@ -311,6 +311,9 @@ model::Report import_raw_page(const std::string& path, const std::vector<CsvReco
   CsvReportBuilder builder(path, model::SourceFormat::kNcuCsvRaw);
   // One name per column, shared by every kernel's metric in it.
   const std::vector<model::MetricName> column_names(header.begin(), header.end());
+  model::NameInterner units;
+  std::vector<model::MetricName> column_units;
+  for (const UnitScale& scale : scales) column_units.push_back(units.intern(scale.base_unit));
   for (size_t r = 2; r < records.size(); ++r) {
     Row row(path, records[r], columns);
     if (row.size() != header.size()) {
@@ -331,7 +334,7 @@ model::Report import_raw_page(const std::string& path, const std::vector<CsvReco
       model::Metric metric;
       metric.name = column_names[c];
       metric.value = std::move(*value);
-      metric.unit = scales[c].base_unit;
+      metric.unit = column_units[c];
       kernel.metrics.push_back(std::move(metric));
     }
   }
@@ -429,19 +432,19 @@ model::Report import_details_page(const std::string& path, const std::vector<Csv
     auto value = convert_printed_value(row.at(value_col), scale);
     if (!value) continue;
     model::Metric metric;
-    metric.section = row.at(section_col);
-    metric.label = row.at(name_col);
-    std::string_view known =
-        metric_for_label(metric.section, metric.label, compute_capability_code(row));
+    // The section and label name the metric when no metric name is known for them.
+    const std::string& section = row.at(section_col);
+    const std::string& label = row.at(name_col);
+    std::string_view known = metric_for_label(section, label, compute_capability_code(row));
     if (!known.empty()) {
       metric.name = names.intern(known);
-    } else if (looks_like_metric_name(metric.label)) {
-      metric.name = names.intern(metric.label);
+    } else if (looks_like_metric_name(label)) {
+      metric.name = names.intern(label);
     } else {
-      metric.name = names.intern(fmt::format("{}: {}", metric.section, metric.label));
+      metric.name = names.intern(fmt::format("{}: {}", section, label));
     }
     metric.value = std::move(*value);
-    metric.unit = scale.base_unit;
+    metric.unit = names.intern(scale.base_unit);
     kernel.metrics.push_back(std::move(metric));
   }
   return builder.finish();

@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cstring>
 #include <exception>
+#include <functional>
+#include <mutex>
 #include <thread>
 
 #include "common/error.h"
@@ -616,9 +618,12 @@ class ReportBuilder {
 };
 
 // The blocks after the file header: block headers into the builder, kernel results located
-// (not decoded) in `results`, other entries checked and counted.
-void walk_container(const std::string& path, Cursor& cursor, ReportBuilder& builder,
-                    std::vector<ResultContext>& results) {
+// (not decoded) in `results`, other entries checked and counted. Each block is handed to
+// `done_with` once walked: what the walk touched of it (length prefixes, the header) is not
+// needed again until its results are decoded.
+void walk_container(const std::string& path, std::string_view bytes, Cursor& cursor,
+                    ReportBuilder& builder, std::vector<ResultContext>& results,
+                    const std::function<void(std::string_view)>& done_with) {
   while (!cursor.at_end()) {
     size_t block_offset = cursor.offset();
     std::string_view block_bytes = cursor.take_entry("a block header");
@@ -680,8 +685,40 @@ void walk_container(const std::string& path, Cursor& cursor, ReportBuilder& buil
                                 "for by its header",
                                 entries.remaining()));
     }
+    if (done_with) done_with(bytes.substr(block_offset, cursor.offset() - block_offset));
   }
 }
+
+// Hands the input to `done_with` up to the first kernel result not yet decoded, as results
+// finish in any order on any thread: the file's pages are given back behind the decoding front,
+// sources and headers between results included.
+class DecodedFront {
+ public:
+  DecodedFront(std::string_view bytes, const std::vector<ResultContext>& results,
+               const std::function<void(std::string_view)>& done_with)
+      : bytes_(bytes), results_(results), done_with_(done_with), done_(results.size(), false) {}
+
+  void finished(size_t index) {
+    if (!done_with_) return;
+    std::lock_guard guard(lock_);
+    done_[index] = true;
+    while (next_ < done_.size() && done_[next_]) ++next_;
+    size_t end = next_ < results_.size() ? results_[next_].offset : bytes_.size();
+    if (end > released_) {
+      done_with_(bytes_.substr(released_, end - released_));
+      released_ = end;
+    }
+  }
+
+ private:
+  std::string_view bytes_;
+  const std::vector<ResultContext>& results_;
+  const std::function<void(std::string_view)>& done_with_;
+  std::mutex lock_;
+  std::vector<bool> done_;
+  size_t next_ = 0;
+  size_t released_ = 0;
+};
 
 }  // namespace
 
@@ -721,18 +758,21 @@ model::Report NcuRepImporter::parse(const std::string& path, std::string_view by
   std::vector<ResultContext> results;
   std::exception_ptr container_error;
   try {
-    walk_container(path, cursor, builder, results);
+    walk_container(path, bytes, cursor, builder, results, options.done_with);
   } catch (const InputError&) {
     container_error = std::current_exception();
   }
   std::vector<model::Kernel> kernels(results.size());
   std::vector<std::exception_ptr> errors(results.size());
+  DecodedFront front(bytes, results, options.done_with);
   run_tasks(results.size(), options.threads, [&](size_t i) {
     try {
       kernels[i] = decode_kernel(path, results[i], i, builder.strings(), options);
     } catch (...) {
       errors[i] = std::current_exception();
     }
+    if (options.done_with) options.done_with(results[i].bytes);
+    front.finished(i);
   });
   for (const std::exception_ptr& error : errors) {
     if (error) std::rethrow_exception(error);
