@@ -75,7 +75,26 @@ class InstalledTree(unittest.TestCase):
         self.assertEqual(m.group(5), BUILD_TYPE)
         head = run("git", "-C", SOURCE, "rev-parse", "--short=12", "HEAD")
         if head.returncode == 0:
-            self.assertEqual(m.group(3), head.stdout.strip())
+            self.assertEqual(m.group(3), head.stdout.strip(), "built from another commit than HEAD: rebuild")
+
+    def test_build_info_outside_its_own_checkout_says_unknown_commit(self):
+        """A tarball's tree (no .git), and one unpacked inside another repository."""
+        for inside_git in (False, True):
+            parent = tempfile.mkdtemp(dir=BUILD if inside_git else None)  # BUILD: usually inside the checkout
+            self.addCleanup(shutil.rmtree, parent, True)
+            output = os.path.join(parent, "build_info.cpp")
+            r = run("cmake", f"-DSOURCE_DIR={parent}", f"-DOUTPUT={output}", "-DBUILD_TYPE=Release",
+                    "-P", os.path.join(SOURCE, "cmake", "BuildInfo.cmake"))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            text = open(output).read()
+            self.assertIn('return "unknown commit";', text)
+            self.assertIn('return "Release";', text)
+        # In its own checkout: the commit git names.
+        output = os.path.join(PREFIX, "build_info.cpp")
+        run("cmake", f"-DSOURCE_DIR={SOURCE}", f"-DOUTPUT={output}", "-P", os.path.join(SOURCE, "cmake", "BuildInfo.cmake"))
+        head = run("git", "-C", SOURCE, "rev-parse", "--short=12", "HEAD")
+        if head.returncode == 0:
+            self.assertIn(f'return "commit {head.stdout.strip()}', open(output).read())
 
     def test_analyze_a_real_report(self):
         r = self.kprof("analyze", os.path.join(SOURCE, "data", "h200", "bottleneck_suite_full.ncu-rep.zst"))
