@@ -3,9 +3,13 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <string_view>
+#include <vector>
 
 #include "cli/command.h"
+#include "common/build_info.h"
 #include "common/utf8.h"
 
 namespace kprof::cli {
@@ -13,10 +17,33 @@ namespace {
 
 // Every subcommand, in the order `kprof --help` lists them.
 constexpr DefineCommand kCommands[] = {
-    define_analyze, define_capture, define_trace,  define_doctor,   define_k8s,
-    define_inspect, define_rank,    define_budget, define_report,   define_diff,
-    define_db,      define_explain, define_gpus,   define_selftest, define_calibrate,
+    define_analyze, define_capture,  define_trace,     define_doctor,
+    define_k8s,     define_inspect,  define_rank,      define_budget,
+    define_report,  define_diff,     define_db,        define_explain,
+    define_gpus,    define_selftest, define_calibrate, define_completion,
 };
+
+// Installed as kubectl-kprof too, kprof is a kubectl plugin: kubectl runs `kubectl kprof VERB
+// ARGS…` as `kubectl-kprof VERB ARGS…` (argv[0] its path), the verbs being those of `kprof k8s`.
+constexpr std::string_view kKubectlPluginName = "kubectl-kprof";
+
+bool invoked_as_kubectl_plugin(const char* argv0) {
+  return argv0 != nullptr && std::filesystem::path(argv0).filename() == kKubectlPluginName;
+}
+
+// `kprof --version`: the version, the commit it was built from and the build type.
+std::string version_text() {
+  return fmt::format("kprof {} ({}, {})", KPROF_VERSION, build_commit(), build_type());
+}
+
+// Help printed for the plugin names its commands the way the user types them.
+std::string plugin_help(std::string text) {
+  for (size_t at = 0; (at = text.find("kprof k8s", at)) != std::string::npos;) {
+    text.replace(at, 9, "kubectl kprof");
+    at += 13;
+  }
+  return text;
+}
 
 constexpr const char* kDescription =
     "kprof: hardware-counter answers for GPU inference kernels, from Nsight Compute captures.\n"
@@ -54,7 +81,7 @@ int fail(ExitCode code, const std::string& message) {
 
 int run_cli(int argc, char** argv) {
   CLI::App app(kDescription, "kprof");
-  app.set_version_flag("--version", std::string("kprof ") + KPROF_VERSION);
+  app.set_version_flag("--version", version_text());
   app.require_subcommand(1);
   app.fallthrough(false);
   Runner runner;
@@ -62,16 +89,23 @@ int run_cli(int argc, char** argv) {
 
   Output output;
   output.argv.assign(argv, argv + argc);
+  std::vector<char*> args(argv, argv + argc);
+  const bool plugin = argc > 0 && invoked_as_kubectl_plugin(argv[0]);
+  static char k8s_verb[] = "k8s";
+  if (plugin && !(argc > 1 && std::string_view(argv[1]) == "--version")) {
+    args.insert(args.begin() + 1, k8s_verb);
+  }
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::CallForHelp&) {
-    std::fputs(app.help().c_str(), stdout);
+    std::string help = app.help();
+    std::fputs((plugin ? plugin_help(help) : help).c_str(), stdout);
     return 0;
   } catch (const CLI::CallForAllHelp&) {
     std::fputs(app.help("", CLI::AppFormatMode::All).c_str(), stdout);
     return 0;
   } catch (const CLI::CallForVersion&) {
-    std::printf("kprof %s\n", KPROF_VERSION);
+    std::printf("%s\n", version_text().c_str());
     return 0;
   } catch (const CLI::ParseError& error) {
     // CLI11 reports help requested on a subcommand as a CallForHelp too; anything else is a

@@ -1,6 +1,5 @@
 #include "importers/chrome_trace/chrome_trace_reader.h"
 
-#include <emmintrin.h>
 #include <fmt/format.h>
 #include <simdjson.h>
 #include <sys/stat.h>
@@ -20,6 +19,7 @@
 #include "common/text.h"
 #include "common/utf8.h"
 #include "importers/nsys_sqlite/nsys_sqlite_reader.h"
+#include "importers/chrome_trace/structural_scan.h"
 
 namespace kprof::importers {
 namespace {
@@ -180,8 +180,8 @@ std::string replace_lone_surrogate_escapes(std::string_view text) {
 // copied out whole and parsed by simdjson.
 class Scanner {
  public:
-  Scanner(const std::string& path, ByteSource& source, TraceEventSink& sink)
-      : path_(path), source_(source), sink_(sink), buffer_(4 << 20, '\0') {}
+  Scanner(const std::string& path, ByteSource& source, TraceEventSink& sink, ScanIsa isa)
+      : path_(path), source_(source), sink_(sink), isa_(isa), buffer_(4 << 20, '\0') {}
 
   TraceReadStats run() {
     skip_space();
@@ -272,8 +272,25 @@ class Scanner {
 
   // Skips one JSON value (an event object, or a top-level value the trace reader does not
   // need). Most bytes of a trace are inside events, so this loop is the reader's speed: it
-  // classifies 16 bytes at a time (SSE2) and walks only the quotes, backslashes and brackets.
+  // classifies 16 bytes at a time (structural_scan.h: SSE2, NEON or plain C++) and walks only the
+  // quotes, backslashes and brackets.
   void skip_value() {
+    switch (isa_) {
+#if defined(__SSE2__)
+      case ScanIsa::kSse2:
+        return skip_value_with<ScanIsa::kSse2>();
+#endif
+#if defined(__ARM_NEON)
+      case ScanIsa::kNeon:
+        return skip_value_with<ScanIsa::kNeon>();
+#endif
+      default:
+        return skip_value_with<ScanIsa::kScalar>();
+    }
+  }
+
+  template <ScanIsa Isa>
+  void skip_value_with() {
     skip_space();
     int first = peek();
     if (first == kEnd) fail("truncated: the trace ends where a value should be");
@@ -309,23 +326,13 @@ class Scanner {
       }
       return depth == 0 && !in_string;
     };
-    const __m128i quote = _mm_set1_epi8('"');
-    const __m128i backslash = _mm_set1_epi8('\\');
-    const __m128i open = _mm_set1_epi8('{');   // '[' | 0x20 == '{'
-    const __m128i close = _mm_set1_epi8('}');  // ']' | 0x20 == '}'
-    const __m128i lower = _mm_set1_epi8(0x20);
     for (;;) {
       if (position_ == length_ && !refill()) fail("truncated: the trace ends inside a value");
       const char* base = buffer_.data();
       size_t i = position_;
       const size_t n = length_;
       for (; i + 16 <= n; i += 16) {
-        __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + i));
-        __m128i folded = _mm_or_si128(bytes, lower);
-        __m128i hits = _mm_or_si128(
-            _mm_or_si128(_mm_cmpeq_epi8(bytes, quote), _mm_cmpeq_epi8(bytes, backslash)),
-            _mm_or_si128(_mm_cmpeq_epi8(folded, open), _mm_cmpeq_epi8(folded, close)));
-        unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(hits));
+        std::uint32_t mask = structural_mask16<Isa>(base + i);
         while (mask != 0) {
           size_t at = i + static_cast<size_t>(__builtin_ctz(mask));
           mask &= mask - 1;
@@ -336,7 +343,7 @@ class Scanner {
         }
       }
       for (; i < n; ++i) {
-        if (kStructural[static_cast<unsigned char>(base[i])] && step(i)) {
+        if (kStructuralByte[static_cast<unsigned char>(base[i])] && step(i)) {
           position_ = i + 1;
           return;
         }
@@ -344,12 +351,6 @@ class Scanner {
       position_ = n;
     }
   }
-
-  static constexpr auto kStructural = [] {
-    std::array<bool, 256> table{};
-    for (unsigned char c : {'"', '\\', '{', '}', '[', ']'}) table[c] = true;
-    return table;
-  }();
 
   void read_top_object() {
     skip_space();
@@ -648,6 +649,7 @@ class Scanner {
   const std::string& path_;
   ByteSource& source_;
   TraceEventSink& sink_;
+  ScanIsa isa_;
   std::string buffer_;
   size_t position_ = 0, length_ = 0;
   std::uint64_t consumed_ = 0;
@@ -673,7 +675,7 @@ bool looks_like_chrome_trace(std::string_view head) {
 
 TraceReadStats read_chrome_trace(const std::string& path, TraceEventSink& sink) {
   GzFileSource source(path);
-  Scanner scanner(path, source, sink);
+  Scanner scanner(path, source, sink, kNativeScanIsa);
   TraceReadStats stats = scanner.run();
   if (source.truncated_gzip()) {
     throw_invalid(path, InputPosition::byte(stats.bytes),
@@ -683,9 +685,12 @@ TraceReadStats read_chrome_trace(const std::string& path, TraceEventSink& sink) 
 }
 
 TraceReadStats read_chrome_trace_bytes(const std::string& path, std::string_view bytes,
-                                       TraceEventSink& sink, ReadChunks chunks) {
+                                       TraceEventSink& sink, ReadChunks chunks, ScanIsa isa) {
+  if (isa != ScanIsa::kScalar && isa != kNativeScanIsa) {
+    throw std::invalid_argument(fmt::format("scan ISA {} is not compiled in", scan_isa_name(isa)));
+  }
   MemorySource source(bytes, chunks);
-  Scanner scanner(path, source, sink);
+  Scanner scanner(path, source, sink, isa);
   return scanner.run();
 }
 

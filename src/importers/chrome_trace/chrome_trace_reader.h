@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "importers/chrome_trace/structural_scan.h"
 #include "importers/common/trace_sink.h"
 
 namespace kprof::importers {
@@ -23,9 +24,11 @@ struct ReadChunks {
   size_t max_read = 0;
 };
 
-// Same over bytes in memory (tests, fuzzing).
+// Same over bytes in memory (tests, fuzzing); isa picks the scanner's implementation (tests run
+// each one compiled_scan_isas() lists; another is std::invalid_argument).
 TraceReadStats read_chrome_trace_bytes(const std::string& path, std::string_view bytes,
-                                       TraceEventSink& sink, ReadChunks chunks = {});
+                                       TraceEventSink& sink, ReadChunks chunks = {},
+                                       ScanIsa isa = kNativeScanIsa);
 
 // True when the first bytes look like a Chrome trace (a JSON object or array); gzip is sniffed
 // by the caller.
