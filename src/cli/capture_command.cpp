@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <re2/re2.h>
 
-#include <algorithm>
 #include <csignal>
 #include <memory>
 
@@ -14,6 +13,7 @@
 #include "cli/command.h"
 #include "common/child_process.h"
 #include "common/text.h"
+#include "render/capture_render.h"
 #include "render/envelope.h"
 
 namespace kprof::cli {
@@ -84,13 +84,6 @@ capture::CaptureSpec to_spec(const CaptureOptions& options, const std::string& n
     throw UsageError(error.what());
   }
   return spec;
-}
-
-std::string passes_summary(const std::vector<int>& passes) {
-  if (passes.empty()) return "";
-  auto [low, high] = std::minmax_element(passes.begin(), passes.end());
-  return *low == *high ? fmt::format(" at {} passes each", *low)
-                       : fmt::format(" at {}-{} passes each", *low, *high);
 }
 
 // Progress on stderr while ncu runs, each line at once.
@@ -168,16 +161,9 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
   capture::CaptureResult result =
       capture::CaptureSession(spec, session, runner, observer).run(output_path);
 
-  size_t profiled = result.progress.kernels_profiled;
   output.stdout_text = options.json ? result.manifest.dump(1) + "\n" : result.analysis_table;
-  output.stderr_text += render_diagnoses(result.diagnoses);
-  output.stderr_text += fmt::format("kprof: {} {}: {} kernel{} profiled{}; bundle {}\n",
-                                    result.incomplete ? "capture incomplete"
-                                    : result.failed   ? "capture failed"
-                                                      : "captured",
-                                    fmt::format("in {:.1f} s", result.ncu.elapsed.count() / 1000.0),
-                                    profiled, profiled == 1 ? "" : "s",
-                                    passes_summary(result.progress.passes), result.bundle_path);
+  output.stderr_text += render::diagnoses_text(result.diagnoses);
+  output.stderr_text += "kprof: " + render::capture_summary(result) + "\n";
   if (result.incomplete) return ExitCode::kIncomplete;
   return result.failed ? ExitCode::kCaptureFailed : ExitCode::kOk;
 }

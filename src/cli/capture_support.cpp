@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "cli/command.h"
+#include "render/capture_render.h"
 
 namespace kprof::cli {
 
@@ -37,12 +38,7 @@ capture::NcuCommand build_or_refuse(const capture::CaptureSpec& spec) {
 }
 
 std::string render_diagnoses(const std::vector<capture::Diagnosis>& diagnoses) {
-  std::string text;
-  for (const auto& d : diagnoses) {
-    text += fmt::format("{} [{}] {}\n    → {}\n", d.failure ? "FAILED" : "warning", d.id, d.what,
-                        d.next);
-  }
-  return text;
+  return render::diagnoses_text(diagnoses);
 }
 
 }  // namespace kprof::cli

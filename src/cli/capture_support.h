@@ -22,7 +22,7 @@ capture::NcuCommand build_or_refuse(const capture::CaptureSpec& spec);
 // --env NAME=VALUE entries (capture, trace) as pairs; a malformed one is a usage error.
 std::vector<std::pair<std::string, std::string>> parse_env(const std::vector<std::string>& list);
 
-// "FAILED [id] what\n    → next\n" per diagnosis.
+// render::diagnoses_text, for the commands that print diagnoses (capture, k8s, explain).
 std::string render_diagnoses(const std::vector<capture::Diagnosis>& diagnoses);
 
 }  // namespace kprof::cli

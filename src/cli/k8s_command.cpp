@@ -2,37 +2,26 @@
 // the user's kubectl, without rebuilding its image, leaving a cleanup receipt whatever happens.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <random>
-#include <thread>
 
-#include "capture/evidence_bundle.h"
-#include "capture/ncu_command.h"
-#include "capture/ncu_diagnosis.h"
 #include "capture/ncu_locator.h"
 #include "cli/analyze_command.h"
 #include "cli/capture_support.h"
 #include "cli/command.h"
 #include "cli/rank_command.h"
 #include "common/child_process.h"
-#include "common/file_bytes.h"
-#include "common/sha256.h"
 #include "common/text.h"
 #include "k8s/cleanup.h"
 #include "k8s/cleanup_receipt.h"
-#include "k8s/copy_out.h"
 #include "k8s/kubectl.h"
 #include "k8s/operation.h"
 #include "k8s/pod_capture.h"
-#include "k8s/trace_window.h"
 #include "k8s/workload.h"
+#include "render/capture_render.h"
 #include "render/envelope.h"
 #include "render/k8s_render.h"
 
@@ -135,11 +124,6 @@ ExitCode run_preflight(const K8sOptions& options, Output& output) {
 }
 
 // ---------------------------------------------------------------------------------------------
-struct PodTarget {
-  std::string pod, container, node, image, image_id;
-  fs::path out_dir;  // where the bundles go (checked by prepare_output before anything is created)
-};
-
 capture::CaptureSpec pod_capture_spec(const K8sOptions& options, const std::string& ncu,
                                       const std::string& safety) {
   capture::CaptureSpec spec;
@@ -180,31 +164,26 @@ class PodCaptureObserver : public capture::CaptureObserver {
 
 // One attach capture in the pod, copied out with its digest checked, into one bundle.
 // Returns false when the capture failed (the bundle says why).
-bool capture_in_pod(const K8sOptions& options, const k8s::Cluster& cluster, const PodTarget& where,
-                    const capture::CaptureSpec& spec, int index, const std::string& method,
-                    const k8s::CleanupReceipt& receipt, const Output& output) {
-  k8s::PodPlacement placement{
-      method,      options.namespace_name, cluster.target.deployment,
-      where.pod,   where.container,        where.node,
-      where.image, where.image_id,         fs::absolute(receipt.path()).string()};
+bool capture_in_pod(const K8sOptions& options, const k8s::Cluster& cluster,
+                    const k8s::PodPlacement& where, const fs::path& out_dir,
+                    const capture::CaptureSpec& spec, int index,
+                    const std::vector<std::string>& argv) {
   capture::SessionOptions session;
   session.timeout_s = options.timeout_s;
   // ncu's own CSV exports when this machine has an ncu (the report is read locally).
   session.export_ncu = capture::locate_ncu("").path;
-  session.tool = render::tool_json(output.argv);
+  session.tool = render::tool_json(argv);
   session.campaign = options.campaign;
   session.cell_id = options.cell;
   session.revision = cluster.target.revision;
   session.analyze = analyze_for_bundle;
-  PodCaptureObserver observer(index, fmt::format("{}/{} ({})", where.pod, where.container, method));
+  PodCaptureObserver observer(index,
+                              fmt::format("{}/{} ({})", where.pod, where.container, where.method));
   capture::CaptureResult result =
-      k8s::capture_in_pod(cluster.kubectl, placement, spec, std::move(session), index,
-                          (where.out_dir / fmt::format("capture-{}", index)).string(), observer);
-  std::fputs(render_diagnoses(result.diagnoses).c_str(), stderr);
-  size_t profiled = result.progress.kernels_profiled;
-  note(fmt::format("capture {} {}: {} kernel{} profiled; bundle {}", index,
-                   result.failed ? "failed" : "done", profiled, profiled == 1 ? "" : "s",
-                   result.bundle_path));
+      k8s::capture_in_pod(cluster.kubectl, where, spec, std::move(session), index,
+                          (out_dir / fmt::format("capture-{}", index)).string(), observer);
+  std::fputs(render::diagnoses_text(result.diagnoses).c_str(), stderr);
+  note(render::pod_capture_summary(index, result));
   if (!result.analysis_table.empty()) std::fputs(result.analysis_table.c_str(), stdout);
   std::fflush(stdout);
   return !result.failed;
@@ -274,58 +253,32 @@ class OperationEnd {
   bool finished_ = false;
 };
 
-// One trace window in the traced sister (k8s::run_trace_window), into the bundle trace-1: the
-// traces copied out verified, a manifest, and each trace ranked as `kprof rank` does. Returns
-// false when no whole trace came out (the diagnoses say why).
-bool trace_in_pod(const K8sOptions& options, const k8s::Cluster& cluster, const PodTarget& where,
-                  const k8s::CleanupReceipt& receipt, Output& output) {
-  const std::string& ns = options.namespace_name;
+// One trace window in the traced sister into the bundle trace-1 (k8s::trace_in_pod), each trace
+// ranked as `kprof rank` does. Returns false when no whole trace came out (the diagnoses say why).
+bool trace_in_pod(const K8sOptions& options, const k8s::Cluster& cluster,
+                  const k8s::PodPlacement& where, const fs::path& out_dir, Output& output) {
   k8s::TraceWindowOptions window;
   window.duration_s = options.trace_duration_s;
   window.finish_timeout_s = options.timeout_s;
-  k8s::PodPlacement placement{"sister-trace",
-                              ns,
-                              cluster.target.deployment,
-                              where.pod,
-                              where.container,
-                              where.node,
-                              where.image,
-                              where.image_id,
-                              fs::absolute(receipt.path()).string()};
-  k8s::PodTraceResult pod_trace = k8s::trace_in_pod(
-      cluster.kubectl, placement, options.tracer_image, window,
+  k8s::PodTraceResult traced = k8s::trace_in_pod(
+      cluster.kubectl, where, options.tracer_image, window,
       {render::tool_json(output.argv), options.campaign, options.cell, cluster.target.revision},
-      (where.out_dir / "trace-1").string(), note);
-  const k8s::TraceWindowResult& traced = pod_trace.window;
-  const std::string& written = pod_trace.bundle_path;
-  bool failed = pod_trace.failed;
-  output.stderr_text += render_diagnoses(traced.diagnoses);
-  std::string result = fmt::format("{} trace file{} from {}/{} in {}:\n", traced.files.size(),
-                                   traced.files.size() == 1 ? "" : "s", ns, where.pod, written);
-  for (const k8s::TracedFile& file : traced.files) {
-    std::string name = fs::path(file.local_path).filename().string();
-    std::string line = "  " + (fs::path(written) / name).string();
-    for (const capture::TraceWindowLine& w : traced.windows) {
-      if (fs::path(w.path).filename() == name)
-        line += fmt::format("  pid {} window {}, {} events, stopped by {}", w.pid, w.window,
-                            w.events, w.stop_reason);
-    }
-    result += line + "\n";
-  }
-  for (const k8s::TracedFile& file : traced.files) {
-    std::string path = (fs::path(written) / fs::path(file.local_path).filename()).string();
+      (out_dir / "trace-1").string(), note);
+  output.stderr_text += render::diagnoses_text(traced.window.diagnoses);
+  output.stdout_text += render::trace_files_text(traced, where);
+  for (const std::string& path : traced.copied_files) {
     try {
       RankText ranked = rank_trace_text(path, output.argv, options.top, options.name_width);
-      result += "\n" + ranked.table;
+      output.stdout_text += "\n" + ranked.table;
       output.stderr_text += ranked.warnings;
     } catch (const InputError& error) {
       output.stderr_text += fmt::format("kprof: {}: not ranked: {}\n", path, error.message());
     }
   }
-  output.stdout_text += result;
-  note(fmt::format("trace {}: {} file{}; bundle {}", failed ? "failed" : "done",
-                   traced.files.size(), traced.files.size() == 1 ? "" : "s", written));
-  return !failed;
+  size_t files = traced.copied_files.size();
+  note(fmt::format("trace {}: {} file{}; bundle {}", traced.failed ? "failed" : "done", files,
+                   files == 1 ? "" : "s", traced.bundle_path));
+  return !traced.failed;
 }
 
 ExitCode run_sister(const K8sOptions& options, Output& output) {
@@ -381,24 +334,28 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
   k8s::LocalPlan plan = prepare_output(options, "sister", sister.run_id);
   keep_interrupts();
   const std::string& ns = options.namespace_name;
-  std::string name = k8s::string_at(manifest, {"metadata", "name"});
   k8s::CleanupReceipt receipt(plan.receipt, "sister", options.context);
   OperationEnd end(cluster.kubectl, receipt);  // deletes what was created, on every exit path
-  fs::path manifest_file = fs::path(receipt.path()).parent_path() / (name + ".json");
-  write_file_atomically(manifest_file.string(), manifest.dump(1) + "\n");
   Outcome outcome;
-  std::vector<std::string> bundles;
   try {
-    // Recorded before creating: a kprof killed right after the create still leaves a receipt.
-    receipt.created("Deployment", ns, name, true, "sister of " + cluster.target.deployment,
-                    sister.run_id);
-    note(fmt::format("creating Deployment {}/{} (the server under {}, outside the Service)", ns,
-                     name, options.trace ? "kprof's tracer" : "`ncu --mode launch`"));
-    cluster.kubectl.check({"create", "-n", ns, "-f", manifest_file.string(), "-o", "name"});
+    k8s::create_sister(
+        cluster.kubectl, receipt, manifest, ns, cluster.target.deployment, sister.run_id,
+        [&](const std::string& name) {
+          note(fmt::format("creating Deployment {}/{} (the server under {}, outside the Service)",
+                           ns, name, options.trace ? "kprof's tracer" : "`ncu --mode launch`"));
+        });
     k8s::SisterPod pod;
     bool running = k8s::wait_for_sister_pod(cluster.kubectl, ns, sister.run_id, container.name,
                                             options.trace, options.ready_timeout_s, pod);
-    PodTarget where{pod.pod, container.name, pod.node, container.image, pod.image_id, plan.out_dir};
+    k8s::PodPlacement where{options.trace ? "sister-trace" : "sister",
+                            ns,
+                            cluster.target.deployment,
+                            pod.pod,
+                            container.name,
+                            pod.node,
+                            container.image,
+                            pod.image_id,
+                            fs::absolute(receipt.path()).string()};
     if (!running)
       throw K8sFailed(interrupt_received() ? "interrupted while waiting for the sister pod"
                       : options.trace
@@ -406,7 +363,7 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
                           : "the sister pod did not reach Running in time (--ready-timeout)");
     if (options.trace) {
       note(fmt::format("pod {} ready on {}", where.pod, where.node));
-      if (!trace_in_pod(options, cluster, where, receipt, output)) outcome.all_ok = false;
+      if (!trace_in_pod(options, cluster, where, plan.out_dir, output)) outcome.all_ok = false;
       return end.finish(outcome, output);
     }
     note(fmt::format("pod {} running on {}; waiting for the server to wait for ncu", where.pod,
@@ -420,7 +377,7 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
     for (int i = 1; i <= options.captures && !interrupt_received(); ++i) {
       capture::CaptureSpec spec =
           pod_capture_spec(options, std::string(k8s::kNcuMount) + "/ncu", assessment.safety);
-      if (!capture_in_pod(options, cluster, where, spec, i, "sister", receipt, output))
+      if (!capture_in_pod(options, cluster, where, plan.out_dir, spec, i, output.argv))
         outcome.all_ok = false;
     }
   } catch (const k8s::KubectlError& error) {
@@ -460,39 +417,16 @@ ExitCode run_sidecar(const K8sOptions& options, Output& output) {
   std::string name = "kprof-ncu-" + run;  // a fresh name each time: ephemeral containers stay
   k8s::CleanupReceipt receipt(plan.receipt, "sidecar", options.context);
   OperationEnd end(cluster.kubectl, receipt);
-  std::string profile = options.profile;
-  if (profile == "sysadmin" && cluster.versions.client_minor < 30) {
-    // kubectl learnt the sysadmin profile in 1.30.
-    note(
-        fmt::format("kubectl 1.{} has no --profile sysadmin (1.30+): using general, so ncu can "
-                    "read counters only "
-                    "where the node allows it to all users (RmProfilingAdminOnly: 0)",
-                    cluster.versions.client_minor));
-    profile = "general";
-  }
-  std::vector<std::string> debug = {"debug",       "-n",          ns,          pod.name,
-                                    "--image",     options.image, "--target",  container.name,
-                                    "--container", name,          "--profile", profile};
-  if (cluster.versions.client_minor >= k8s::kCustomMinimumMinor) {
-    json custom = k8s::ephemeral_custom_spec();
-    std::vector<std::string> problems = k8s::check_ephemeral_custom(custom);
-    if (!problems.empty()) throw std::logic_error(problems.front());
-    fs::path custom_file = fs::path(receipt.path()).parent_path() / (name + "-custom.json");
-    write_file_atomically(custom_file.string(), custom.dump() + "\n");
-    debug.insert(debug.end(), {"--custom", custom_file.string()});
-  } else {
-    note(
-        fmt::format("kubectl 1.{} has no `debug --custom` (1.{}+): the profiler container gets its "
-                    "capabilities from --profile {} only",
-                    cluster.versions.client_minor, k8s::kCustomMinimumMinor, options.profile));
-  }
-  debug.insert(debug.end(), {"--", "sleep", std::to_string(options.lifetime_s)});
+  k8s::SidecarCall debug =
+      k8s::sidecar_debug_call({ns, pod.name, options.image, container.name, name, options.profile,
+                               cluster.versions.client_minor, options.lifetime_s,
+                               fs::path(receipt.path()).parent_path().string()});
+  for (const std::string& line : debug.notes) note(line);
   Outcome outcome;
-  std::vector<std::string> bundles;
   try {
     note(fmt::format("adding profiler container {} to pod {}/{} (kubectl debug --profile {})", name,
                      ns, pod.name, options.profile));
-    cluster.kubectl.check(debug);
+    cluster.kubectl.check(debug.argv);
     // Recorded once added: it cannot be removed, so the receipt is its record, not a to-do.
     receipt.created("EphemeralContainer", ns, pod.name + "/" + name, false,
                     fmt::format("ephemeral containers cannot be removed from a pod; its process "
@@ -502,13 +436,19 @@ ExitCode run_sidecar(const K8sOptions& options, Output& output) {
     bool running = k8s::wait_for_ephemeral_container(cluster.kubectl, ns, pod.name, name,
                                                      options.ready_timeout_s);
     if (!running) throw K8sFailed("the profiler container did not start in time (--ready-timeout)");
-    PodTarget where{pod.name, name, pod.node, options.image, "", plan.out_dir};
     auto image = pod.image_ids.find(container.name);
-    if (image != pod.image_ids.end()) where.image_id = image->second;
-    where.image = container.image;
+    k8s::PodPlacement where{"sidecar",
+                            ns,
+                            cluster.target.deployment,
+                            pod.name,
+                            name,
+                            pod.node,
+                            container.image,
+                            image != pod.image_ids.end() ? image->second : "",
+                            fs::absolute(receipt.path()).string()};
     for (int i = 1; i <= options.captures && !interrupt_received(); ++i) {
       capture::CaptureSpec spec = pod_capture_spec(options, options.ncu_path, assessment.safety);
-      if (!capture_in_pod(options, cluster, where, spec, i, "sidecar", receipt, output))
+      if (!capture_in_pod(options, cluster, where, plan.out_dir, spec, i, output.argv))
         outcome.all_ok = false;
     }
   } catch (const k8s::KubectlError& error) {
@@ -522,26 +462,16 @@ ExitCode run_sidecar(const K8sOptions& options, Output& output) {
 ExitCode run_cleanup(const K8sOptions& options, Output& output) {
   k8s::CleanupReceipt receipt = k8s::CleanupReceipt::load(options.receipt);
   k8s::Kubectl kubectl(kubectl_path(options.kubectl), options.context, options.kubeconfig);
-  kubectl.cleaning();
-  std::vector<std::string> lines;
-  bool all_ok = true;
-  for (const k8s::CleanupStep& step : k8s::clean_up(kubectl, receipt)) {
-    using Result = k8s::CleanupStep::Result;
-    if (step.result == Result::kRefused || step.result == Result::kFailed) all_ok = false;
-    lines.push_back(render::describe_cleanup_step(step, receipt.path()));
-  }
-  receipt.finish(all_ok ? "cleaned" : "cleanup-failed");
-  size_t left = receipt.leftovers().size();
-  lines.push_back(fmt::format("{} leftover{} in {}", left, left == 1 ? "" : "s", receipt.path()));
+  k8s::OperationEndReport report = k8s::clean_up_receipt(kubectl, receipt);
   // On failure nothing goes to stdout: every line is on stderr, each a `kprof:` line.
-  for (const std::string& line : lines) {
-    if (all_ok) {
+  for (const std::string& line : render::cleanup_lines(report, receipt)) {
+    if (report.clean) {
       output.stdout_text += line + "\n";
     } else {
       output.stderr_text += "kprof: " + line + "\n";
     }
   }
-  return all_ok ? ExitCode::kOk : ExitCode::kK8sFailed;
+  return report.clean ? ExitCode::kOk : ExitCode::kK8sFailed;
 }
 
 void add_cluster_options(CLI::App* command, K8sOptions& options) {

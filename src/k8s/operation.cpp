@@ -11,6 +11,7 @@
 
 #include "common/child_process.h"
 #include "common/error.h"
+#include "common/file_bytes.h"
 #include "common/text.h"
 
 namespace kprof::k8s {
@@ -203,7 +204,54 @@ bool wait_for_ephemeral_container(const Kubectl& kubectl, const std::string& nam
   });
 }
 
-OperationEndReport end_operation(Kubectl& kubectl, CleanupReceipt& receipt, std::string status) {
+std::string create_sister(const Kubectl& kubectl, CleanupReceipt& receipt,
+                          const nlohmann::json& manifest, const std::string& namespace_name,
+                          const std::string& sister_of, const std::string& run,
+                          const std::function<void(const std::string&)>& announce) {
+  std::string name = string_at(manifest, {"metadata", "name"});
+  fs::path manifest_file = fs::path(receipt.path()).parent_path() / (name + ".json");
+  write_file_atomically(manifest_file.string(), manifest.dump(1) + "\n");
+  receipt.created("Deployment", namespace_name, name, true, "sister of " + sister_of, run);
+  announce(name);
+  kubectl.check({"create", "-n", namespace_name, "-f", manifest_file.string(), "-o", "name"});
+  return name;
+}
+
+SidecarCall sidecar_debug_call(const SidecarRequest& request) {
+  SidecarCall call;
+  std::string profile = request.profile;
+  if (profile == "sysadmin" && request.client_minor < 30) {
+    // kubectl learnt the sysadmin profile in 1.30.
+    call.notes.push_back(
+        fmt::format("kubectl 1.{} has no --profile sysadmin (1.30+): using general, so ncu can "
+                    "read counters only where the node allows it to all users "
+                    "(RmProfilingAdminOnly: 0)",
+                    request.client_minor));
+    profile = "general";
+  }
+  call.argv = {"debug",       "-n",       request.namespace_name,   request.pod,   "--image",
+               request.image, "--target", request.target_container, "--container", request.name,
+               "--profile",   profile};
+  if (request.client_minor >= kCustomMinimumMinor) {
+    json custom = ephemeral_custom_spec();
+    std::vector<std::string> problems = check_ephemeral_custom(custom);
+    if (!problems.empty()) throw std::logic_error(problems.front());
+    fs::path custom_file = fs::path(request.custom_dir) / (request.name + "-custom.json");
+    write_file_atomically(custom_file.string(), custom.dump() + "\n");
+    call.argv.insert(call.argv.end(), {"--custom", custom_file.string()});
+  } else {
+    call.notes.push_back(
+        fmt::format("kubectl 1.{} has no `debug --custom` (1.{}+): the profiler container gets its "
+                    "capabilities from --profile {} only",
+                    request.client_minor, kCustomMinimumMinor, request.profile));
+  }
+  call.argv.insert(call.argv.end(), {"--", "sleep", std::to_string(request.lifetime_s)});
+  return call;
+}
+
+namespace {
+
+OperationEndReport delete_listed(Kubectl& kubectl, CleanupReceipt& receipt) {
   kubectl.cleaning();
   OperationEndReport report;
   report.steps = clean_up(kubectl, receipt);
@@ -211,9 +259,23 @@ OperationEndReport end_operation(Kubectl& kubectl, CleanupReceipt& receipt, std:
     if (step.result == CleanupStep::Result::kRefused || step.result == CleanupStep::Result::kFailed)
       report.clean = false;
   }
+  return report;
+}
+
+}  // namespace
+
+OperationEndReport end_operation(Kubectl& kubectl, CleanupReceipt& receipt, std::string status) {
+  OperationEndReport report = delete_listed(kubectl, receipt);
   if (!report.clean && status == "ok") status = "failed";
   receipt.finish(status);
   report.status = status;
+  return report;
+}
+
+OperationEndReport clean_up_receipt(Kubectl& kubectl, CleanupReceipt& receipt) {
+  OperationEndReport report = delete_listed(kubectl, receipt);
+  report.status = report.clean ? "cleaned" : "cleanup-failed";
+  receipt.finish(report.status);
   return report;
 }
 

@@ -74,6 +74,30 @@ bool wait_for_ephemeral_container(const Kubectl& kubectl, const std::string& nam
                                   const std::string& pod, const std::string& name,
                                   double timeout_s);
 
+// Creates the sister Deployment MANIFEST in NAMESPACE: written beside the receipt (NAME.json),
+// recorded in the receipt before the create (a kprof killed right after it still leaves a
+// receipt), then `kubectl create`. Returns its name; a failed call throws KubectlError.
+std::string create_sister(const Kubectl& kubectl, CleanupReceipt& receipt,
+                          const nlohmann::json& manifest, const std::string& namespace_name,
+                          const std::string& sister_of, const std::string& run,
+                          const std::function<void(const std::string&)>& announce);
+
+// The `kubectl debug` call that adds the ephemeral profiler container NAME to POD, targeting
+// the server container: --profile (sysadmin falls back to general before kubectl 1.30), the
+// capabilities ncu needs through --custom (written beside the receipt, kubectl 1.31+), a
+// process that ends by itself after lifetime_s. notes: what an older kubectl changes.
+struct SidecarRequest {
+  std::string namespace_name, pod, image, target_container, name, profile;
+  int client_minor = 0;
+  int lifetime_s = 3600;
+  std::string custom_dir;  // where the --custom file goes
+};
+struct SidecarCall {
+  std::vector<std::string> argv;
+  std::vector<std::string> notes;
+};
+SidecarCall sidecar_debug_call(const SidecarRequest& request);
+
 // The end of a sister or sidecar operation, whatever ended it: deletes what the receipt lists as
 // created (clean_up: only what still carries kprof's labels), from now on running kubectl to
 // completion also after SIGINT/SIGTERM, and finishes the receipt with STATUS — "failed" instead
@@ -84,5 +108,8 @@ struct OperationEndReport {
   bool clean = true;
 };
 OperationEndReport end_operation(Kubectl& kubectl, CleanupReceipt& receipt, std::string status);
+// `kprof k8s cleanup`: the same deletions for a receipt read back, finished "cleaned" or, when
+// something was refused or failed, "cleanup-failed".
+OperationEndReport clean_up_receipt(Kubectl& kubectl, CleanupReceipt& receipt);
 
 }  // namespace kprof::k8s

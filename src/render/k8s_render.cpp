@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <filesystem>
+
 #include "common/text.h"
 #include "render/envelope.h"
 
@@ -151,6 +153,25 @@ std::string describe_cleanup_step(const k8s::CleanupStep& step, const std::strin
   return what;
 }
 
+std::string trace_files_text(const k8s::PodTraceResult& traced, const k8s::PodPlacement& where) {
+  namespace fs = std::filesystem;
+  const std::vector<k8s::TracedFile>& files = traced.window.files;
+  std::string text =
+      fmt::format("{} trace file{} from {}/{} in {}:\n", files.size(), files.size() == 1 ? "" : "s",
+                  where.namespace_name, where.pod, traced.bundle_path);
+  for (const std::string& path : traced.copied_files) {
+    std::string name = fs::path(path).filename().string();
+    std::string line = "  " + path;
+    for (const capture::TraceWindowLine& w : traced.window.windows) {
+      if (fs::path(w.path).filename() == name)
+        line += fmt::format("  pid {} window {}, {} events, stopped by {}", w.pid, w.window,
+                            w.events, w.stop_reason);
+    }
+    text += line + "\n";
+  }
+  return text;
+}
+
 OperationEndText operation_end_text(const k8s::OperationEndReport& report,
                                     const k8s::CleanupReceipt& receipt) {
   using Result = k8s::CleanupStep::Result;
@@ -181,6 +202,16 @@ OperationEndText operation_end_text(const k8s::OperationEndReport& report,
       out.text += fmt::format("  stays: {} — {}\n", step.object.describe(), step.detail);
   }
   return out;
+}
+
+std::vector<std::string> cleanup_lines(const k8s::OperationEndReport& report,
+                                       const k8s::CleanupReceipt& receipt) {
+  std::vector<std::string> lines;
+  for (const k8s::CleanupStep& step : report.steps)
+    lines.push_back(describe_cleanup_step(step, receipt.path()));
+  size_t left = receipt.leftovers().size();
+  lines.push_back(fmt::format("{} leftover{} in {}", left, left == 1 ? "" : "s", receipt.path()));
+  return lines;
 }
 
 }  // namespace kprof::render

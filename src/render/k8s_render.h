@@ -9,6 +9,7 @@
 #include "k8s/cleanup.h"
 #include "k8s/kubectl.h"
 #include "k8s/operation.h"
+#include "k8s/pod_capture.h"
 #include "k8s/workload.h"
 
 namespace kprof::render {
@@ -35,6 +36,10 @@ std::string describe_kubectl_error(const k8s::KubectlError& error);
 // One cleanup step as a line ("deleted Deployment ns/name", "refused to delete …").
 std::string describe_cleanup_step(const k8s::CleanupStep& step, const std::string& receipt);
 
+// "N trace files from NS/POD in BUNDLE:", then each file where it is now with its window (pid,
+// window, events, what stopped it).
+std::string trace_files_text(const k8s::PodTraceResult& traced, const k8s::PodPlacement& where);
+
 // The end of a sister or sidecar operation: progress notes (what was deleted or gone) and the
 // text for stderr (what could not be deleted, the receipt, each leftover and how to remove it).
 struct OperationEndText {
@@ -43,5 +48,9 @@ struct OperationEndText {
 };
 OperationEndText operation_end_text(const k8s::OperationEndReport& report,
                                     const k8s::CleanupReceipt& receipt);
+
+// `kprof k8s cleanup`: each step, then "N leftovers in RECEIPT".
+std::vector<std::string> cleanup_lines(const k8s::OperationEndReport& report,
+                                       const k8s::CleanupReceipt& receipt);
 
 }  // namespace kprof::render
