@@ -17,7 +17,6 @@
 #include <string_view>
 
 #include "analysis/analysis_tables.h"
-#include "cli/report_header.h"
 #include "common/error.h"
 #include "common/utf8.h"
 #include "importers/chrome_trace/chrome_trace_reader.h"
@@ -96,7 +95,7 @@ void run_report(const std::string& path, std::string_view bytes) {
                         std::nullopt});
   }
   std::vector<const model::Report*> reports = {&report};
-  check_text(cli::describe_report(report, all.size()), "report description");
+  check_text(render::report_header(report, all.size()), "report description");
   check_text(render::verdict_table(analyzed, config.thresholds, 48), "verdict table");
   check_json(render::verdict_json(analyzed, reports, config, {"kprof", "analyze", path}),
              "verdict JSON");

@@ -220,7 +220,10 @@ NcuCommand build_ncu_command(const CaptureSpec& spec) {
   for (const std::string& section : spec.sections) argv.insert(argv.end(), {"--section", section});
   if (!spec.metrics.empty()) argv.insert(argv.end(), {"--metrics", spec.metrics});
   if (!spec.kernel_regex.empty()) {
-    argv.insert(argv.end(), {"--kernel-name", "regex:" + spec.kernel_regex});
+    // -k is always a regex; ncu's own "regex:" prefix, when the user writes it, is not doubled.
+    std::string_view pattern = spec.kernel_regex;
+    if (pattern.substr(0, 6) == "regex:") pattern.remove_prefix(6);
+    argv.insert(argv.end(), {"--kernel-name", "regex:" + std::string(pattern)});
   }
   if (!spec.kernel_name_base.empty()) {
     argv.insert(argv.end(), {"--kernel-name-base", spec.kernel_name_base});

@@ -341,6 +341,28 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
                      "add --disable-profiler-start-stop so the application's start/stop calls "
                      "cannot end profiling"});
   }
+  // ncu prints this inside a progress line when the device memory a replay must save does not
+  // fit beside what the process holds. Measured on the H200 (bench/capture-cost.sh): 33-41 s
+  // per kernel with 100 GB resident against 1.3-3.7 s with 5-40 GB, for any preset.
+  if (contains(out, "Backing up device memory in system memory")) {
+    found.push_back(
+        {"memory_backed_up_to_host", false,
+         "ncu saved the device memory for kernel replay in system memory (the process holds more "
+         "than the GPU has free beside it): each profiled kernel takes tens of seconds (H200, 100 "
+         "GB resident: 33-41 s per kernel, against 1-4 s with 5-40 GB)",
+         "profile fewer kernels (-k, --launch-count), hold less device memory while capturing "
+         "(e.g. vLLM --gpu-memory-utilization, SGLang --mem-fraction-static, a smaller batch), or "
+         "--replay-mode application (no save/restore; the program runs once per pass and must "
+         "repeat the same kernels)"});
+  }
+  if (RE2::PartialMatch(out, "Failed to save (?:memory for replay|context state)")) {
+    found.push_back(
+        {"replay_memory_save_failed", true,
+         "ncu could not save the device memory a kernel replay needs (ContextSaveFailed: too "
+         "much memory resident, or memory it cannot copy such as NCCL's NVLS/IPC buffers)",
+         "use --replay-mode application with the fewest metrics (--preset basic or --metrics), "
+         "hold less device memory while capturing, or for NCCL kernels set NCCL_NVLS_ENABLE=0"});
+  }
   if (settings.clock_control.empty() && !has_option(run.argv, "--clock-control") &&
       run.argv.size() > 1) {
     found.push_back({"clock_control_default", false,

@@ -186,6 +186,7 @@ std::vector<std::pair<std::string, std::string>> tracer_environment(const TraceS
   env.emplace_back("KPROF_TRACE_CONTROL", spec.control_path);
   env.emplace_back("KPROF_TRACE_MAX_EVENTS",
                    spec.max_events ? std::to_string(*spec.max_events) : "");
+  env.emplace_back("KPROF_TRACE_API", spec.api_records ? "" : "0");
   return env;
 }
 

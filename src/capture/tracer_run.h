@@ -64,6 +64,7 @@ struct TraceSpec {
   std::optional<double> delay_s, duration_s;
   std::string control_path;  // absolute; required with kOnControl
   std::optional<std::uint64_t> max_events;
+  bool api_records = true;  // false: --no-api, kernels/copies/ranges only (KPROF_TRACE_API=0)
   std::vector<std::pair<std::string, std::string>> env;  // the user's --env, applied first
   std::vector<std::string> target;                       // argv of the program
 };

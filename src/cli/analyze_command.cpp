@@ -13,7 +13,6 @@
 #include "analysis/kernel_summary.h"
 #include "analysis/verdict.h"
 #include "cli/command.h"
-#include "cli/report_header.h"
 #include "cli/selection.h"
 #include "common/file_bytes.h"
 #include "common/text.h"
@@ -31,10 +30,6 @@
 namespace kprof::cli {
 namespace {
 
-constexpr const char* kNoKernelResults =
-    "  no kernel results: ncu profiled nothing into this report (a --kernel-name or\n"
-    "  --launch-skip that matched no launch, or an application that made no CUDA call)\n";
-
 std::vector<size_t> ordered(const model::Report& report, std::vector<size_t> selected,
                             const std::string& sort) {
   if (sort == "duration") {
@@ -44,30 +39,6 @@ std::vector<size_t> ordered(const model::Report& report, std::vector<size_t> sel
     });
   }
   return selected;
-}
-
-std::string render_summary(const std::vector<model::Report>& reports,
-                           const std::vector<std::vector<size_t>>& selected,
-                           const AnalyzeOptions& options) {
-  std::string out;
-  std::set<std::string> missing;
-  for (size_t r = 0; r < reports.size(); ++r) {
-    const model::Report& report = reports[r];
-    std::vector<size_t> order = ordered(report, selected[r], options.sort);
-    if (r != 0) out += "\n";
-    out += describe_report(report, order.size());
-    if (report.kernels.empty()) {
-      out += kNoKernelResults;
-      continue;
-    }
-    out += render::summary_table(report, order, options.name_width, missing);
-  }
-  if (!missing.empty()) {
-    out += "— = not collected by this capture:";
-    for (const auto& name : missing) out += " " + name;
-    out += "\n";
-  }
-  return out;
 }
 
 // Verdicts for the selected kernels of loaded reports, in the requested order, and their text
@@ -110,9 +81,9 @@ AnalyzedReports analyze_loaded(const std::vector<model::Report>& reports,
     }
     if (!options.json && !options.csv) {
       if (r != 0) text += "\n";
-      text += describe_report(report, these.size());
+      text += render::report_header(report, these.size());
       text += these.empty() && report.kernels.empty()
-                  ? kNoKernelResults
+                  ? render::kNoKernelResults
                   : render::verdict_table(these, options.thresholds, options.name_width);
     }
     analyzed.insert(analyzed.end(), std::make_move_iterator(these.begin()),
@@ -122,34 +93,13 @@ AnalyzedReports analyze_loaded(const std::vector<model::Report>& reports,
 }
 
 // A join that found none of the captured kernels in the trace answers nothing (a trace of
-// another workload, or captures of another program): say what each side holds.
+// another workload, or captures of another program).
 void require_some_in_trace(const std::vector<render::AnalyzedKernel>& analyzed,
                            const std::vector<std::string>& report_paths,
                            const std::string& trace_path, const timeline::TraceTimeIndex& trace) {
   if (std::any_of(analyzed.begin(), analyzed.end(), [](const auto& k) { return k.share; })) return;
-  auto listed = [](const std::vector<std::string>& names, size_t total) {
-    std::string text;
-    for (size_t i = 0; i < names.size() && i < 3; ++i) {
-      text += (i ? ", " : "") + render::ellipsize(names[i], 60);
-    }
-    return total > 3 ? text + fmt::format(", … ({} names)", total) : text;
-  };
-  std::vector<std::string> captured;
-  for (const auto& k : analyzed) {
-    const std::string& name = k.kernel->display_name();
-    if (std::find(captured.begin(), captured.end(), name) == captured.end())
-      captured.push_back(name);
-  }
-  std::sort(captured.begin(), captured.end());
-  std::string reports;
-  for (const std::string& path : report_paths) reports += (reports.empty() ? "" : ", ") + path;
-  std::vector<std::string> traced = trace.longest_kernels(3);
-  throw NothingSelected(fmt::format(
-      "nothing in common: none of the captured kernels of {} ({}) is in {}, so no kernel was "
-      "joined; {}",
-      reports, captured.empty() ? "none" : listed(captured, captured.size()), trace_path,
-      traced.empty() ? "the trace has no kernels"
-                     : "the trace's longest kernels are " + listed(traced, traced.size())));
+  throw NothingSelected(
+      render::nothing_joined(analyzed, report_paths, trace_path, trace.longest_kernels(3)));
 }
 
 }  // namespace
@@ -173,7 +123,11 @@ ExitCode run_analyze(const AnalyzeOptions& options, Output& output) {
   if (kernel_filter) require_some_selected(reports, selected, options.kernel_regex);
 
   if (options.summary) {
-    output.stdout_text = render_summary(reports, selected, options);
+    std::vector<std::vector<size_t>> orders;
+    for (size_t r = 0; r < reports.size(); ++r) {
+      orders.push_back(ordered(reports[r], selected[r], options.sort));
+    }
+    output.stdout_text = render::summary_text(reports, orders, options.name_width);
     return ExitCode::kOk;
   }
   std::optional<timeline::TraceTimeIndex> trace;

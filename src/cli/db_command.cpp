@@ -1,15 +1,10 @@
 // kprof db import|query|facts: the findings database.
-#include <fmt/format.h>
-
 #include <memory>
-#include <nlohmann/json.hpp>
 
 #include "analysis/analysis_tables.h"
 #include "cli/command.h"
 #include "cli/selection.h"
-#include "common/text.h"
-#include "render/report_json.h"
-#include "render/table.h"
+#include "render/db_render.h"
 #include "store/findings_db.h"
 
 namespace kprof::cli {
@@ -25,14 +20,6 @@ struct DbOptions {
   bool json = false;
 };
 
-std::string cell(const std::optional<double>& value) { return value ? format_number(*value) : "—"; }
-
-// The store hands out valid UTF-8; should anything slip through, a replacement character is
-// better than a query that fails for good.
-std::string dump(const nlohmann::json& document) {
-  return document.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-}
-
 ExitCode run_import(const DbOptions& options, Output& output) {
   std::vector<model::Report> reports =
       load_reports(options.reports, for_analysis());  // all read before writing
@@ -40,54 +27,18 @@ ExitCode run_import(const DbOptions& options, Output& output) {
   analysis::AnalysisConfig config = tables.config();
   store::FindingsDb db(options.db_path, store::FindingsDb::Access::kWrite);
   std::vector<std::int64_t> runs = db.import_reports(reports, options.labels, config);
-  for (size_t i = 0; i < reports.size(); ++i) {
-    output.stdout_text += fmt::format("{}: run {} ({} kernels)\n", reports[i].path, runs[i],
-                                      reports[i].kernels.size());
-  }
-  output.stdout_text += fmt::format("{}: {} runs, {} kernels\n", options.db_path, db.count("runs"),
-                                    db.count("kernels"));
+  output.stdout_text =
+      render::import_text(reports, runs, options.db_path, db.count("runs"), db.count("kernels"));
   return ExitCode::kOk;
 }
 
 ExitCode run_query(const std::string& what, const DbOptions& options, Output& output) {
   store::FindingsDb db(options.db_path);
-  using render::TextTable;
   if (what == "history") {
     compile_user_regex(options.kernel_regex, "--kernel");
     auto rows = db.kernel_history(options.kernel_regex);
-    if (options.json) {
-      nlohmann::json list = nlohmann::json::array();
-      for (const auto& r : rows) {
-        list.push_back({{"run", r.run_id},
-                        {"imported_at", r.imported_at},
-                        {"campaign", r.campaign},
-                        {"cell", r.cell},
-                        {"model", r.model},
-                        {"gpu", r.gpu},
-                        {"kernel", r.name},
-                        {"duration_us", render::optional_json(r.duration_us)},
-                        {"roofline", r.roofline},
-                        {"bound_by", r.bound_by},
-                        {"sm_throughput_pct", render::optional_json(r.sm_pct)},
-                        {"memory_throughput_pct", render::optional_json(r.memory_pct)}});
-      }
-      output.stdout_text = dump(list);
-      return ExitCode::kOk;
-    }
-    TextTable table({{"kernel"},
-                     {"run", TextTable::Align::kRight},
-                     {"imported"},
-                     {"campaign"},
-                     {"model"},
-                     {"gpu"},
-                     {"us", TextTable::Align::kRight},
-                     {"verdict"},
-                     {"bound by"}});
-    for (const auto& r : rows) {
-      table.add_row({render::ellipsize(r.name, 60), std::to_string(r.run_id), r.imported_at,
-                     r.campaign, r.model, r.gpu, cell(r.duration_us), r.roofline, r.bound_by});
-    }
-    output.stdout_text = table.to_string();
+    output.stdout_text =
+        options.json ? render::history_json_text(rows) : render::history_text(rows);
     return ExitCode::kOk;
   }
   std::vector<store::WorstRow> rows;
@@ -96,50 +47,15 @@ ExitCode run_query(const std::string& what, const DbOptions& options, Output& ou
   } catch (const std::invalid_argument& error) {
     throw UsageError(error.what());
   }
-  if (options.json) {
-    nlohmann::json list = nlohmann::json::array();
-    for (const auto& r : rows) {
-      list.push_back({{options.by, r.group},
-                      {"kernel", r.name},
-                      {"duration_us", render::optional_json(r.duration_us)},
-                      {"roofline", r.roofline},
-                      {"run", r.run_id}});
-    }
-    output.stdout_text = dump(list);
-    return ExitCode::kOk;
-  }
-  TextTable table({{options.by},
-                   {"kernel"},
-                   {"us", TextTable::Align::kRight},
-                   {"verdict"},
-                   {"run", TextTable::Align::kRight}});
-  for (const auto& r : rows) {
-    table.add_row({r.group.empty() ? "—" : r.group, render::ellipsize(r.name, 60),
-                   cell(r.duration_us), r.roofline, std::to_string(r.run_id)});
-  }
-  output.stdout_text = table.to_string();
+  output.stdout_text = options.json ? render::worst_json_text(rows, options.by)
+                                    : render::worst_text(rows, options.by);
   return ExitCode::kOk;
 }
 
 ExitCode run_facts(const DbOptions& options, Output& output) {
   store::FindingsDb db(options.db_path);
   auto rows = db.facts();
-  if (options.json) {
-    nlohmann::json list = nlohmann::json::array();
-    for (const auto& r : rows) {
-      list.push_back({{"gpu", r.gpu},
-                      {"fact", r.fact},
-                      {"value", r.value},
-                      {"unit", r.unit},
-                      {"source", r.source}});
-    }
-    output.stdout_text = dump(list);
-    return ExitCode::kOk;
-  }
-  render::TextTable table(
-      {{"gpu"}, {"fact"}, {"value", render::TextTable::Align::kRight}, {"unit"}, {"source"}});
-  for (const auto& r : rows) table.add_row({r.gpu, r.fact, r.value, r.unit, r.source});
-  output.stdout_text = table.to_string();
+  output.stdout_text = options.json ? render::facts_json_text(rows) : render::facts_text(rows);
   return ExitCode::kOk;
 }
 

@@ -1,17 +1,15 @@
 // kprof diff BASELINE CANDIDATE: per-kernel changes between two captures, and an exit code for CI.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <memory>
-#include <nlohmann/json.hpp>
 
 #include "analysis/analysis_tables.h"
 #include "analysis/capture_diff.h"
 #include "cli/command.h"
 #include "cli/selection.h"
 #include "common/text.h"
+#include "render/diff_render.h"
 #include "render/report_json.h"
-#include "render/table.h"
 #include "store/findings_db.h"
 
 namespace kprof::cli {
@@ -25,38 +23,6 @@ struct DiffCommandOptions {
   bool no_fail = false;
   size_t name_width = 48;
 };
-
-std::string signed_pct(const std::optional<double>& value) {
-  return value ? fmt::format("{:+.1f}", *value) : "—";
-}
-
-// A gate that compared nothing must not pass: say what each side holds, so that a wrong file or
-// a renamed kernel shows at once.
-std::string nothing_in_common(const DiffCommandOptions& options,
-                              const analysis::CaptureDiff& diff) {
-  auto side = [&](analysis::Change only, const std::string& what) {
-    std::vector<std::string> names;
-    for (const auto& d : diff.kernels) {
-      if (d.change == only && std::find(names.begin(), names.end(), d.name) == names.end()) {
-        names.push_back(d.name);
-      }
-    }
-    std::sort(names.begin(), names.end());
-    std::string shown;
-    for (size_t i = 0; i < names.size() && i < 3; ++i) {
-      shown += (i ? ", " : "") + render::ellipsize(names[i], 60);
-    }
-    if (names.size() > 3) shown += fmt::format(", … ({} names)", names.size());
-    return fmt::format("{} has {}", what, names.empty() ? "no kernel" : shown);
-  };
-  std::string baseline = options.db_path.empty() ? options.baseline : "run " + options.baseline;
-  std::string candidate = options.db_path.empty() ? options.candidate : "run " + options.candidate;
-  return fmt::format(
-      "nothing in common: no kernel of {} has the same name, grid and block in {}, so nothing "
-      "was compared; {}; {}",
-      baseline, candidate, side(analysis::Change::kOnlyInBaseline, baseline),
-      side(analysis::Change::kOnlyInCandidate, candidate));
-}
 
 ExitCode run_diff(const DiffCommandOptions& options, Output& output) {
   std::vector<model::Report> reports;
@@ -75,84 +41,18 @@ ExitCode run_diff(const DiffCommandOptions& options, Output& output) {
   analysis::AnalysisConfig config = tables.config();
   analysis::CaptureDiff diff =
       analysis::diff_captures(reports[0], reports[1], options.diff, config);
-  if (diff.in_both == 0) throw NothingSelected(nothing_in_common(options, diff));
+  if (diff.in_both == 0) {
+    throw NothingSelected(render::nothing_in_common(
+        diff, options.db_path.empty() ? options.baseline : "run " + options.baseline,
+        options.db_path.empty() ? options.candidate : "run " + options.candidate));
+  }
   ExitCode code = diff.regressions > 0 && !options.no_fail ? ExitCode::kRegression : ExitCode::kOk;
-  if (options.json) {
-    nlohmann::json kernels = nlohmann::json::array();
-    for (const auto& d : diff.kernels) {
-      kernels.push_back(
-          {{"name", d.name},
-           {"grid", {d.grid.x, d.grid.y, d.grid.z}},
-           {"block", {d.block.x, d.block.y, d.block.z}},
-           {"change", analysis::change_name(d.change)},
-           {"baseline_launches", d.baseline_launches},
-           {"candidate_launches", d.candidate_launches},
-           {"baseline_duration_ns", render::optional_json(d.baseline_ns)},
-           {"candidate_duration_ns", render::optional_json(d.candidate_ns)},
-           {"change_pct", render::optional_json(d.change_pct)},
-           {"noise_pct", render::optional_json(d.noise_pct)},
-           {"threshold_pct", d.threshold_pct},
-           {"baseline_verdict", d.baseline_verdict},
-           {"candidate_verdict", d.candidate_verdict},
-           {"baseline_sm_throughput_pct", render::optional_json(d.baseline_sm_pct)},
-           {"candidate_sm_throughput_pct", render::optional_json(d.candidate_sm_pct)},
-           {"baseline_memory_throughput_pct", render::optional_json(d.baseline_memory_pct)},
-           {"candidate_memory_throughput_pct", render::optional_json(d.candidate_memory_pct)},
-           {"baseline_sm_occupancy", render::optional_json(d.baseline_occupancy)},
-           {"candidate_sm_occupancy", render::optional_json(d.candidate_occupancy)}});
-    }
-    output.stdout_text =
-        nlohmann::json{
-            {"schema", "kprof.diff/1"},
-            {"tool", {{"name", "kprof"}, {"version", KPROF_VERSION}, {"argv", output.argv}}},
-            {"baseline", options.baseline},
-            {"candidate", options.candidate},
-            {"threshold_pct", options.diff.threshold_pct},
-            {"noise_factor", options.diff.noise_factor},
-            {"regressions", diff.regressions},
-            {"improvements", diff.improvements},
-            {"kernels", kernels}}
-            .dump(1) +
-        "\n";
-    return code;
-  }
-  using render::TextTable;
-  TextTable table({{"kernel"},
-                   {"grid"},
-                   {"block"},
-                   {"n", TextTable::Align::kRight},
-                   {"base us", TextTable::Align::kRight},
-                   {"cand us", TextTable::Align::kRight},
-                   {"Δ %", TextTable::Align::kRight},
-                   {"noise %", TextTable::Align::kRight},
-                   {"judged at %", TextTable::Align::kRight},
-                   {"verdict"},
-                   {"change"}});
-  for (const auto& d : diff.kernels) {
-    std::string verdict =
-        d.baseline_verdict == d.candidate_verdict || d.candidate_verdict.empty() ||
-                d.baseline_verdict.empty()
-            ? (d.candidate_verdict.empty() ? d.baseline_verdict : d.candidate_verdict)
-            : d.baseline_verdict + " → " + d.candidate_verdict;
-    table.add_row(
-        {render::ellipsize(d.name, options.name_width), d.grid.to_string(), d.block.to_string(),
-         fmt::format("{}/{}", d.baseline_launches, d.candidate_launches),
-         d.baseline_ns ? format_number(*d.baseline_ns / 1000) : "—",
-         d.candidate_ns ? format_number(*d.candidate_ns / 1000) : "—", signed_pct(d.change_pct),
-         d.noise_pct ? fmt::format("{:.1f}", *d.noise_pct) : "—",
-         fmt::format("{:.1f}", d.threshold_pct), verdict, analysis::change_name(d.change)});
-  }
-  std::string out = fmt::format("{} → {}: {} kernel groups, {} regression{}, {} improvement{}\n",
-                                options.baseline, options.candidate, diff.kernels.size(),
-                                diff.regressions, diff.regressions == 1 ? "" : "s",
-                                diff.improvements, diff.improvements == 1 ? "" : "s");
-  out += table.to_string();
-  out += fmt::format(
-      "A kernel (same name, grid and block) regresses when its median duration grows by more than "
-      "{}% or than {}× the noise its repeated launches show, whichever is larger.\n",
-      format_number(options.diff.threshold_pct), format_number(options.diff.noise_factor));
-  output.stdout_text = std::move(out);
-  if (code == ExitCode::kRegression) {
+  output.stdout_text =
+      options.json ? render::json_text(render::diff_json(diff, options.baseline, options.candidate,
+                                                         options.diff, output.argv))
+                   : render::diff_text(diff, options.baseline, options.candidate, options.diff,
+                                       options.name_width);
+  if (code == ExitCode::kRegression && !options.json) {
     output.stderr_text = fmt::format("kprof: {} kernel{} regressed (exit {})\n", diff.regressions,
                                      diff.regressions == 1 ? "" : "s", static_cast<int>(code));
   }

@@ -1,13 +1,12 @@
 // kprof doctor: Gate 0 — whether this machine can capture GPU counters, and what to fix.
-#include <fmt/format.h>
-
+#include <algorithm>
 #include <memory>
-#include <nlohmann/json.hpp>
 
 #include "capture/doctor.h"
 #include "capture/ncu_locator.h"
 #include "cli/command.h"
-#include "render/table.h"
+#include "render/report_json.h"
+#include "render/tools_render.h"
 
 namespace kprof::cli {
 namespace {
@@ -39,26 +38,11 @@ ExitCode run_doctor(const DoctorOptions& options, Output& output) {
   bool failed = std::any_of(checks.begin(), checks.end(), [](const capture::Check& c) {
     return c.status == capture::Check::Status::kFailed;
   });
-  if (options.json) {
-    nlohmann::json list = nlohmann::json::array();
-    for (const auto& c : checks) {
-      list.push_back({{"check", c.name},
-                      {"status", status_text(c.status)},
-                      {"detail", c.detail},
-                      {"next", c.next}});
-    }
-    output.stdout_text =
-        nlohmann::json{{"schema", "kprof.doctor/1"}, {"ready", !failed}, {"checks", list}}.dump(1) +
-        "\n";
-  } else {
-    std::string text;
-    for (const auto& c : checks) {
-      text += fmt::format("{:<8} {:<22} {}\n", status_text(c.status), c.name, c.detail);
-      if (!c.next.empty()) text += fmt::format("{:<31}→ {}\n", "", c.next);
-    }
-    text += failed ? "not ready to capture: fix the FAILED checks above\n" : "ready to capture\n";
-    output.stdout_text = text;
-  }
+  std::vector<render::DoctorRow> rows;
+  for (const auto& c : checks) rows.push_back({c.name, status_text(c.status), c.detail, c.next});
+  output.stdout_text = options.json
+                           ? render::json_text(render::doctor_json(rows, !failed, output.argv))
+                           : render::doctor_text(rows, !failed);
   return failed ? ExitCode::kNotReady : ExitCode::kOk;
 }
 

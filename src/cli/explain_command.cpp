@@ -1,14 +1,13 @@
 // kprof explain LOG -- NCU ARGS...: what an ncu run did and, if it went wrong, why and what to do.
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <memory>
-#include <nlohmann/json.hpp>
 
 #include "capture/ncu_diagnosis.h"
 #include "cli/capture_support.h"
 #include "cli/command.h"
 #include "common/file_bytes.h"
+#include "render/report_json.h"
+#include "render/tools_render.h"
 
 namespace kprof::cli {
 namespace {
@@ -30,35 +29,14 @@ ExitCode run_explain(const ExplainOptions& options, Output& output) {
   std::vector<capture::Diagnosis> diagnoses = capture::diagnose(run);
   bool failed = std::any_of(diagnoses.begin(), diagnoses.end(),
                             [](const capture::Diagnosis& d) { return d.failure; });
-  if (options.json) {
-    output.stdout_text =
-        nlohmann::json{{"schema", "kprof.explain/1"},
-                       {"ncu_exit_code", options.exit_code},
-                       {"processes", progress.processes_connected},
-                       {"kernels_profiled", progress.kernels_profiled},
-                       {"passes_per_kernel", progress.passes_per_kernel
-                                                 ? nlohmann::json(*progress.passes_per_kernel)
-                                                 : nlohmann::json(nullptr)},
-                       {"reports", progress.report_paths},
-                       {"failed", failed},
-                       {"diagnoses", diagnoses_json(diagnoses)}}
-            .dump(1) +
-        "\n";
-  } else {
-    std::string out = fmt::format(
-        "ncu exited {}; {} process{} profiled, {} kernel launch{}{}; report{}: {}\n",
-        options.exit_code, progress.processes_connected,
-        progress.processes_connected == 1 ? "" : "es", progress.kernels_profiled,
-        progress.kernels_profiled == 1 ? "" : "es",
-        progress.passes_per_kernel ? fmt::format(" at {} passes each", *progress.passes_per_kernel)
-                                   : "",
-        progress.report_paths.size() == 1 ? "" : "s",
-        progress.report_paths.empty() ? "none written" : progress.report_paths.front());
-    out += failed              ? "the run failed: the diagnoses (stderr) say why and what to do\n"
-           : diagnoses.empty() ? "nothing to report: the run looks healthy\n"
-                               : "the run worked, with warnings (stderr)\n";
-    output.stdout_text = std::move(out);
-  }
+  render::NcuRunSummary summary{options.exit_code,         progress.processes_connected,
+                                progress.kernels_profiled, progress.passes_per_kernel,
+                                progress.report_paths,     failed,
+                                !diagnoses.empty()};
+  output.stdout_text =
+      options.json
+          ? render::json_text(render::explain_json(summary, diagnoses_json(diagnoses), output.argv))
+          : render::explain_text(summary);
   output.stderr_text = render_diagnoses(diagnoses);
   return failed ? ExitCode::kCaptureFailed : ExitCode::kOk;
 }

@@ -5,7 +5,6 @@
 #include <memory>
 
 #include "cli/command.h"
-#include "cli/report_header.h"
 #include "cli/selection.h"
 #include "render/report_json.h"
 #include "render/report_text.h"
@@ -64,18 +63,7 @@ ExitCode run_inspect(const InspectOptions& options, Output& output) {
   }
   text_options.rules = options.rules;
   text_options.instances = options.instances;
-  std::string out;
-  for (size_t r = 0; r < reports.size(); ++r) {
-    if (r != 0) out += "\n";
-    if (options.session) {
-      out += describe_report(reports[r], reports[r].kernels.size());
-      out += render::session_text(reports[r]);
-      continue;
-    }
-    out += describe_report(reports[r], selected[r].size());
-    for (size_t i : selected[r]) out += render::kernel_text(reports[r].kernels[i], text_options);
-  }
-  output.stdout_text = std::move(out);
+  output.stdout_text = render::inspect_text(reports, selected, text_options, options.session);
   return ExitCode::kOk;
 }
 

@@ -1,8 +1,6 @@
 // kprof selftest / kprof calibrate: parse, call selftest::run_selftest / run_calibrate, print.
 // `kprof selftest-kernels` (hidden) is the program ncu profiles for the selftest: kprof itself,
 // so that nothing beside the kprof binary has to be installed or found.
-#include <fmt/format.h>
-
 #include <cstdio>
 #include <memory>
 
@@ -64,13 +62,8 @@ ExitCode run_launcher(const selftest::SelftestRequest& request, Output& output) 
     options.driver_library = request.driver_library;
     options.device = request.gpu;
     selftest::RunResult result = selftest::run_kernels({}, 1, options);
-    for (const selftest::KernelRun& run : result.kernels) {
-      output.stdout_text +=
-          fmt::format("{} grid {} block {} shared {} registers {}: {:.1f} us\n", run.plan.kernel,
-                      run.plan.grid, run.plan.block, run.plan.shared_bytes, run.registers,
-                      run.seconds.empty() ? 0.0 : run.seconds.front() * 1e6);
-    }
-    for (const std::string& line : result.notes) output.stderr_text += "note: " + line + "\n";
+    output.stdout_text = render::launches_text(result);
+    output.stderr_text = render::launch_notes_text(result);
     return ExitCode::kOk;
   });
 }

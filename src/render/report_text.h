@@ -33,4 +33,24 @@ inline constexpr size_t kMaxValueWidth = 48;
 // The kernel's identity and launch, then its metrics as a table (values in base units).
 std::string kernel_text(const model::Kernel& kernel, const KernelTextOptions& options);
 
+// One line about a report: path, format, kernels (selected of all), devices, ncu version, clock
+// control, results not shown.
+std::string report_header(const model::Report& report, size_t selected_kernels);
+
+// Said under the header of a report holding no kernel result.
+inline constexpr const char* kNoKernelResults =
+    "  no kernel results: ncu profiled nothing into this report (a --kernel-name or\n"
+    "  --launch-skip that matched no launch, or an application that made no CUDA call)\n";
+
+// `analyze --summary`: per report its header and summary_table (kernels in the given order),
+// then the metrics no capture collected.
+std::string summary_text(const std::vector<model::Report>& reports,
+                         const std::vector<std::vector<size_t>>& orders, size_t name_width);
+
+// `inspect`: per report its header, then the selected kernels' kernel_text, or with session
+// the session_text and no kernel.
+std::string inspect_text(const std::vector<model::Report>& reports,
+                         const std::vector<std::vector<size_t>>& selected,
+                         const KernelTextOptions& options, bool session);
+
 }  // namespace kprof::render

@@ -176,4 +176,20 @@ std::string calibration_text(const selftest::CalibrateOutcome& o,
   return escape_for_terminal(out, true);
 }
 
+std::string launches_text(const selftest::RunResult& result) {
+  std::string out;
+  for (const selftest::KernelRun& run : result.kernels) {
+    out += fmt::format("{} grid {} block {} shared {} registers {}: {:.1f} us\n", run.plan.kernel,
+                       run.plan.grid, run.plan.block, run.plan.shared_bytes, run.registers,
+                       run.seconds.empty() ? 0.0 : run.seconds.front() * 1e6);
+  }
+  return out;
+}
+
+std::string launch_notes_text(const selftest::RunResult& result) {
+  std::string out;
+  for (const std::string& line : result.notes) out += "note: " + line + "\n";
+  return out;
+}
+
 }  // namespace kprof::render

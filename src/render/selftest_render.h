@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hardware/gpu_specs.h"
+#include "selftest/runner.h"
 #include "selftest/selftest_commands.h"
 
 namespace kprof::render {
@@ -23,5 +24,10 @@ std::optional<double> datasheet_figure(const hardware::GpuSpec& spec, const std:
 
 std::string calibration_text(const selftest::CalibrateOutcome& outcome,
                              const hardware::GpuSpec* datasheet);
+
+// `kprof selftest-kernels`: one line per kernel launched (grid, block, shared memory, registers,
+// first launch's time) on stdout, the runner's notes for stderr.
+std::string launches_text(const selftest::RunResult& result);
+std::string launch_notes_text(const selftest::RunResult& result);
 
 }  // namespace kprof::render

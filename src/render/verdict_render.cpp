@@ -343,4 +343,33 @@ std::string verdict_csv(const std::vector<AnalyzedKernel>& kernels,
   return out;
 }
 
+std::string nothing_joined(const std::vector<AnalyzedKernel>& kernels,
+                           const std::vector<std::string>& report_paths,
+                           const std::string& trace_path,
+                           const std::vector<std::string>& longest_traced) {
+  auto listed = [](const std::vector<std::string>& names, size_t total) {
+    std::string text;
+    for (size_t i = 0; i < names.size() && i < 3; ++i) {
+      text += (i ? ", " : "") + ellipsize(names[i], 60);
+    }
+    return total > 3 ? text + fmt::format(", … ({} names)", total) : text;
+  };
+  std::vector<std::string> captured;
+  for (const auto& k : kernels) {
+    const std::string& name = k.kernel->display_name();
+    if (std::find(captured.begin(), captured.end(), name) == captured.end())
+      captured.push_back(name);
+  }
+  std::sort(captured.begin(), captured.end());
+  std::string reports;
+  for (const std::string& path : report_paths) reports += (reports.empty() ? "" : ", ") + path;
+  return fmt::format(
+      "nothing in common: none of the captured kernels of {} ({}) is in {}, so no kernel was "
+      "joined; {}",
+      reports, captured.empty() ? "none" : listed(captured, captured.size()), trace_path,
+      longest_traced.empty()
+          ? "the trace has no kernels"
+          : "the trace's longest kernels are " + listed(longest_traced, longest_traced.size()));
+}
+
 }  // namespace kprof::render

@@ -37,4 +37,11 @@ std::string verdict_csv(const std::vector<AnalyzedKernel>& kernels,
 // RFC 4180 field quoting (always quoted, "" for a quote).
 std::string csv_field(const std::string& text);
 
+// Why a join of captures to a trace answered nothing: what each side holds (the captured kernels'
+// names, the trace's longest kernels).
+std::string nothing_joined(const std::vector<AnalyzedKernel>& kernels,
+                           const std::vector<std::string>& report_paths,
+                           const std::string& trace_path,
+                           const std::vector<std::string>& longest_traced);
+
 }  // namespace kprof::render

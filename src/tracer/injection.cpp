@@ -499,6 +499,7 @@ class Writer {
 void set_kinds(Tracer& t, bool enable) {
   for (size_t i = 0; i < std::size(kActivityKinds); ++i) {
     CUpti_ActivityKind kind = kActivityKinds[i];
+    if (kind == CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API && !t.config.api_records) continue;
     CUptiResult result = enable ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind);
     if (result != CUPTI_SUCCESS && !t.kind_failure_reported[i]) {
       t.kind_failure_reported[i] = true;
@@ -704,11 +705,13 @@ bool start_tracer() {
         ", not this library: NVTX ranges (steps) are not recorded");
   }
   t.api_names = load_api_names();
-  for (std::uint32_t id = 1; id < t.api_names.runtime.size(); ++id) {
-    if (is_traced_api(t.api_names.runtime[id])) t.runtime_cbids.push_back(id);
-  }
-  for (std::uint32_t id = 1; id < t.api_names.driver.size(); ++id) {
-    if (is_traced_api(t.api_names.driver[id])) t.driver_cbids.push_back(id);
+  if (t.config.api_records) {  // otherwise no API id is ever enabled
+    for (std::uint32_t id = 1; id < t.api_names.runtime.size(); ++id) {
+      if (is_traced_api(t.api_names.runtime[id])) t.runtime_cbids.push_back(id);
+    }
+    for (std::uint32_t id = 1; id < t.api_names.driver.size(); ++id) {
+      if (is_traced_api(t.api_names.driver[id])) t.driver_cbids.push_back(id);
+    }
   }
   t.base_ns = t.config.base_ns ? *t.config.base_ns : kineto_base_time_ns(clock_ns(CLOCK_REALTIME));
   t.max_buffers = std::max<std::size_t>(2, (t.config.memory_mb << 20) / kBufferBytes);

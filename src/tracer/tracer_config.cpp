@@ -133,6 +133,14 @@ ConfigResult parse_tracer_config(const EnvLookup& lookup) {
     else
       return fail("KPROF_TRACE_FLOWS", *v, "expected 0 or 1");
   }
+  if (auto v = get("KPROF_TRACE_API")) {
+    if (*v == "1")
+      config.api_records = true;
+    else if (*v == "0")
+      config.api_records = false;
+    else
+      return fail("KPROF_TRACE_API", *v, "expected 0 or 1");
+  }
   ConfigResult result;
   result.config = std::move(config);
   return result;

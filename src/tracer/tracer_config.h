@@ -30,6 +30,10 @@ struct TracerConfig {
   std::string raw_dump_dir;              // KPROF_TRACE_DUMP_RAW; empty: off
   std::optional<std::uint64_t> base_ns;  // KPROF_TRACE_BASE_NS; default: Kineto's rule
   bool flows = true;                     // KPROF_TRACE_FLOWS=0 leaves out the ac2g arrows
+  // KPROF_TRACE_API=0: no host-side records of the launch/memcpy/memset calls (runtime, driver,
+  // internal launches): kernels, copies and NVTX ranges only. Each API record costs the
+  // launching thread time (tools/tracer/experiments/ladder.py measures how much).
+  bool api_records = true;
 };
 
 // Host memory is handed to CUPTI in buffers of this size (CUPTI's guide suggests 1-10 MB).

@@ -55,6 +55,10 @@ TEST(NcuCommand, LaunchCaptureCarriesTheHygieneOptions) {
   EXPECT_EQ(value_of(argv, "--launch-skip"), "50");
   EXPECT_EQ(value_of(argv, "--launch-count"), "5");
   EXPECT_EQ(value_of(argv, "--export"), "/tmp/b/report");
+  // ncu's own spelling of a regex filter is taken as it is, not doubled into "regex:regex:…"
+  // (which ncu reads as a regex starting with the text "regex:", matching nothing).
+  spec.kernel_regex = "regex:gemm|flash";
+  EXPECT_EQ(value_of(build_ncu_command(spec).argv, "--kernel-name"), "regex:gemm|flash");
   // The target comes last, after --, each argument one argv entry.
   auto dashdash = std::find(argv.begin(), argv.end(), "--");
   ASSERT_NE(dashdash, argv.end());

@@ -39,7 +39,7 @@ TEST(TracerEnvironment, BothInjectionsNameTheLibraryAndEverySettingIsOwned) {
   EXPECT_EQ(env["KPROF_TRACE_DIR"], "/tmp/traces");
   EXPECT_EQ(env["KPROF_TRACE_START"], "now");
   for (const char* unset : {"KPROF_TRACE_NAME", "KPROF_TRACE_DELAY_S", "KPROF_TRACE_DURATION_S",
-                            "KPROF_TRACE_CONTROL", "KPROF_TRACE_MAX_EVENTS"}) {
+                            "KPROF_TRACE_CONTROL", "KPROF_TRACE_MAX_EVENTS", "KPROF_TRACE_API"}) {
     ASSERT_TRUE(env.count(unset)) << unset;
     EXPECT_EQ(env[unset], "") << unset;
   }
@@ -56,6 +56,8 @@ TEST(TracerEnvironment, WindowsAndCap) {
   EXPECT_EQ(env["KPROF_TRACE_CONTROL"], "/tmp/traces/control");
   EXPECT_EQ(env["KPROF_TRACE_DURATION_S"], "0.5");
   EXPECT_EQ(env["KPROF_TRACE_MAX_EVENTS"], "100000");
+  s.api_records = false;
+  EXPECT_EQ(as_map(tracer_environment(s))["KPROF_TRACE_API"], "0");
 }
 
 TEST(TracerEnvironment, WhatTheTracerWouldRefuseIsRefusedFirst) {

@@ -150,6 +150,27 @@ class K8sTest(unittest.TestCase):
         j = json.loads(c2.kprof("k8s", "preflight", "-n", "serving", "sglang-dsv3", "--json").stdout)
         self.assertEqual((j["recommendation"]["method"], j["recommendation"]["safety"]), ("sidecar", "multi-replica"))
 
+    def test_preflight_json_matches_its_schema(self):
+        """docs/kprof.k8s-preflight.schema.json (draft 7) holds on both workloads' real output, and
+        refuses it with a required field missing or mistyped."""
+        try:
+            import jsonschema
+        except ImportError:
+            self.skipTest("python3-jsonschema is not installed")
+        with open(os.path.join(HERE, "..", "..", "docs", "kprof.k8s-preflight.schema.json")) as f:
+            validator = jsonschema.Draft7Validator(json.load(f))
+        for objects, deployment in (("vllm_single_replica.json", "llama-70b"),
+                                    ("sglang_under_ncu_launch.json", "sglang-dsv3")):
+            c = self.cluster(objects)
+            document = json.loads(c.kprof("k8s", "preflight", "-n", "serving", deployment, "--json").stdout)
+            self.assertEqual([e.message for e in validator.iter_errors(document)], [], deployment)
+            for field in validator.schema["required"]:
+                broken = dict(document)
+                del broken[field]
+                self.assertFalse(validator.is_valid(broken), f"accepted without {field}")
+                broken[field] = 42 if isinstance(document[field], str) else "wrong"
+                self.assertFalse(validator.is_valid(broken), f"accepted a mistyped {field}")
+
     def test_not_found_and_forbidden(self):
         c = self.cluster("vllm_single_replica.json", "forbid:list:services")
         r = c.kprof("k8s", "preflight", "-n", "serving", "no-such-deployment")

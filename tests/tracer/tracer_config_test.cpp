@@ -34,6 +34,7 @@ TEST(TracerConfig, DefaultsWithoutAnyVariable) {
   EXPECT_EQ(c.raw_dump_dir, "");
   EXPECT_FALSE(c.base_ns);
   EXPECT_TRUE(c.flows);
+  EXPECT_TRUE(c.api_records);
 }
 
 TEST(TracerConfig, EveryVariableIsRead) {
@@ -47,7 +48,8 @@ TEST(TracerConfig, EveryVariableIsRead) {
                        {"KPROF_TRACE_DEVICE_BUFFER_MB", "32"},
                        {"KPROF_TRACE_DUMP_RAW", "/tmp/raw"},
                        {"KPROF_TRACE_BASE_NS", "1790857026000000000"},
-                       {"KPROF_TRACE_FLOWS", "0"}});
+                       {"KPROF_TRACE_FLOWS", "0"},
+                       {"KPROF_TRACE_API", "0"}});
   ASSERT_TRUE(result.config) << result.error;
   const TracerConfig& c = *result.config;
   EXPECT_EQ(c.output_dir, "/tmp/traces");
@@ -61,6 +63,7 @@ TEST(TracerConfig, EveryVariableIsRead) {
   EXPECT_EQ(c.raw_dump_dir, "/tmp/raw");
   EXPECT_EQ(c.base_ns, 1790857026000000000ull);
   EXPECT_FALSE(c.flows);
+  EXPECT_FALSE(c.api_records);
   auto delayed = parse({{"KPROF_TRACE_DELAY_S", "30"}, {"KPROF_TRACE_START", "now"}});
   ASSERT_TRUE(delayed.config);
   EXPECT_EQ(delayed.config->delay_s, 30);
@@ -100,7 +103,8 @@ TEST(TracerConfig, UnusableValuesAreRefusedNamingTheVariable) {
             "KPROF_TRACE_MEMORY_MB=\"8\": expected megabytes from 16"},
            {{{"KPROF_TRACE_DEVICE_BUFFER_MB", "0"}}, "KPROF_TRACE_DEVICE_BUFFER_MB=\"0\""},
            {{{"KPROF_TRACE_BASE_NS", "-5"}}, "KPROF_TRACE_BASE_NS=\"-5\""},
-           {{{"KPROF_TRACE_FLOWS", "yes"}}, "KPROF_TRACE_FLOWS=\"yes\": expected 0 or 1"}}) {
+           {{{"KPROF_TRACE_FLOWS", "yes"}}, "KPROF_TRACE_FLOWS=\"yes\": expected 0 or 1"},
+           {{{"KPROF_TRACE_API", "off"}}, "KPROF_TRACE_API=\"off\": expected 0 or 1"}}) {
     auto result = parse(c.env);
     EXPECT_FALSE(result.config) << c.starts_with;
     EXPECT_EQ(result.error.substr(0, c.starts_with.size()), c.starts_with) << result.error;

@@ -109,6 +109,21 @@ TEST_F(TracerLive, OneWindowFromStartToExitReadByKprofBudget) {
   }
 }
 
+TEST_F(TracerLive, WithoutApiRecordsOnlyGpuWorkAndRangesAreWritten) {
+  auto result = run({"KPROF_TRACE_API=0"}, {"init", "wait:on", "steps:20"});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  auto written = files();
+  ASSERT_EQ(written.size(), 1u) << result.err;
+  auto said = lines(result.err);
+  ASSERT_EQ(said.size(), 1u) << result.err;
+  EXPECT_NE(said[0].find(": 80 events; nothing dropped"), std::string::npos) << said[0];
+  auto trace = load(written[0]);
+  EXPECT_EQ(count(trace, "kernel"), 60u);
+  EXPECT_EQ(count(trace, "cuda_runtime"), 0u);  // no launch call was enabled in CUPTI
+  EXPECT_EQ(count(trace, "cuda_driver"), 0u);
+  EXPECT_EQ(count(trace, "user_annotation"), 20u);
+}
+
 TEST_F(TracerLive, TheControlFileOpensAndClosesWindowsAndInactiveRecordsNothing) {
   std::string control = dir_ + "/control";
   auto result = run(

@@ -76,8 +76,10 @@ class GzFileSource final : public ByteSource {
 
 class MemorySource final : public ByteSource {
  public:
-  explicit MemorySource(std::string_view bytes) : bytes_(bytes) {}
+  MemorySource(std::string_view bytes, ReadChunks chunks) : bytes_(bytes), chunks_(chunks) {}
   size_t read(char* into, size_t capacity) override {
+    size_t limit = offset_ == 0 && chunks_.first_read ? chunks_.first_read : chunks_.max_read;
+    if (limit) capacity = std::min(capacity, limit);
     size_t n = std::min(capacity, bytes_.size() - offset_);
     std::memcpy(into, bytes_.data() + offset_, n);
     offset_ += n;
@@ -86,6 +88,7 @@ class MemorySource final : public ByteSource {
 
  private:
   std::string_view bytes_;
+  ReadChunks chunks_;
   size_t offset_ = 0;
 };
 
@@ -644,8 +647,8 @@ TraceReadStats read_chrome_trace(const std::string& path, TraceEventSink& sink) 
 }
 
 TraceReadStats read_chrome_trace_bytes(const std::string& path, std::string_view bytes,
-                                       TraceEventSink& sink) {
-  MemorySource source(bytes);
+                                       TraceEventSink& sink, ReadChunks chunks) {
+  MemorySource source(bytes, chunks);
   Scanner scanner(path, source, sink);
   return scanner.run();
 }

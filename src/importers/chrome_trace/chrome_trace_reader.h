@@ -15,9 +15,17 @@ namespace kprof::importers {
 // that is not a trace, or an event that is not an object.
 TraceReadStats read_chrome_trace(const std::string& path, TraceEventSink& sink);
 
+// How bytes in memory reach the reader: at most first_read bytes in its first read, then at most
+// max_read bytes in each (0: as many as it asks for, 4 MiB), so that tests can put the end of
+// a read — where a file's chunks end — at any offset of a trace.
+struct ReadChunks {
+  size_t first_read = 0;
+  size_t max_read = 0;
+};
+
 // Same over bytes in memory (tests, fuzzing).
 TraceReadStats read_chrome_trace_bytes(const std::string& path, std::string_view bytes,
-                                       TraceEventSink& sink);
+                                       TraceEventSink& sink, ReadChunks chunks = {});
 
 // True when the first bytes look like a Chrome trace (a JSON object or array); gzip is sniffed
 // by the caller.

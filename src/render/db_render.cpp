@@ -1,0 +1,115 @@
+#include "render/db_render.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/text.h"
+#include "render/report_json.h"
+#include "render/table.h"
+
+namespace kprof::render {
+namespace {
+
+std::string cell(const std::optional<double>& value) { return value ? format_number(*value) : "—"; }
+
+// The store hands out valid UTF-8; should anything slip through, a replacement character is
+// better than a query that fails for good.
+std::string dump(const nlohmann::json& document) {
+  return document.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace
+
+std::string import_text(const std::vector<model::Report>& reports,
+                        const std::vector<std::int64_t>& runs, const std::string& db_path,
+                        std::int64_t total_runs, std::int64_t total_kernels) {
+  std::string out;
+  for (size_t i = 0; i < reports.size(); ++i) {
+    out += fmt::format("{}: run {} ({} kernels)\n", reports[i].path, runs[i],
+                       reports[i].kernels.size());
+  }
+  out += fmt::format("{}: {} runs, {} kernels\n", db_path, total_runs, total_kernels);
+  return out;
+}
+
+std::string history_text(const std::vector<store::KernelHistoryRow>& rows) {
+  TextTable table({{"kernel"},
+                   {"run", TextTable::Align::kRight},
+                   {"imported"},
+                   {"campaign"},
+                   {"model"},
+                   {"gpu"},
+                   {"us", TextTable::Align::kRight},
+                   {"verdict"},
+                   {"bound by"}});
+  for (const auto& r : rows) {
+    table.add_row({ellipsize(r.name, 60), std::to_string(r.run_id), r.imported_at, r.campaign,
+                   r.model, r.gpu, cell(r.duration_us), r.roofline, r.bound_by});
+  }
+  return table.to_string();
+}
+
+std::string history_json_text(const std::vector<store::KernelHistoryRow>& rows) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& r : rows) {
+    list.push_back({{"run", r.run_id},
+                    {"imported_at", r.imported_at},
+                    {"campaign", r.campaign},
+                    {"cell", r.cell},
+                    {"model", r.model},
+                    {"gpu", r.gpu},
+                    {"kernel", r.name},
+                    {"duration_us", optional_json(r.duration_us)},
+                    {"roofline", r.roofline},
+                    {"bound_by", r.bound_by},
+                    {"sm_throughput_pct", optional_json(r.sm_pct)},
+                    {"memory_throughput_pct", optional_json(r.memory_pct)}});
+  }
+  return dump(list);
+}
+
+std::string worst_text(const std::vector<store::WorstRow>& rows, const std::string& by) {
+  TextTable table({{by},
+                   {"kernel"},
+                   {"us", TextTable::Align::kRight},
+                   {"verdict"},
+                   {"run", TextTable::Align::kRight}});
+  for (const auto& r : rows) {
+    table.add_row({r.group.empty() ? "—" : r.group, ellipsize(r.name, 60), cell(r.duration_us),
+                   r.roofline, std::to_string(r.run_id)});
+  }
+  return table.to_string();
+}
+
+std::string worst_json_text(const std::vector<store::WorstRow>& rows, const std::string& by) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& r : rows) {
+    list.push_back({{by, r.group},
+                    {"kernel", r.name},
+                    {"duration_us", optional_json(r.duration_us)},
+                    {"roofline", r.roofline},
+                    {"run", r.run_id}});
+  }
+  return dump(list);
+}
+
+std::string facts_text(const std::vector<store::FactRow>& rows) {
+  TextTable table({{"gpu"}, {"fact"}, {"value", TextTable::Align::kRight}, {"unit"}, {"source"}});
+  for (const auto& r : rows) table.add_row({r.gpu, r.fact, r.value, r.unit, r.source});
+  return table.to_string();
+}
+
+std::string facts_json_text(const std::vector<store::FactRow>& rows) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& r : rows) {
+    list.push_back({{"gpu", r.gpu},
+                    {"fact", r.fact},
+                    {"value", r.value},
+                    {"unit", r.unit},
+                    {"source", r.source}});
+  }
+  return dump(list);
+}
+
+}  // namespace kprof::render

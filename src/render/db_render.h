@@ -1,0 +1,27 @@
+// `kprof db query history|worst` and `kprof db facts`: findings-database rows as tables and as
+// JSON arrays (docs/kprof.db-history.schema.json, kprof.db-worst, kprof.db-facts).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/report.h"
+#include "store/findings_db.h"
+
+namespace kprof::render {
+
+// What `kprof db import` did: the run id and kernel count of each report, then the database's
+// totals.
+std::string import_text(const std::vector<model::Report>& reports,
+                        const std::vector<std::int64_t>& runs, const std::string& db_path,
+                        std::int64_t total_runs, std::int64_t total_kernels);
+std::string history_text(const std::vector<store::KernelHistoryRow>& rows);
+std::string history_json_text(const std::vector<store::KernelHistoryRow>& rows);
+// by: the grouping asked for (stage, model or gpu), the first column's title and key.
+std::string worst_text(const std::vector<store::WorstRow>& rows, const std::string& by);
+std::string worst_json_text(const std::vector<store::WorstRow>& rows, const std::string& by);
+std::string facts_text(const std::vector<store::FactRow>& rows);
+std::string facts_json_text(const std::vector<store::FactRow>& rows);
+
+}  // namespace kprof::render
