@@ -75,6 +75,22 @@ TEST(NcuProgress, AWarningOnItsOwnLineSplitsAProgressLine) {
   EXPECT_EQ(r.events[2].kernel, 2u);
 }
 
+// Recorded on the H200 with 100 GB resident: ncu's warning came between "0%" and
+// "....50%....100% - 14 passes" of the first kernel; the second kernel's line is whole.
+TEST(NcuProgress, TheRecordedBackingUpWarningSplitsTheFirstKernelsLine) {
+  Recorded r;
+  NcuProgressParser parser([&](const NcuProgressEvent& e) { r.events.push_back(e); });
+  parser.feed(read(testing::data_path("h200/ncu-outputs/backing_up_memory.out")));
+  parser.finish();
+  EXPECT_EQ(parser.progress().kernels_profiled, 2u);
+  EXPECT_EQ(parser.progress().passes, (std::vector<int>{14, 14}));
+  EXPECT_EQ(parser.progress().kernel_names.front(),
+            "void at::native::vectorized_elementwise_kernel<(int)4, "
+            "at::native::CUDAFunctor_add<float>, std::array<char *, (unsigned long)3>>(int, T2, "
+            "T3)");
+  EXPECT_EQ(parser.progress().report_paths.size(), 1u);
+}
+
 TEST(NcuProgress, AWarningGluedToTheProgressIsItsOwnLine) {
   Recorded r = parse_lines(
       {std::string("==PROF== Profiling \"k\": 0%....50%") + kBackingUp, "....100% - 38 passes"});
