@@ -156,41 +156,6 @@ std::vector<std::string> closest_kernel_names(const std::string& filter,
   return out;
 }
 
-NcuProgress parse_progress(std::string_view output) {
-  NcuProgress progress;
-  static const RE2 kPasses("- (\\d+) pass(?:es)?\\s*$");
-  static const RE2 kReport("^==PROF== Report: (.+)$");
-  bool listing = false;
-  for (std::string_view line : lines_of(output)) {
-    if (line.rfind("==PROF== Connected to process", 0) == 0) ++progress.processes_connected;
-    if (line.rfind("==PROF== Profiling \"", 0) == 0) {
-      int passes = 0;
-      if (RE2::PartialMatch(line, kPasses, &passes)) {
-        ++progress.kernels_profiled;
-        progress.passes_per_kernel = passes;
-      } else if (RE2::PartialMatch(line, "Application replay pass 1\\s*$")) {
-        ++progress.kernels_profiled;  // counted once, on the first application replay pass
-      }
-    }
-    std::string report;
-    if (RE2::FullMatch(line, kReport, &report)) progress.report_paths.push_back(report);
-    if (line == "Available Kernels:") {
-      listing = true;
-      continue;
-    }
-    if (listing) {
-      static const RE2 kListed("^\\s*\\d+\\. (.+)$");
-      std::string name;
-      if (RE2::FullMatch(line, kListed, &name)) {
-        progress.available_kernels.push_back(name);
-      } else {
-        listing = false;
-      }
-    }
-  }
-  return progress;
-}
-
 std::vector<Diagnosis> diagnose(const NcuRun& run) {
   std::vector<Diagnosis> found;
   const std::string& out = run.output;

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "capture/ncu_progress.h"  // parse_progress: the diagnoses read the same progress
+
 namespace kprof::capture {
 
 struct NcuRun {
@@ -20,22 +22,12 @@ struct NcuRun {
   bool stopped_by_kprof = false;
 };
 
-struct NcuProgress {
-  size_t processes_connected = 0;
-  size_t kernels_profiled = 0;
-  std::optional<int> passes_per_kernel;        // "- 38 passes"
-  std::vector<std::string> report_paths;       // "==PROF== Report: …"
-  std::vector<std::string> available_kernels;  // ncu's list after "No kernels were profiled."
-};
-
 struct Diagnosis {
   std::string id;    // stable identifier, e.g. "env_wrapper"
   bool failure;      // false: a warning about a run that otherwise worked
   std::string what;  // one line: what happened
   std::string next;  // one line: what to do
 };
-
-NcuProgress parse_progress(std::string_view output);
 
 // The names closest to a kernel filter that matched nothing, closest first: ranked by the
 // longest run of the filter's characters found in the name (case-insensitive), then by name.

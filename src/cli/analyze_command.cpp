@@ -234,7 +234,7 @@ void define_analyze(CLI::App& parent, Runner& runner) {
   });
 }
 
-BundleAnalysis analyze_for_bundle(const std::string& report_path) {
+std::optional<capture::BundleAnalysis> analyze_for_bundle(const std::string& report_path) try {
   AnalyzeOptions options;
   options.paths = {report_path};
   analysis::AnalysisTables tables = analysis::load_analysis_tables("", "", "");
@@ -242,12 +242,14 @@ BundleAnalysis analyze_for_bundle(const std::string& report_path) {
   std::vector<model::Report> reports = load_reports(options.paths, for_analysis());
   std::vector<std::vector<size_t>> selected = {select_kernels(reports.front(), nullptr)};
   AnalyzedReports analyzed = analyze_loaded(reports, selected, options, config, std::nullopt);
-  BundleAnalysis bundle;
+  capture::BundleAnalysis bundle;
   bundle.table = analyzed.table;
   bundle.json =
       render::json_text(render::verdict_json(analyzed.kernels, analyzed.reports, config, {}));
   bundle.report = std::move(reports.front());
   return bundle;
+} catch (const NothingSelected&) {
+  return std::nullopt;
 }
 
 }  // namespace kprof::cli

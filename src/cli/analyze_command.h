@@ -2,10 +2,12 @@
 // a profiler trace, ranked by share of the pipeline).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "analysis/verdict.h"
+#include "capture/capture_session.h"
 #include "cli/command.h"
 #include "model/report.h"
 
@@ -29,12 +31,9 @@ struct AnalyzeOptions {
 void add_verdict_options(CLI::App& command, AnalyzeOptions& options);
 ExitCode run_analyze(const AnalyzeOptions& options, Output& output);
 
-// The verdict table and kprof.analysis/1 JSON of one report, for an evidence bundle; the report
-// is read once and handed back for further checks.
-struct BundleAnalysis {
-  std::string table, json;
-  model::Report report;
-};
-BundleAnalysis analyze_for_bundle(const std::string& report_path);
+// The verdict table and kprof.analysis/1 JSON of one report, for an evidence bundle (the capture
+// session's analyzer); the report is read once and handed back for further checks. std::nullopt
+// when it selects no kernel.
+std::optional<capture::BundleAnalysis> analyze_for_bundle(const std::string& report_path);
 
 }  // namespace kprof::cli

@@ -1,34 +1,23 @@
 // kprof capture [options] -- CMD... | --attach HOST[:PORT]: runs ncu with capture hygiene,
 // shows progress, diagnoses what went wrong, and writes an evidence bundle with the analysis.
 #include <fmt/format.h>
-#include <netdb.h>
 #include <re2/re2.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
 #include <csignal>
-#include <cstdio>
-#include <ctime>
-#include <filesystem>
 #include <memory>
-#include <nlohmann/json.hpp>
 
-#include "capture/evidence_bundle.h"
-#include "capture/ncu_command.h"
-#include "capture/ncu_diagnosis.h"
+#include "capture/capture_session.h"
 #include "capture/ncu_locator.h"
 #include "cli/analyze_command.h"
 #include "cli/capture_support.h"
 #include "cli/command.h"
-#include "cli/selection.h"
 #include "common/child_process.h"
 #include "common/text.h"
+#include "render/capture_render.h"
+#include "render/envelope.h"
 
 namespace kprof::cli {
 namespace {
-namespace fs = std::filesystem;
 
 struct CaptureOptions {
   std::string preset = "triage";
@@ -107,53 +96,40 @@ capture::CaptureSpec to_spec(const CaptureOptions& options, const std::string& n
   return spec;
 }
 
-// An ncu launch-mode target listens on the base port while it runs; a successful TCP connect
-// after detaching says it is still there.
-bool endpoint_reachable(const capture::AttachEndpoint& endpoint) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  std::string port = std::to_string(endpoint.port.value_or(49152));
-  if (getaddrinfo(endpoint.host.c_str(), port.c_str(), &hints, &found) != 0) return false;
-  bool ok = false;
-  for (addrinfo* a = found; a && !ok; a = a->ai_next) {
-    int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    ok = connect(fd, a->ai_addr, a->ai_addrlen) == 0;
-    close(fd);
+// Progress on stderr while ncu runs, each line at once.
+class TerminalObserver : public capture::CaptureObserver {
+ public:
+  TerminalObserver(std::string ncu_path, std::string ncu_version, capture::Preset preset)
+      : ncu_path_(std::move(ncu_path)), ncu_version_(std::move(ncu_version)), preset_(preset) {}
+  void started(const capture::NcuCommand& command, const std::string& bundle_path) override {
+    note(fmt::format("capturing with {} ({}), preset {}, into {}", ncu_path_,
+                     ncu_version_.empty() ? "version unknown" : ncu_version_,
+                     capture::preset_name(preset_), bundle_path));
+    for (const std::string& warning : command.warnings) note("warning: " + warning);
+    note("running: " + quoted_command(command.argv));
   }
-  freeaddrinfo(found);
-  return ok;
-}
-
-std::string passes_summary(const std::vector<int>& passes) {
-  if (passes.empty()) return "";
-  auto [low, high] = std::minmax_element(passes.begin(), passes.end());
-  return *low == *high ? fmt::format(" at {} passes each", *low)
-                       : fmt::format(" at {}-{} passes each", *low, *high);
-}
-
-// ncu collects nothing for a metric name it does not know and says nothing (seen on the H200:
-// one pass, exit 0): compare the plain names asked for with what the report holds.
-std::vector<std::string> metrics_not_collected(const std::string& metric_list,
-                                               const model::Report& report) {
-  std::vector<std::string> missing;
-  if (report.kernels.empty()) return missing;
-  size_t start = 0;
-  while (start <= metric_list.size()) {
-    size_t end = metric_list.find(',', start);
-    if (end == std::string::npos) end = metric_list.size();
-    std::string name = metric_list.substr(start, end - start);
-    start = end + 1;
-    if (name.empty() || name.find(':') != std::string::npos) continue;  // regex:, group:, …
-    bool anywhere = false;
-    for (const model::Kernel& kernel : report.kernels) {
-      if (report.find(kernel, name)) anywhere = true;
-    }
-    if (!anywhere) missing.push_back(name);
+  void process_connected(const std::string& line) override { note(line); }
+  void kernel_profiled(size_t index, std::optional<std::int64_t> expected, const std::string& name,
+                       std::optional<int> passes) override {
+    note(fmt::format("kernel {}{}: {} ({})", index,
+                     expected ? fmt::format(" of {}", *expected) : "", name,
+                     passes ? fmt::format("{} passes", *passes) : "application replay"));
   }
-  return missing;
-}
+  void ncu_message(const std::string& line) override {
+    if (line.rfind("==ERROR==", 0) == 0) note(line);
+  }
+  void detaching() override {
+    note("report written; detaching from the target (SIGINT to the attach client)");
+  }
+  void detached(std::optional<bool> still_there) override {
+    if (still_there == true) note("detached; the target still runs and accepts another attach");
+  }
+  void note(const std::string& text) override { cli::note(text); }
+
+ private:
+  std::string ncu_path_, ncu_version_;
+  capture::Preset preset_;
+};
 
 ExitCode run_capture(const CaptureOptions& options, Output& output) {
   // Progress goes to stderr while ncu runs; a closed reader must not kill the capture.
@@ -165,7 +141,8 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
   // (exit 3), then ncu (exit 9): a missing ncu must not hide a wrong option, and nothing is
   // created or run before all three hold.
   capture::CaptureSpec spec = to_spec(options, "ncu");
-  std::vector<std::pair<std::string, std::string>> env = parse_env(options.env);
+  capture::SessionOptions session;
+  session.env = parse_env(options.env);
   std::string output_path =
       options.output.empty() ? "kprof-capture-" + utc_time("%Y%m%d-%H%M%S") : options.output;
   spec.export_path = "report";  // placeholder; checked for refusal only
@@ -180,200 +157,25 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
                     ncu.searched));
   }
   spec.ncu = ncu.path;
+  session.ncu_version = capture::ncu_version_line(ncu.path);
+  session.timeout_s = options.timeout_s;
+  session.export_ncu = ncu.path;
+  session.tool = render::tool_json(output.argv);
+  session.campaign = options.campaign;
+  session.cell_id = options.cell;
+  session.revision = options.revision;
+  session.analyze = analyze_for_bundle;
 
-  capture::EvidenceBundle bundle(output_path);
-  spec.export_path = bundle.path_of("report");
-  capture::NcuCommand command = capture::build_ncu_command(spec);
-  std::string started_at = utc_time();
-  std::string ncu_version = capture::ncu_version_line(ncu.path);
+  capture::LocalNcuRunner runner;
+  TerminalObserver observer(ncu.path, session.ncu_version, spec.preset);
+  capture::CaptureResult result =
+      capture::CaptureSession(spec, session, runner, observer).run(output_path);
 
-  note(fmt::format("capturing with {} ({}), preset {}, into {}", ncu.path,
-                   ncu_version.empty() ? "version unknown" : ncu_version,
-                   capture::preset_name(spec.preset), bundle.final_path()));
-  for (const std::string& warning : command.warnings) note("warning: " + warning);
-  note("running: " + quoted_command(command.argv));
-
-  std::optional<std::int64_t> expected = capture::effective_launch_count(spec);
-  size_t profiled = 0;
-  std::vector<int> passes;  // per profiled kernel, in order
-  ChildRequest request;
-  request.argv = command.argv;
-  request.env = env;
-  if (options.timeout_s > 0) {
-    request.timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000));
-  }
-  request.on_line = [&](const std::string& line, bool) {
-    static const RE2 kProfiling("^==PROF== Profiling \"(.*)\".*- (\\d+) pass(?:es)?\\s*$");
-    std::string name;
-    int line_passes = 0;
-    if (RE2::FullMatch(line, kProfiling, &name, &line_passes)) {
-      ++profiled;
-      passes.push_back(line_passes);
-      note(fmt::format("kernel {}{}: {} ({} passes)", profiled,
-                       expected ? fmt::format(" of {}", *expected) : "", name, line_passes));
-    } else if (line.rfind("==ERROR==", 0) == 0 || line.rfind("==PROF== Connected", 0) == 0) {
-      note(line);
-    }
-    return false;
-  };
-  // An attach client stays connected until the target exits: detach once the launches asked
-  // for are profiled and the report is on disk (its size steady for half a second).
-  std::string report_file = spec.export_path + ".ncu-rep";
-  std::uintmax_t last_size = 0;
-  int steady_ticks = 0;
-  if (spec.attach) {
-    request.on_tick = [&] {
-      if (!expected || profiled < static_cast<size_t>(*expected)) return false;
-      std::error_code error;
-      std::uintmax_t size = fs::file_size(report_file, error);
-      if (error || size == 0) return false;
-      steady_ticks = size == last_size ? steady_ticks + 1 : 0;
-      last_size = size;
-      if (steady_ticks < 5) return false;
-      note("report written; detaching from the target (SIGINT to the attach client)");
-      return true;
-    };
-  }
-  ChildResult result = run_child(request);
-  std::string ended_at = utc_time();
-
-  std::vector<capture::Diagnosis> diagnoses;
-  bool detached = spec.attach && result.stop_requested;
-  if (!result.started) {
-    diagnoses.push_back({"ncu_not_started", true,
-                         fmt::format("{} could not be started: {}", ncu.path, result.start_error),
-                         "check the path and permissions, or pass --ncu PATH"});
-  } else {
-    bundle.write("ncu-stdout.txt", result.out);
-    bundle.write("ncu-stderr.txt", result.err);
-    bundle.write("ncu.log", result.combined);
-    // The classification `kprof explain` gives the same log. ncu exits 130 when kprof detaches
-    // it with SIGINT, and dies of what kprof sent it on a timeout or Ctrl-C: kprof's doing,
-    // diagnosed below, not ncu's failure.
-    bool stopped_by_kprof = detached || result.timed_out || result.interrupted;
-    diagnoses =
-        capture::diagnose({command.argv, result.combined, result.exit_code, stopped_by_kprof});
-  }
-  if (result.timed_out) {
-    diagnoses.push_back(
-        {"timeout", true,
-         fmt::format("the capture ran past --timeout {} s; ncu and its target were "
-                     "stopped (SIGINT to the process group, SIGKILL after 5 s)",
-                     options.timeout_s),
-         "scope the capture (-k, --launch-count, --preset triage) or allow more time"});
-  }
-  if (result.interrupted) {
-    diagnoses.push_back({"interrupted", true,
-                         "kprof was interrupted (SIGINT/SIGTERM); ncu and its target were stopped",
-                         "run the capture again; the incomplete bundle keeps what was recorded"});
-  }
-  bool report_written = fs::exists(report_file);
-  if (spec.attach && detached) {
-    if (endpoint_reachable(*spec.attach)) {
-      note("detached; the target still runs and accepts another attach");
-    } else {
-      diagnoses.push_back({"target_gone", false,
-                           "after detaching, nothing listens on the attach port any more: the "
-                           "target exited or stopped accepting profilers",
-                           "check the target; start it again under `ncu --mode launch`"});
-    }
-  }
-  std::string analysis_text, analysis_json;
-  if (report_written) {
-    write_ncu_exports(bundle, ncu.path, report_file);
-    try {
-      BundleAnalysis analysis = analyze_for_bundle(report_file);
-      analysis_json = analysis.json;
-      analysis_text = analysis.table;
-      // A metric list of the user's own that yields nothing is a failed capture; a preset
-      // metric this GPU lacks (another architecture) only thins out the verdicts.
-      std::string asked = spec.metrics;
-      bool own_list = !asked.empty();
-      std::vector<std::string> preset_args = capture::preset_arguments(spec.preset);
-      for (size_t i = 0; i + 1 < preset_args.size(); ++i) {
-        if (preset_args[i] == "--metrics") asked += (asked.empty() ? "" : ",") + preset_args[i + 1];
-      }
-      std::vector<std::string> missing = metrics_not_collected(asked, analysis.report);
-      if (!missing.empty()) {
-        std::string names;
-        for (const std::string& name : missing) names += (names.empty() ? "" : ", ") + name;
-        diagnoses.push_back({"unknown_metric", own_list,
-                             fmt::format("ncu collected nothing for {} (and still exited 0): "
-                                         "not a metric of this ncu and GPU",
-                                         names),
-                             "`ncu --query-metrics` lists the metric names this GPU has"});
-      }
-    } catch (const InputError& error) {
-      diagnoses.push_back({"report_unreadable", true,
-                           fmt::format("the report ncu wrote cannot be read: {}", error.what()),
-                           "keep the bundle and report it; run `ncu --import` on it to compare"});
-    } catch (const NothingSelected&) {
-    }
-  }
-
-  bool failed = std::any_of(diagnoses.begin(), diagnoses.end(),
-                            [](const capture::Diagnosis& d) { return d.failure; });
-  bool incomplete = result.timed_out || result.interrupted || interrupt_received();
-  nlohmann::json manifest = {
-      {"schema", "kprof.bundle/1"},
-      {"status", incomplete ? "incomplete"
-                 : failed   ? "failed"
-                            : "ok"},
-      {"tool", {{"name", "kprof"}, {"version", KPROF_VERSION}, {"argv", output.argv}}},
-      {"ncu",
-       {{"path", ncu.path},
-        {"version", ncu_version},
-        {"argv", command.argv},
-        {"exit_code", result.started ? nlohmann::json(result.exit_code) : nlohmann::json(nullptr)},
-        {"signal", result.signal},
-        {"detached_by_kprof", detached}}},
-      {"campaign", options.campaign},
-      {"cell_id", options.cell},
-      {"deployment_revision", options.revision},
-      {"started_at", started_at},
-      {"ended_at", ended_at},
-      {"elapsed_s", result.elapsed.count() / 1000.0},
-      {"progress",
-       {{"kernels_profiled", profiled},
-        {"passes_per_kernel", passes},
-        {"passes_min", passes.empty()
-                           ? nlohmann::json(nullptr)
-                           : nlohmann::json(*std::min_element(passes.begin(), passes.end()))},
-        {"passes_max", passes.empty()
-                           ? nlohmann::json(nullptr)
-                           : nlohmann::json(*std::max_element(passes.begin(), passes.end()))}}},
-      {"warnings", command.warnings},
-      {"diagnoses", diagnoses_json(diagnoses)},
-  };
-  manifest.update(capture_scope_json(spec));
-  if (spec.attach) {
-    manifest["attach"] = {{"host", spec.attach->host}, {"port", spec.attach->port.value_or(49152)}};
-  } else {
-    nlohmann::json env_json = nlohmann::json::object();
-    for (const auto& [name, value] : env) env_json[name] = value;
-    manifest["target"] = {{"argv", spec.target}, {"env", env_json}};
-  }
-  if (incomplete) {
-    manifest["incomplete_reason"] = result.timed_out ? "timeout" : "interrupted";
-  }
-  // The analysis read the report in the temporary folder: name it where it will be.
-  if (!analysis_json.empty())
-    bundle.write("analysis.json", bundle.with_final_paths(analysis_json, incomplete));
-  std::string written = incomplete ? bundle.abandon(manifest) : bundle.commit(manifest);
-
-  std::string text =
-      options.json ? manifest.dump(1) + "\n" : bundle.with_final_paths(analysis_text, incomplete);
-  output.stderr_text += render_diagnoses(diagnoses);
-  output.stderr_text +=
-      fmt::format("kprof: {} {}: {} kernel{} profiled{}; bundle {}\n",
-                  incomplete ? "capture incomplete"
-                  : failed   ? "capture failed"
-                             : "captured",
-                  fmt::format("in {:.1f} s", result.elapsed.count() / 1000.0), profiled,
-                  profiled == 1 ? "" : "s", passes_summary(passes), written);
-  output.stdout_text = text;
-  if (incomplete) return ExitCode::kIncomplete;
-  return failed ? ExitCode::kCaptureFailed : ExitCode::kOk;
+  output.stdout_text = options.json ? result.manifest.dump(1) + "\n" : result.analysis_table;
+  output.stderr_text += render::diagnoses_text(result.diagnoses);
+  output.stderr_text += "kprof: " + render::capture_summary(result) + "\n";
+  if (result.incomplete) return ExitCode::kIncomplete;
+  return result.failed ? ExitCode::kCaptureFailed : ExitCode::kOk;
 }
 
 }  // namespace

@@ -3,11 +3,10 @@
 #include <fmt/format.h>
 #include <re2/re2.h>
 
-#include <chrono>
 #include <cstdio>
 
 #include "cli/command.h"
-#include "common/child_process.h"
+#include "render/capture_render.h"
 
 namespace kprof::cli {
 
@@ -30,14 +29,6 @@ void note(const std::string& text) {
   std::fflush(stderr);
 }
 
-nlohmann::json diagnoses_json(const std::vector<capture::Diagnosis>& diagnoses) {
-  nlohmann::json list = nlohmann::json::array();
-  for (const auto& d : diagnoses) {
-    list.push_back({{"id", d.id}, {"failure", d.failure}, {"what", d.what}, {"next", d.next}});
-  }
-  return list;
-}
-
 capture::NcuCommand build_or_refuse(const capture::CaptureSpec& spec) {
   try {
     return capture::build_ncu_command(spec);
@@ -46,53 +37,8 @@ capture::NcuCommand build_or_refuse(const capture::CaptureSpec& spec) {
   }
 }
 
-nlohmann::json capture_scope_json(const capture::CaptureSpec& spec) {
-  std::optional<std::int64_t> launch_count = capture::effective_launch_count(spec);
-  nlohmann::json scope = {
-      {"preset", capture::preset_name(spec.preset)},
-      {"preset_arguments", capture::preset_arguments(spec.preset)},
-      {"sections", spec.sections},
-      {"metrics", spec.metrics},
-      {"kernel_regex", spec.kernel_regex},
-      {"launch_skip",
-       spec.launch_skip ? nlohmann::json(*spec.launch_skip) : nlohmann::json(nullptr)},
-      {"launch_count", launch_count ? nlohmann::json(*launch_count) : nlohmann::json(nullptr)},
-      {"replay_mode", spec.replay_mode.empty() ? "kernel" : spec.replay_mode},
-      {"clock_control", spec.clock_control},
-  };
-  // An attach capture profiles the process it attaches to; ncu takes no --target-processes there.
-  if (!spec.attach) scope["target_processes"] = spec.children ? "all" : "application-only";
-  return scope;
-}
-
 std::string render_diagnoses(const std::vector<capture::Diagnosis>& diagnoses) {
-  std::string text;
-  for (const auto& d : diagnoses) {
-    text += fmt::format("{} [{}] {}\n    → {}\n", d.failure ? "FAILED" : "warning", d.id, d.what,
-                        d.next);
-  }
-  return text;
-}
-
-void write_ncu_exports(capture::EvidenceBundle& bundle, const std::string& ncu_path,
-                       const std::string& report_file) {
-  const std::vector<std::pair<std::string, std::vector<std::string>>> exports = {
-      {"raw.csv", {ncu_path, "--import", report_file, "--csv", "--page", "raw"}},
-      {"speed_of_light.csv",
-       {ncu_path, "--import", report_file, "--csv", "--page", "details", "--section",
-        "SpeedOfLight"}}};
-  for (const auto& [file, argv] : exports) {
-    ChildRequest request;
-    request.argv = argv;
-    request.timeout = std::chrono::minutes(10);
-    ChildResult exported = run_child(request);
-    if (exported.started && exported.exit_code == 0 && !exported.out.empty()) {
-      bundle.write(file, exported.out);
-    } else {
-      note(fmt::format("warning: `{}` failed (exit {}); {} left out", quoted_command(argv),
-                       exported.exit_code, file));
-    }
-  }
+  return render::diagnoses_text(diagnoses);
 }
 
 }  // namespace kprof::cli

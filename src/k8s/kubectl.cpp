@@ -95,6 +95,12 @@ Kubectl::Kubectl(std::string path, std::string context, std::string kubeconfig)
     : path_(std::move(path)), context_(std::move(context)), kubeconfig_(std::move(kubeconfig)) {}
 
 KubectlResult Kubectl::run(std::vector<std::string> args, std::chrono::milliseconds timeout) const {
+  return run(std::move(args), timeout, {});
+}
+
+KubectlResult Kubectl::run(
+    std::vector<std::string> args, std::chrono::milliseconds timeout,
+    const std::function<void(const std::string& line, bool from_stderr)>& on_line) const {
   std::vector<std::string> argv = {path_};
   if (!kubeconfig_.empty()) argv.insert(argv.end(), {"--kubeconfig", kubeconfig_});
   if (!context_.empty()) argv.insert(argv.end(), {"--context", context_});
@@ -104,12 +110,20 @@ KubectlResult Kubectl::run(std::vector<std::string> args, std::chrono::milliseco
   request.argv = argv;
   request.timeout = timeout;
   request.survive_interrupt = cleaning_;
+  if (on_line) {
+    request.on_line = [&on_line](const std::string& line, bool from_stderr) {
+      on_line(line, from_stderr);
+      return false;
+    };
+  }
   ChildResult child = run_child(request);
   KubectlResult result;
   result.argv = argv;
   result.started = child.started;
   result.exit_code = child.started ? child.exit_code : -1;
   result.interrupted = child.interrupted;
+  result.elapsed = child.elapsed;
+  result.combined = std::move(child.combined);
   result.out = std::move(child.out);
   result.err = child.started ? std::move(child.err) : child.start_error;
   if (child.timed_out)

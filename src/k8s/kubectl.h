@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
@@ -18,6 +19,8 @@ struct KubectlResult {
   bool started = false;
   bool interrupted = false;
   std::string out, err;
+  std::string combined;  // out and err interleaved as they were read
+  std::chrono::milliseconds elapsed{0};
 };
 
 // A kubectl call that failed, classified from kubectl's own message so the CLI can say what to
@@ -47,6 +50,10 @@ class Kubectl {
 
   KubectlResult run(std::vector<std::string> args,
                     std::chrono::milliseconds timeout = std::chrono::minutes(2)) const;
+  // run() with each line of kubectl's output as it arrives (an exec'd ncu's progress).
+  KubectlResult run(
+      std::vector<std::string> args, std::chrono::milliseconds timeout,
+      const std::function<void(const std::string& line, bool from_stderr)>& on_line) const;
   // run() that throws KubectlError unless kubectl exited 0.
   KubectlResult check(std::vector<std::string> args,
                       std::chrono::milliseconds timeout = std::chrono::minutes(2)) const;

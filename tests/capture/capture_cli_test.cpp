@@ -252,6 +252,19 @@ TEST_F(Capture, ProfilerWindowAndNvtxRangeHoldOnlyTheirKernels) {
   }
 }
 
+// The live progress and the diagnoses read ncu's output with one parser: an application replay
+// counts each kernel on its first pass (5 "Application replay pass 1" lines in the recording; 3
+// of them ran a second pass before ncu gave up), in the manifest as in the summary line.
+TEST_F(Capture, ApplicationReplayKernelsAreCounted) {
+  auto result = capture(recording("app_replay_random"), {"--replay-mode", "application", "--preset",
+                                                         "basic", "--", "./targets", "random"});
+  EXPECT_EQ(result.exit_code, 7) << result.err;
+  nlohmann::json m = manifest(bundle());
+  EXPECT_EQ(m["progress"]["kernels_profiled"], 5);
+  EXPECT_EQ(m["progress"]["passes_per_kernel"], nlohmann::json({2, 2, 2, 1, 1}));
+  EXPECT_NE(result.err.find("5 kernels profiled"), std::string::npos) << result.err;
+}
+
 TEST_F(Capture, CrashedTargetsReportIsStillAnalysed) {
   auto result = capture(recording("target_crash"), {"--", "./targets", "crash"});
   EXPECT_EQ(result.exit_code, 7);

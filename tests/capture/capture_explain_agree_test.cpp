@@ -153,7 +153,7 @@ TEST_F(CaptureAndExplain, EveryRecordedRunGetsTheSameDiagnosesFromBoth) {
     std::string name = entry.path().stem().string();
     check("ncu-outputs-" + name, data_path("h200/ncu-outputs/" + name), {"--", "./diag", "plain"});
   }
-  EXPECT_EQ(compared_, recordings.size() + 19);
+  EXPECT_EQ(compared_, recordings.size() + 19);  // the 19 ncu-outputs recordings
   // The comparison covered real failures, not only healthy runs.
   for (const char* id : {"no_kernel_matched", "no_cuda", "target_failed", "missing_application",
                          "unknown_section", "application_replay_inconsistent", "ncu_failed",

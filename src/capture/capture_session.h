@@ -1,0 +1,130 @@
+// One capture, wherever ncu runs: ncu started through an NcuRunner (locally, or inside a pod
+// through kubectl exec — ninja's CommandRunner is the model), its output read as it arrives by
+// one NcuProgressParser, progress reported to a CaptureObserver, what went wrong classified by
+// `diagnose` (the one classification), the report fetched, exported and analysed, and the
+// evidence bundle written with one ManifestBuilder. `kprof capture` and `kprof k8s` both run it.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "capture/bundle_manifest.h"
+#include "capture/evidence_bundle.h"
+#include "capture/ncu_command.h"
+#include "capture/ncu_diagnosis.h"
+#include "capture/ncu_progress.h"
+#include "common/child_process.h"
+#include "model/report.h"
+
+namespace kprof::capture {
+
+// How ncu is run. The session hands over ncu's argv as it runs where ncu is; on_line gets every
+// line as it arrives; on_tick (an attach capture) may ask for the stop that detaches.
+class NcuRunner {
+ public:
+  virtual ~NcuRunner() = default;
+  // Blocks until ncu ends. stop_requested: kprof (the session, or the runner itself) detached it.
+  virtual ChildResult run(const ChildRequest& request) = 0;
+  // The --export path ncu is given (ncu appends .ncu-rep), for a report that belongs in `bundle`.
+  virtual std::string export_path(const EvidenceBundle& bundle) = 0;
+  // Brings the report ncu wrote (`written`) to `local`; a diagnosis when it could not.
+  virtual std::optional<Diagnosis> fetch_report(const std::string& written,
+                                                const std::string& local) = 0;
+  // After detaching: is the attach target still there? std::nullopt: cannot tell from here.
+  virtual std::optional<bool> target_still_there(const AttachEndpoint& endpoint) = 0;
+  // What the runner adds to the manifest (where it ran: the `kubernetes` block).
+  virtual void describe(ManifestBuilder& manifest) const = 0;
+};
+
+// ncu on this machine, through run_child; the report is written straight into the bundle.
+class LocalNcuRunner : public NcuRunner {
+ public:
+  ChildResult run(const ChildRequest& request) override;
+  std::string export_path(const EvidenceBundle& bundle) override;
+  std::optional<Diagnosis> fetch_report(const std::string&, const std::string&) override {
+    return std::nullopt;
+  }
+  std::optional<bool> target_still_there(const AttachEndpoint& endpoint) override;
+  void describe(ManifestBuilder&) const override {}
+};
+
+// What a capture tells while it runs. Every method has a default that ignores it.
+class CaptureObserver {
+ public:
+  virtual ~CaptureObserver() = default;
+  // ncu is about to start: the command, the refusals' warnings, where the bundle will be.
+  virtual void started(const NcuCommand& /*command*/, const std::string& /*bundle_path*/) {}
+  virtual void process_connected(const std::string& /*line*/) {}
+  // Kernel `index` (1-based) of `expected` (when a launch count is known) finished profiling.
+  virtual void kernel_profiled(size_t /*index*/, std::optional<std::int64_t> /*expected*/,
+                               const std::string& /*name*/, std::optional<int> /*passes*/) {}
+  virtual void ncu_message(const std::string& /*line*/) {}  // "==ERROR==", "==WARNING=="
+  virtual void detaching() {}
+  virtual void detached(std::optional<bool> /*target_still_there*/) {}
+  virtual void note(const std::string& /*text*/) {}  // an export left out, a copy retried, …
+};
+
+// The verdicts of a bundle's report (cli's analyze pipeline, which renders: capture does not
+// link render); std::nullopt when the report selects no kernel. Throws InputError when the
+// report cannot be read.
+struct BundleAnalysis {
+  std::string table, json;
+  model::Report report;
+};
+using BundleAnalyzer = std::function<std::optional<BundleAnalysis>(const std::string& report)>;
+
+struct SessionOptions {
+  std::vector<std::pair<std::string, std::string>> env;  // set on ncu's process
+  double timeout_s = 0;                                  // 0: none
+  std::string ncu_version;                               // the banner, for the manifest
+  std::string export_ncu;  // a local ncu for the report's CSV exports; "" leaves them out
+  nlohmann::json tool;     // the manifest's "tool" head (render::tool_json)
+  std::string campaign, cell_id, revision;
+  BundleAnalyzer analyze;  // unset: no analysis.json
+};
+
+struct CaptureResult {
+  std::string status;  // "ok", "failed", "incomplete"
+  bool failed = false, incomplete = false;
+  std::vector<Diagnosis> diagnoses;
+  NcuProgress progress;
+  ChildResult ncu;
+  std::string bundle_path;     // where the bundle is (FINAL or FINAL.incomplete)
+  std::string analysis_table;  // naming the bundle where it is; "" without an analysis
+  nlohmann::json manifest;
+};
+
+class CaptureSession {
+ public:
+  // spec.ncu is ncu where the runner runs it; spec.export_path is set by the session.
+  CaptureSession(CaptureSpec spec, SessionOptions options, NcuRunner& runner,
+                 CaptureObserver& observer);
+  // Runs the capture into a new bundle at bundle_path (EvidenceBundle's rules: refused when
+  // something is there). Throws std::invalid_argument for a refused capture (callers check the
+  // spec with build_ncu_command first) and InputError for a bundle that cannot be written.
+  CaptureResult run(const std::string& bundle_path);
+
+ private:
+  CaptureSpec spec_;
+  SessionOptions options_;
+  NcuRunner& runner_;
+  CaptureObserver& observer_;
+};
+
+// ncu's own exports of the report into the bundle: raw.csv (--page raw) and speed_of_light.csv
+// (--page details --section SpeedOfLight); a failed export is noted and left out.
+void write_ncu_exports(EvidenceBundle& bundle, const std::string& ncu_path,
+                       const std::string& report_file,
+                       const std::function<void(const std::string&)>& note);
+
+// The metric names of a comma-separated list (regex:, group: … entries skipped) that no kernel
+// of the report has: ncu collects nothing for a name it does not know and says nothing.
+std::vector<std::string> metrics_not_collected(const std::string& metric_list,
+                                               const model::Report& report);
+
+}  // namespace kprof::capture
