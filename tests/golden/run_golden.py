@@ -164,8 +164,9 @@ def main():
         print("README.md example block matches the golden output")
         return 0
 
+    # "kprof 0.1.0 (commit …, BuildType)": the version is the second word.
     version = subprocess.run([kprof, "--version"], capture_output=True, text=True,
-                             check=True).stdout.strip().removeprefix("kprof ")
+                             check=True).stdout.split()[1]
     names = options.names or list(cases)
     failures = 0
     for name in names:
