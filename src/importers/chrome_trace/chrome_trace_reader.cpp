@@ -18,8 +18,8 @@
 #include "common/file_bytes.h"
 #include "common/text.h"
 #include "common/utf8.h"
-#include "importers/nsys_sqlite/nsys_sqlite_reader.h"
 #include "importers/chrome_trace/structural_scan.h"
+#include "importers/nsys_sqlite/nsys_sqlite_reader.h"
 
 namespace kprof::importers {
 namespace {
