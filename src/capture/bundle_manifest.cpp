@@ -70,6 +70,14 @@ ManifestBuilder& ManifestBuilder::scope(const CaptureSpec& spec) {
   });
   // An attach capture profiles the process it attaches to; ncu takes no --target-processes there.
   if (!spec.attach) doc_["target_processes"] = spec.children ? "all" : "application-only";
+  // Where profiling happened and the filters ncu applied beside the kernel regex (issue 13, 19).
+  doc_["range"] = spec.range == Range::kCudaProfilerApi || spec.honor_profiler_start_stop
+                      ? "cuda-profiler-api"
+                      : "from-start";
+  doc_["nvtx_include"] = spec.nvtx_include;
+  doc_["nvtx_exclude"] = spec.nvtx_exclude;
+  doc_["graph_profiling"] = spec.graph_profiling.empty() ? "node" : spec.graph_profiling;
+  doc_["kernel_filter"] = kernel_filter(spec);  // as ncu got it (--children: NCCL left out)
   return *this;
 }
 

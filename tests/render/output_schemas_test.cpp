@@ -296,6 +296,30 @@ TEST_F(OutputSchemas, CommittedBundlesAndOneWrittenNow) {
   expect_valid("bundle", written, "written now");
   expect_refusals("bundle", written);
   expect_refusals("bundle", suite);
+  // The scope kprof gave ncu is recorded: where profiling happened and the filters.
+  EXPECT_EQ(written["range"], "from-start");
+  EXPECT_EQ(written["kernel_filter"], "^k_");
+  // What an ncu capture needs, the schema requires of every bundle that is not a trace bundle;
+  // target_processes only where ncu launched the program (attach captures have none).
+  for (const char* field : {"ncu", "progress", "preset", "kernel_regex", "target_processes"}) {
+    json missing = written;
+    missing.erase(field);
+    EXPECT_NE(violation("bundle", missing), "") << "accepted without " << field;
+  }
+  json attached = written;
+  attached.erase("target_processes");
+  attached["attach"] = {{"host", "127.0.0.1"}, {"port", 49152}};
+  EXPECT_EQ(violation("bundle", attached), "");
+  // A sister --trace bundle: the tracer's window instead of ncu.
+  json traced = written;
+  for (const char* field :
+       {"ncu", "progress", "preset", "preset_arguments", "sections", "metrics", "kernel_regex",
+        "kernel_filter", "launch_skip", "launch_count", "replay_mode", "clock_control",
+        "target_processes", "range", "nvtx_include", "nvtx_exclude", "graph_profiling"}) {
+    traced.erase(field);
+  }
+  traced["trace"] = {{"duration_s", 5}};
+  EXPECT_EQ(violation("bundle", traced), "");
 }
 
 TEST_F(OutputSchemas, CleanupReceipts) {
