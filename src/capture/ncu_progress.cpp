@@ -8,6 +8,16 @@
 namespace kprof::capture {
 namespace {
 
+// An event that is only its line (a process connected, an ncu message). Built field by field:
+// clang warns (-Wmissing-field-initializers, an error with KPROF_WERROR=ON) on an aggregate
+// initializer that leaves the kernel fields to their defaults.
+NcuProgressEvent line_event(NcuProgressEvent::Kind kind, std::string_view line) {
+  NcuProgressEvent event;
+  event.kind = kind;
+  event.line = std::string(line);
+  return event;
+}
+
 bool starts_with(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
 }
@@ -91,7 +101,7 @@ void NcuProgressParser::read_line(std::string_view line) {
   }
   if (starts_with(line, "==PROF== Connected to process")) {
     ++progress_.processes_connected;
-    if (listener_) listener_({NcuProgressEvent::Kind::kProcessConnected, std::string(line)});
+    if (listener_) listener_(line_event(NcuProgressEvent::Kind::kProcessConnected, line));
     return;
   }
   static const RE2 kReport("^==PROF== Report: (.+)$");
@@ -101,7 +111,7 @@ void NcuProgressParser::read_line(std::string_view line) {
     return;
   }
   if (starts_with(line, "==ERROR==") || starts_with(line, "==WARNING==")) {
-    if (listener_) listener_({NcuProgressEvent::Kind::kMessage, std::string(line)});
+    if (listener_) listener_(line_event(NcuProgressEvent::Kind::kMessage, line));
     return;
   }
   // The rest of a progress line that a warning interrupted: "....100% - 38 passes".

@@ -31,7 +31,7 @@ struct NcuProgressEvent {
     kKernelProfiled,    // a kernel's progress finished (kernel replay) or its first pass ran
     kMessage,           // an "==ERROR==" or "==WARNING==" line
   };
-  Kind kind;
+  Kind kind = Kind::kMessage;
   std::string line;           // the line as ncu printed it (connected, message)
   size_t kernel = 0;          // 1-based index of the kernel profiled
   std::string kernel_name;    // as ncu quotes it
