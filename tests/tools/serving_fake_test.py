@@ -567,7 +567,9 @@ class GpuCheckRehearsal(unittest.TestCase):
         e = env()
         e.update(PYTHON=sys.executable, PORT=str(port), PROMPT_LEN="8", OUTPUT_LEN="4", C1_REQUESTS="3",
                  C16_REQUESTS="32", WINDOW_REQUESTS="16", HEALTH_TIMEOUT="60", **environment)
-        r = subprocess.run(["bash", script, out, "--backend", "fake", "--fake-ms-per-token", "5", *serve_options],
+        # 25 ms a token keeps each request in flight ~100 ms: the check wants all 16 clients of the
+        # c=16 load in flight at once, which 5 ms a token missed now and then on a loaded machine.
+        r = subprocess.run(["bash", script, out, "--backend", "fake", "--fake-ms-per-token", "25", *serve_options],
                            env=e, capture_output=True, text=True, timeout=240)
         with open(os.path.join(out, "summary.txt")) as f:
             return r, f.read(), out
