@@ -85,13 +85,6 @@ class Fields {
   std::set<std::string> seen_;
 };
 
-constexpr const char* kLabelRule =
-    "a DNS-1123 label: at most 63 characters of a-z, 0-9 and '-', starting and ending with a "
-    "letter or digit";
-constexpr const char* kSubdomainRule =
-    "a DNS-1123 subdomain: at most 253 characters of a-z, 0-9, '-' and '.', each part starting "
-    "and ending with a letter or digit";
-
 ReceiptObject read_object(const std::string& file, size_t index, const json& value) {
   Fields fields(file, fmt::format("objects[{}]", index), value);
   ReceiptObject object;

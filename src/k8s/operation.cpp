@@ -13,18 +13,12 @@
 #include "common/error.h"
 #include "common/file_bytes.h"
 #include "common/text.h"
+#include "k8s/workload.h"
 
 namespace kprof::k8s {
 namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-constexpr const char* kLabelRule =
-    "a DNS-1123 label: at most 63 characters of a-z, 0-9 and '-', starting and ending with a "
-    "letter or digit";
-constexpr const char* kSubdomainRule =
-    "a DNS-1123 subdomain: at most 253 characters of a-z, 0-9, '-' and '.', each part starting "
-    "and ending with a letter or digit";
 
 std::string selector_text(const std::map<std::string, std::string>& labels) {
   std::string text;

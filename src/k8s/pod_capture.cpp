@@ -16,6 +16,21 @@ constexpr const char* kAttachScript =
     "if [ -s \"$report.ncu-rep\" ]; then sleep 1; kill -INT \"$pid\"; wait \"$pid\"; exit $?; fi; "
     "sleep 0.5; done; wait \"$pid\"";
 
+// Where the pod is, as every bundle captured or traced in it records it.
+capture::ManifestKubernetes placement_block(const PodPlacement& where) {
+  capture::ManifestKubernetes k;
+  k.method = where.method;
+  k.namespace_name = where.namespace_name;
+  k.deployment = where.deployment;
+  k.pod = where.pod;
+  k.container = where.container;
+  k.node = where.node;
+  k.image = where.image;
+  k.image_digest = where.image_id;
+  k.cleanup_receipt = where.cleanup_receipt;
+  return k;
+}
+
 }  // namespace
 
 KubectlExecRunner::KubectlExecRunner(const Kubectl& kubectl, PodPlacement where, std::string in_pod,
@@ -57,16 +72,7 @@ std::optional<capture::Diagnosis> KubectlExecRunner::fetch_report(const std::str
 }
 
 void KubectlExecRunner::describe(capture::ManifestBuilder& manifest) const {
-  capture::ManifestKubernetes k;
-  k.method = where_.method;
-  k.namespace_name = where_.namespace_name;
-  k.deployment = where_.deployment;
-  k.pod = where_.pod;
-  k.container = where_.container;
-  k.node = where_.node;
-  k.image = where_.image;
-  k.image_digest = where_.image_id;
-  k.cleanup_receipt = where_.cleanup_receipt;
+  capture::ManifestKubernetes k = placement_block(where_);
   k.kubectl = kubectl_.path();
   k.kubectl_exec = exec_;
   k.report_in_pod = in_pod_ + ".ncu-rep";
@@ -130,17 +136,8 @@ PodTraceResult trace_in_pod(const Kubectl& kubectl, const PodPlacement& where,
               {"unfinished_in_pod", traced.unfinished},
               {"windows", windows}})
       .diagnoses(traced.diagnoses);
-  capture::ManifestKubernetes k;
-  k.method = where.method;
-  k.namespace_name = where.namespace_name;
-  k.deployment = where.deployment;
-  k.pod = where.pod;
-  k.container = where.container;
-  k.node = where.node;
-  k.image = where.image;
-  k.image_digest = where.image_id;
+  capture::ManifestKubernetes k = placement_block(where);
   k.tracer_image = tracer_image;
-  k.cleanup_receipt = where.cleanup_receipt;
   k.kubectl = kubectl.path();
   k.kubectl_exec = traced.control_calls;
   manifest.kubernetes(std::move(k));

@@ -108,6 +108,13 @@ std::vector<std::string> check_ephemeral_custom(const nlohmann::json& spec);
 // pods): ≤ 253, labels joined by '.'.
 bool is_dns_label(const std::string& name);
 bool is_dns_subdomain(const std::string& name);
+// Those rules in words, for the message that refuses a name.
+inline constexpr const char* kLabelRule =
+    "a DNS-1123 label: at most 63 characters of a-z, 0-9 and '-', starting and ending with a "
+    "letter or digit";
+inline constexpr const char* kSubdomainRule =
+    "a DNS-1123 subdomain: at most 253 characters of a-z, 0-9, '-' and '.', each part starting "
+    "and ending with a letter or digit";
 
 // What marks an object kprof created (the sister Deployment carries both on its metadata): the
 // managed-by label with value "kprof", and the run id of the kprof run that created it (also in
