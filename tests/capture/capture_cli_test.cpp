@@ -12,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -250,6 +251,43 @@ TEST_F(Capture, ProfilerWindowAndNvtxRangeHoldOnlyTheirKernels) {
     auto at = std::search(argv.begin(), argv.end(), c.ncu_options.begin(), c.ncu_options.end());
     EXPECT_NE(at, argv.end()) << nlohmann::json(argv).dump();
   }
+}
+
+// Recorded on the H200 (2026-12-01): tools/serving/serve.py, an HTTP front process that starts an
+// engine process running a Llama model with CUDA-graph decode (tools/serving/README.md), driven
+// by its gpu-check.sh under `--children --range cuda-profiler-api --nvtx-include` of the decode
+// steps: ncu connected to the front and then to the engine, and all 12 kernels came from the
+// engine (a child of the front, a grandchild of the script kprof started), inside the profiler
+// window the engine opened at POST /start_profile.
+TEST_F(Capture, EngineChildProcessKernelsInsideItsProfilerWindow) {
+  auto result = capture(recording("children_serving"),
+                        {"--children", "--range", "cuda-profiler-api", "--nvtx-include",
+                         "regex:^execute_context_0.0._generation_/", "--preset", "basic",
+                         "--launch-count", "12", "--", "tools/serving/gpu-check.sh", "out"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  nlohmann::json m = manifest(bundle());
+  EXPECT_EQ(m["status"], "ok");
+  EXPECT_EQ(m["progress"]["kernels_profiled"], 12);
+  EXPECT_EQ(m["target_processes"], "all");
+  EXPECT_EQ(m["range"], "cuda-profiler-api");
+  EXPECT_NE(result.err.find("Connected to process 540"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("Connected to process 619"), std::string::npos) << result.err;
+  std::vector<std::string> argv = ncu_calls().at(1)["argv"];
+  for (const std::vector<std::string>& option :
+       {std::vector<std::string>{"--target-processes", "all"},
+        std::vector<std::string>{"--profile-from-start", "off"},
+        std::vector<std::string>{"--nvtx-include", "regex:^execute_context_0.0._generation_/"}}) {
+    EXPECT_NE(std::search(argv.begin(), argv.end(), option.begin(), option.end()), argv.end())
+        << nlohmann::json(argv).dump();
+  }
+  // Every profiled kernel ran in the engine (pid 619), none in the front (540).
+  auto inspected =
+      testing::run_process({KPROF_BINARY, "inspect", "--json", bundle() + "/report.ncu-rep"});
+  ASSERT_EQ(inspected.exit_code, 0) << inspected.err;
+  nlohmann::json report = nlohmann::json::parse(inspected.out)["reports"][0];
+  std::map<std::int64_t, int> kernels_by_pid;
+  for (const auto& kernel : report["kernels"]) ++kernels_by_pid[kernel["process_id"]];
+  EXPECT_EQ(kernels_by_pid, (std::map<std::int64_t, int>{{619, 12}}));
 }
 
 // The live progress and the diagnoses read ncu's output with one parser: an application replay
