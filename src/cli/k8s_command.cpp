@@ -114,9 +114,10 @@ const k8s::ContainerInfo& server_container(const k8s::Cluster& cluster, const st
 ExitCode run_preflight(const K8sOptions& options, Output& output) {
   k8s::Cluster cluster = read_cluster(options);
   const k8s::ContainerInfo& container = server_container(cluster, options.container);
+  k8s::GpuCapacity capacity = k8s::read_gpu_capacity(cluster.kubectl);
   k8s::Assessment assessment =
-      k8s::assess(cluster.target, container, cluster.versions.client_minor);
-  render::PreflightView view{cluster.versions, cluster.target, container, assessment};
+      k8s::assess(cluster.target, container, cluster.versions.client_minor, capacity);
+  render::PreflightView view{cluster.versions, cluster.target, container, assessment, capacity};
   output.stdout_text = options.json_output
                            ? render::preflight_json(view, output.argv).dump(1) + "\n"
                            : render::preflight_text(view);
@@ -327,6 +328,20 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
         options.json_output ? manifest.dump(1) + "\n" : render::yaml_text(manifest);
     return ExitCode::kOk;
   }
+  // A sister asks for the server's GPUs: say before creating it when no node has them free (its
+  // pod would stay Pending; the wait below gives up after kUnschedulableGraceS, not
+  // --ready-timeout).
+  if (std::int64_t wanted = k8s::gpu_count(container.gpus); wanted > 0) {
+    k8s::GpuCapacity capacity = k8s::read_gpu_capacity(cluster.kubectl);
+    std::int64_t most_free = 0;
+    for (const k8s::NodeGpus& node : capacity.nodes) most_free = std::max(most_free, node.free());
+    if (capacity.checked && most_free < wanted) {
+      note(
+          fmt::format("warning: no node has {} nvidia.com/gpu free (at most {}); the sister pod "
+                      "will likely stay Pending",
+                      wanted, most_free));
+    }
+  }
   // Refusals of the capture itself and local problems come before anything is created.
   if (!options.trace)
     build_or_refuse(
@@ -356,6 +371,7 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
                             container.image,
                             pod.image_id,
                             fs::absolute(receipt.path()).string()};
+    if (!running && pod.stuck) throw K8sFailed(render::describe_pod_stuck(*pod.stuck));
     if (!running)
       throw K8sFailed(interrupt_received() ? "interrupted while waiting for the sister pod"
                       : options.trace

@@ -144,33 +144,72 @@ bool wait_for(double timeout_s, const std::function<bool()>& ready) {
   return false;
 }
 
+namespace {
+struct PodCannotStart {};
+}  // namespace
+
+GpuCapacity read_gpu_capacity(const Kubectl& kubectl) {
+  try {
+    json nodes = kubectl.get_json({"get", "nodes", "-o", "json"});
+    json pods = kubectl.get_json({"get", "pods", "--all-namespaces", "-o", "json",
+                                  "--field-selector=status.phase!=Succeeded,status.phase!=Failed"});
+    return gpu_capacity(nodes, pods);
+  } catch (const KubectlError& error) {
+    GpuCapacity capacity;
+    capacity.why_not = error.what();
+    return capacity;
+  }
+}
+
 bool wait_for_sister_pod(const Kubectl& kubectl, const std::string& namespace_name,
                          const std::string& run, const std::string& container, bool need_ready,
                          double timeout_s, SisterPod& found) {
   std::string selector = std::string(kRunLabel) + "=" + run;
-  return wait_for(timeout_s, [&] {
-    json pods =
-        kubectl.get_json({"get", "pods", "-n", namespace_name, "-l", selector, "-o", "json"});
-    const json& items = value_at(pods, {"items"});
-    for (const auto& p : items.is_array() ? items : json::array()) {
-      std::string pod_name = string_at(p, {"metadata", "name"});
-      if (string_at(p, {"status", "phase"}) != "Running" || !is_dns_subdomain(pod_name)) continue;
-      const json& statuses = value_at(p, {"status", "containerStatuses"});
-      bool server_ready = false;
-      for (const auto& st : statuses.is_array() ? statuses : json::array()) {
-        if (string_at(st, {"name"}) != container) continue;
-        found.image_id = string_at(st, {"imageID"});
-        server_ready = value_at(st, {"ready"}) == true;
+  std::optional<std::chrono::steady_clock::time_point> unschedulable_since;
+  try {
+    return wait_for(timeout_s, [&] {
+      found.stuck.reset();  // the state of this poll only
+      json pods =
+          kubectl.get_json({"get", "pods", "-n", namespace_name, "-l", selector, "-o", "json"});
+      const json& items = value_at(pods, {"items"});
+      for (const auto& p : items.is_array() ? items : json::array()) {
+        std::string pod_name = string_at(p, {"metadata", "name"});
+        if (std::optional<PodStuck> stuck = pod_stuck(p)) {
+          // An image that cannot be pulled or a crash loop will not fix itself; a scheduler
+          // that found no node might, shortly (preemption, a node back from maintenance).
+          auto now = std::chrono::steady_clock::now();
+          if (stuck->reason == "Unschedulable") {
+            if (!unschedulable_since) unschedulable_since = now;
+            if (now - *unschedulable_since < std::chrono::duration<double>(kUnschedulableGraceS)) {
+              found.stuck = stuck;  // what to say if --ready-timeout passes first
+              continue;
+            }
+          }
+          found.pod = pod_name;
+          found.stuck = stuck;
+          throw PodCannotStart{};
+        }
+        if (string_at(p, {"status", "phase"}) != "Running" || !is_dns_subdomain(pod_name)) continue;
+        const json& statuses = value_at(p, {"status", "containerStatuses"});
+        bool server_ready = false;
+        for (const auto& st : statuses.is_array() ? statuses : json::array()) {
+          if (string_at(st, {"name"}) != container) continue;
+          found.image_id = string_at(st, {"imageID"});
+          server_ready = value_at(st, {"ready"}) == true;
+        }
+        // A traced server keeps its probes: ready means it serves (CUDA initialised, tracer
+        // loaded). Under ncu it waits for the attach, which its log says.
+        if (need_ready && !server_ready) continue;
+        found.pod = pod_name;
+        found.node = string_at(p, {"spec", "nodeName"});
+        found.stuck.reset();
+        return true;
       }
-      // A traced server keeps its probes: ready means it serves (CUDA initialised, tracer
-      // loaded). Under ncu it waits for the attach, which its log says.
-      if (need_ready && !server_ready) continue;
-      found.pod = pod_name;
-      found.node = string_at(p, {"spec", "nodeName"});
-      return true;
-    }
+      return false;
+    });
+  } catch (const PodCannotStart&) {
     return false;
-  });
+  }
 }
 
 bool wait_for_attachable_server(const Kubectl& kubectl, const std::string& namespace_name,

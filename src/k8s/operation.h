@@ -61,10 +61,21 @@ bool wait_for(double timeout_s, const std::function<bool()>& ready);
 // ready —; fills pod, node and the server's image digest. A failed call throws KubectlError.
 struct SisterPod {
   std::string pod, node, image_id;
+  // Set when the wait ended early because the pod cannot start (the scheduler found no node,
+  // an image cannot be pulled, the server crash-loops): waiting out --ready-timeout would not
+  // change it.
+  std::optional<PodStuck> stuck;
 };
+// How long a pod may stay Unschedulable before the wait gives up: long enough for a pod
+// being preempted out of the way or a node coming back, short against --ready-timeout's 900 s.
+inline constexpr double kUnschedulableGraceS = 60;
 bool wait_for_sister_pod(const Kubectl& kubectl, const std::string& namespace_name,
                          const std::string& run, const std::string& container, bool need_ready,
                          double timeout_s, SisterPod& found);
+
+// nvidia.com/gpu allocatable and requested per node (kubectl get nodes, get pods -A); a
+// KubectlError (RBAC: both are cluster-scope reads) leaves checked false with the reason.
+GpuCapacity read_gpu_capacity(const Kubectl& kubectl);
 // The server under `ncu --mode launch` printed "Waiting for profiler to attach".
 bool wait_for_attachable_server(const Kubectl& kubectl, const std::string& namespace_name,
                                 const std::string& pod, const std::string& container,

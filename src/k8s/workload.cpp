@@ -173,7 +173,94 @@ TargetInfo parse_target(const nlohmann::json& deployment, const nlohmann::json& 
   return target;
 }
 
-Assessment assess(const TargetInfo& target, const ContainerInfo& container, int client_minor) {
+std::int64_t gpu_count(const std::string& gpus) {
+  if (gpus.empty() || gpus.size() > 6 ||
+      !std::all_of(gpus.begin(), gpus.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return 0;
+  }
+  return std::stoll(gpus);
+}
+
+namespace {
+
+// nvidia.com/gpu in a resources block: requests, else limits (an extended resource's request
+// defaults to its limit). Quantities of whole devices; anything else counts as 0.
+std::int64_t container_gpus(const nlohmann::json& container) {
+  for (const char* kind : {"requests", "limits"}) {
+    const nlohmann::json& value = value_at(container, {"resources", kind, "nvidia.com/gpu"});
+    if (value.is_number_integer()) return value.get<std::int64_t>();
+    if (value.is_string()) return gpu_count(value.get<std::string>());
+  }
+  return 0;
+}
+
+std::int64_t pod_gpus(const nlohmann::json& pod) {
+  std::int64_t containers = 0, init = 0;
+  const nlohmann::json& list = value_at(pod, {"spec", "containers"});
+  for (const auto& c : list.is_array() ? list : nlohmann::json::array()) {
+    containers += container_gpus(c);
+  }
+  const nlohmann::json& inits = value_at(pod, {"spec", "initContainers"});
+  for (const auto& c : inits.is_array() ? inits : nlohmann::json::array()) {
+    init = std::max(init, container_gpus(c));
+  }
+  return std::max(containers, init);
+}
+
+}  // namespace
+
+GpuCapacity gpu_capacity(const nlohmann::json& nodes, const nlohmann::json& pods) {
+  GpuCapacity capacity;
+  capacity.checked = true;
+  std::map<std::string, NodeGpus> by_name;
+  const nlohmann::json& node_items = value_at(nodes, {"items"});
+  for (const auto& node : node_items.is_array() ? node_items : nlohmann::json::array()) {
+    if (value_at(node, {"spec", "unschedulable"}) == true) continue;
+    NodeGpus gpus;
+    gpus.name = string_at(node, {"metadata", "name"});
+    const nlohmann::json& allocatable = value_at(node, {"status", "allocatable", "nvidia.com/gpu"});
+    gpus.allocatable = allocatable.is_string()           ? gpu_count(allocatable.get<std::string>())
+                       : allocatable.is_number_integer() ? allocatable.get<std::int64_t>()
+                                                         : 0;
+    if (gpus.allocatable > 0 && !gpus.name.empty()) by_name[gpus.name] = gpus;
+  }
+  const nlohmann::json& pod_items = value_at(pods, {"items"});
+  for (const auto& pod : pod_items.is_array() ? pod_items : nlohmann::json::array()) {
+    std::string phase = string_at(pod, {"status", "phase"});
+    if (phase == "Succeeded" || phase == "Failed") continue;
+    auto node = by_name.find(string_at(pod, {"spec", "nodeName"}));
+    if (node != by_name.end()) node->second.requested += pod_gpus(pod);
+  }
+  for (auto& [name, gpus] : by_name) capacity.nodes.push_back(gpus);
+  return capacity;
+}
+
+std::optional<PodStuck> pod_stuck(const nlohmann::json& pod) {
+  const nlohmann::json& conditions = value_at(pod, {"status", "conditions"});
+  for (const auto& c : conditions.is_array() ? conditions : nlohmann::json::array()) {
+    if (string_at(c, {"type"}) == "PodScheduled" && string_at(c, {"status"}) == "False" &&
+        string_at(c, {"reason"}) == "Unschedulable") {
+      return PodStuck{"Unschedulable", string_at(c, {"message"})};
+    }
+  }
+  for (const char* list : {"initContainerStatuses", "containerStatuses"}) {
+    const nlohmann::json& statuses = value_at(pod, {"status", list});
+    for (const auto& st : statuses.is_array() ? statuses : nlohmann::json::array()) {
+      std::string reason = string_at(st, {"state", "waiting", "reason"});
+      if (reason == "ErrImagePull" || reason == "ImagePullBackOff" ||
+          reason == "InvalidImageName" || reason == "CrashLoopBackOff" ||
+          reason == "CreateContainerConfigError") {
+        std::string message = string_at(st, {"state", "waiting", "message"});
+        return PodStuck{reason, fmt::format("container {}: {}", string_at(st, {"name"}),
+                                            message.empty() ? reason : message)};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+Assessment assess(const TargetInfo& target, const ContainerInfo& container, int client_minor,
+                  const GpuCapacity& capacity) {
   Assessment a;
   if (container.under_ncu_launch) {
     a.method = "sidecar";
@@ -226,6 +313,34 @@ Assessment assess(const TargetInfo& target, const ContainerInfo& container, int 
         client_minor, kCustomMinimumMinor));
   }
   if (target.pods.empty()) a.warnings.push_back("no pod of this Deployment is running");
+  std::int64_t wanted = gpu_count(container.gpus);
+  if (a.method == "sister" && wanted > 0) {
+    if (!capacity.checked) {
+      a.warnings.push_back(fmt::format(
+          "could not check whether a node has {} nvidia.com/gpu free for the sister ({}); if "
+          "none has, its pod stays Pending",
+          wanted, capacity.why_not.empty() ? "not read" : capacity.why_not));
+    } else {
+      std::string room;
+      const NodeGpus* best = nullptr;
+      for (const NodeGpus& node : capacity.nodes) {
+        room += fmt::format("{}{} {} of {} free", room.empty() ? "" : ", ", node.name, node.free(),
+                            node.allocatable);
+        if (!best || node.free() > best->free()) best = &node;
+      }
+      if (best && best->free() >= wanted) {
+        a.reasons.push_back(fmt::format(
+            "the sister asks for {} nvidia.com/gpu like the server: node {} can schedule it "
+            "(nvidia.com/gpu allocatable minus requested: {})",
+            wanted, best->name, room));
+      } else {
+        a.warnings.push_back(fmt::format(
+            "no node has {} nvidia.com/gpu free for the sister ({}): its pod would stay Pending "
+            "— free GPUs (scale another workload down) or add a node first",
+            wanted, room.empty() ? "no node offers nvidia.com/gpu" : room));
+      }
+    }
+  }
   return a;
 }
 

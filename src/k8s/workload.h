@@ -4,6 +4,7 @@
 // schema cannot catch.
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -57,6 +58,39 @@ struct TargetInfo {
 TargetInfo parse_target(const nlohmann::json& deployment, const nlohmann::json& pods,
                         const nlohmann::json& services);
 
+// Where a sister (a copy of the server asking for the same GPUs) could run: per schedulable
+// node, allocatable nvidia.com/gpu and what pods not yet finished request there. `checked` is
+// false when kubectl could not list nodes or pods (RBAC: both are cluster-scope), why_not says.
+struct NodeGpus {
+  std::string name;
+  std::int64_t allocatable = 0, requested = 0;
+  std::int64_t free() const { return allocatable > requested ? allocatable - requested : 0; }
+};
+struct GpuCapacity {
+  bool checked = false;
+  std::string why_not;
+  std::vector<NodeGpus> nodes;  // nodes with nvidia.com/gpu allocatable, not cordoned
+};
+
+// From `kubectl get nodes -o json` and `kubectl get pods --all-namespaces -o json`: a pod's
+// request is the larger of its containers' sum and its largest initContainer (the scheduler's
+// rule); a limit without a request counts as the request (extended resources must match).
+// Pods Succeeded or Failed hold nothing.
+GpuCapacity gpu_capacity(const nlohmann::json& nodes, const nlohmann::json& pods);
+
+// The GPUs one container asks for ("" → 0; a non-number → 0).
+std::int64_t gpu_count(const std::string& gpus);
+
+// Why a pod has not started, from its status: the scheduler's Unschedulable message
+// (PodScheduled False, e.g. "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."), or a
+// container waiting on an image it cannot pull (ErrImagePull, ImagePullBackOff,
+// InvalidImageName) or a crash loop. Empty while it is merely on its way.
+struct PodStuck {
+  std::string reason;   // "Unschedulable", "ImagePullBackOff", "CrashLoopBackOff", …
+  std::string message;  // the API's message
+};
+std::optional<PodStuck> pod_stuck(const nlohmann::json& pod);
+
 struct Assessment {
   std::string method;  // "sidecar" or "sister"
   std::string safety;  // "single-replica" or "multi-replica"
@@ -64,7 +98,8 @@ struct Assessment {
   std::vector<std::string> warnings;
 };
 
-Assessment assess(const TargetInfo& target, const ContainerInfo& container, int client_minor);
+Assessment assess(const TargetInfo& target, const ContainerInfo& container, int client_minor,
+                  const GpuCapacity& capacity = {});
 
 // `kubectl debug --custom` exists from kubectl 1.31.
 constexpr int kCustomMinimumMinor = 31;

@@ -45,6 +45,37 @@ std::string yaml_text(const json& value) {
   return std::string(emitter.c_str()) + "\n";
 }
 
+namespace {
+json gpu_capacity_json(const k8s::GpuCapacity& capacity) {
+  json nodes = json::array();
+  for (const k8s::NodeGpus& node : capacity.nodes) {
+    nodes.push_back({{"name", node.name},
+                     {"allocatable", node.allocatable},
+                     {"requested", node.requested},
+                     {"free", node.free()}});
+  }
+  return {{"checked", capacity.checked},
+          {"why_not", capacity.checked ? json(nullptr) : json(capacity.why_not)},
+          {"nodes", nodes}};
+}
+}  // namespace
+
+std::string describe_pod_stuck(const k8s::PodStuck& stuck) {
+  std::string next;
+  if (stuck.reason == "Unschedulable") {
+    next =
+        "the sister asks for the same GPUs as the server: free them (scale another workload "
+        "down), add a node, or profile the server itself with `kprof k8s sidecar` if it runs "
+        "under ncu";
+  } else if (stuck.reason == "ErrImagePull" || stuck.reason == "ImagePullBackOff" ||
+             stuck.reason == "InvalidImageName") {
+    next = "check --ncu-image / --tracer-image (name, tag, the pod's imagePullSecrets)";
+  } else {
+    next = "read the pod's log (kubectl logs --previous) for why the server exits";
+  }
+  return fmt::format("the sister pod cannot start: {}: {} → {}", stuck.reason, stuck.message, next);
+}
+
 json preflight_json(const PreflightView& view, const std::vector<std::string>& argv) {
   const k8s::TargetInfo& t = view.target;
   const k8s::ContainerInfo& container = view.container;
@@ -79,6 +110,7 @@ json preflight_json(const PreflightView& view, const std::vector<std::string>& a
                                         ? json(*container.gpu_memory_utilization)
                                         : json(nullptr)},
          {"under_ncu_launch", container.under_ncu_launch}}},
+       {"gpu_capacity", gpu_capacity_json(view.gpu_capacity)},
        {"recommendation",
         {{"method", view.assessment.method},
          {"safety", view.assessment.safety},
@@ -111,6 +143,12 @@ std::string preflight_text(const PreflightView& view) {
       view.versions.client_minor >= k8s::kCustomMinimumMinor ? "yes" : "no (kubectl < 1.31)");
   text += fmt::format("recommended: kprof k8s {} with --safety {}\n", view.assessment.method,
                       view.assessment.safety);
+  if (view.gpu_capacity.checked) {
+    for (const k8s::NodeGpus& node : view.gpu_capacity.nodes) {
+      text += fmt::format("node {}: nvidia.com/gpu {} allocatable, {} requested, {} free\n",
+                          node.name, node.allocatable, node.requested, node.free());
+    }
+  }
   for (const auto& r : view.assessment.reasons) text += "  because " + r + "\n";
   for (const auto& w : view.assessment.warnings) text += "  warning: " + w + "\n";
   return text;

@@ -19,7 +19,11 @@ struct PreflightView {
   const k8s::TargetInfo& target;
   const k8s::ContainerInfo& container;
   const k8s::Assessment& assessment;
+  const k8s::GpuCapacity& gpu_capacity;
 };
+
+// Why a sister pod could not start, with what to do.
+std::string describe_pod_stuck(const k8s::PodStuck& stuck);
 
 // kprof.k8s-preflight/1.
 nlohmann::json preflight_json(const PreflightView& view, const std::vector<std::string>& argv);

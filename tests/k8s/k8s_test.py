@@ -138,7 +138,8 @@ class K8sTest(unittest.TestCase):
         self.assertIn("reserves 92% of GPU memory", r.stdout)
         self.assertIn("CUDA_INJECTION64_PATH=/opt/profiler/libinject.so", r.stdout)
         self.assertIn("pod llama-70b-6b7c9d8f5-abcde on gpu-node-3", r.stdout)
-        self.assertEqual(verbs(c.kubectl_calls()), ["version", "get", "get", "get"])
+        # version, the deployment, its pods, the services; then nodes and all pods for GPU room.
+        self.assertEqual(verbs(c.kubectl_calls()), ["version", "get", "get", "get", "get", "get"])
         self.assertEqual(c.kubectl_calls()[1], ["get", "deployment", "-n", "serving", "-o", "json", "--", "llama-70b"])
         self.assertIn(["get", "pods", "-n", "serving", "-l", "app=llama-70b", "-o", "json"], c.kubectl_calls())
         j = json.loads(c.kprof("k8s", "preflight", "-n", "serving", "llama-70b", "--json").stdout)
@@ -149,6 +150,57 @@ class K8sTest(unittest.TestCase):
         c2 = self.cluster("sglang_under_ncu_launch.json")
         j = json.loads(c2.kprof("k8s", "preflight", "-n", "serving", "sglang-dsv3", "--json").stdout)
         self.assertEqual((j["recommendation"]["method"], j["recommendation"]["safety"]), ("sidecar", "multi-replica"))
+
+    def test_preflight_says_whether_a_node_can_schedule_the_sister(self):
+        """The sister asks for the server's 8 GPUs: gpu-node-3 holds the server (8 of 8
+        requested), gpu-node-7 is free, cpu-node-1 has none."""
+        c = self.cluster("vllm_single_replica.json")
+        r = c.kprof("k8s", "preflight", "-n", "serving", "llama-70b")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("node gpu-node-3: nvidia.com/gpu 8 allocatable, 8 requested, 0 free", r.stdout)
+        self.assertIn("node gpu-node-7: nvidia.com/gpu 8 allocatable, 0 requested, 8 free", r.stdout)
+        self.assertNotIn("cpu-node-1", r.stdout)
+        self.assertIn("node gpu-node-7 can schedule it", r.stdout)
+        self.assertIn(["get", "pods", "--all-namespaces", "-o", "json",
+                       "--field-selector=status.phase!=Succeeded,status.phase!=Failed"], c.kubectl_calls())
+        j = json.loads(c.kprof("k8s", "preflight", "-n", "serving", "llama-70b", "--json").stdout)
+        self.assertEqual(j["gpu_capacity"], {"checked": True, "why_not": None, "nodes": [
+            {"name": "gpu-node-3", "allocatable": 8, "requested": 8, "free": 0},
+            {"name": "gpu-node-7", "allocatable": 8, "requested": 0, "free": 8}]})
+        # The free node gone (only the server's node is left): the sister would stay Pending.
+        objects = json.load(open(os.path.join(HERE, "data", "vllm_single_replica.json")))
+        objects["nodes"] = [n for n in objects["nodes"] if n["metadata"]["name"] != "gpu-node-7"]
+        full = os.path.join(tempfile.mkdtemp(prefix="kprof-k8s-objects-"), "full.json")
+        self.addCleanup(shutil.rmtree, os.path.dirname(full), True)
+        json.dump(objects, open(full, "w"))
+        r = self.cluster(full).kprof("k8s", "preflight", "-n", "serving", "llama-70b")
+        self.assertIn("warning: no node has 8 nvidia.com/gpu free for the sister "
+                      "(gpu-node-3 0 of 8 free): its pod would stay Pending", r.stdout)
+        # Nodes are cluster-scope: a role without them gets a warning, not a failure.
+        r = self.cluster("vllm_single_replica.json", "forbid:list:nodes").kprof(
+            "k8s", "preflight", "-n", "serving", "llama-70b")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("warning: could not check whether a node has 8 nvidia.com/gpu free", r.stdout)
+        self.assertIn("cannot list resource \"nodes\"", r.stdout)
+
+    def test_sister_that_cannot_be_scheduled_or_pulled_is_diagnosed_and_deleted(self):
+        """A Pending sister says why (the scheduler's message, an image that cannot be pulled)
+        instead of waiting out --ready-timeout, and is deleted."""
+        c = self.cluster("vllm_single_replica.json", "unschedulable")
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-k", "k_alpha",
+                    "-o", "run", "--ready-timeout", "3")
+        self.assertEqual(r.returncode, 10, r.stderr)
+        self.assertIn("the sister pod cannot start: Unschedulable: 0/2 nodes are available: "
+                      "2 Insufficient nvidia.com/gpu.", r.stderr)
+        self.assertIn("free them", r.stderr)
+        self.assertEqual(json.load(open(glob.glob(os.path.join(c.dir, "run", "kprof-sister-receipt-*.json"))[0]))["leftovers"], [])
+        c = self.cluster("vllm_single_replica.json", "image-pull")
+        started = time.monotonic()
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-k", "k_alpha", "-o", "run")
+        self.assertEqual(r.returncode, 10, r.stderr)
+        self.assertLess(time.monotonic() - started, 60)  # not --ready-timeout's 900 s
+        self.assertIn('ImagePullBackOff: container server: Back-off pulling image "vllm/vllm-openai:v0.6.3"', r.stderr)
+        self.assertIn("--ncu-image", r.stderr)
 
     def test_preflight_json_matches_its_schema(self):
         """docs/kprof.k8s-preflight.schema.json (draft 7) holds on both workloads' real output, and
@@ -210,7 +262,10 @@ class K8sTest(unittest.TestCase):
                     "-k", "k_alpha", "--captures", "2", "--preset", "basic", "-o", "run", "--campaign", "c1", "--cell", "tp8")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(verbs(c.kubectl_calls()),
-                         ["version", "get", "get", "get", "create", "get", "logs"] + ["exec", "exec", "cp"] * 2 + ["get", "delete"])
+                         # the target (version, deployment, pods, services), the GPU room (nodes,
+                         # all pods), then the sister
+                         ["version", "get", "get", "get", "get", "get", "create", "get", "logs"] +
+                         ["exec", "exec", "cp"] * 2 + ["get", "delete"])
         name = json.loads(next(q for q in c.requests() if q.get("method") == "POST")["body"])["metadata"]["name"]
         self.assertEqual(c.kubectl_calls()[-2:], [["get", "deployment", "-n", "serving", "-o", "json", "--", name],
                                                   ["delete", "deployment", "-n", "serving", "--ignore-not-found",
@@ -595,12 +650,12 @@ class K8sTest(unittest.TestCase):
         pod = name + "-7d9f8c6b5-x2x4q"
         ex = ["exec", "-n", "serving", pod, "-c", "server", "--"]
         script = "printf '%s\\n' \"$2\" > \"$1.kprof-tmp\" && mv \"$1.kprof-tmp\" \"$1\""
-        self.assertEqual(verbs(calls), ["version", "get", "get", "get", "create", "get"] + ["exec"] * 4 +
+        self.assertEqual(verbs(calls), ["version", "get", "get", "get", "get", "get", "create", "get"] + ["exec"] * 4 +
                          ["exec", "cp"] * 2 + ["logs", "get", "delete"])
-        self.assertEqual(calls[6], ex + ["test", "-s", "/kprof-tracer/libkprof_tracer.so"])
-        self.assertEqual(calls[7], ex + ["sh", "-c", script, "kprof-control", "/kprof-tracer/control", "start"])
-        self.assertEqual(calls[8], ex + ["sh", "-c", script, "kprof-control", "/kprof-tracer/control", "stop"])
-        self.assertEqual(calls[9], ex + ["ls", "-1", "/kprof-tracer"])
+        self.assertEqual(calls[8], ex + ["test", "-s", "/kprof-tracer/libkprof_tracer.so"])
+        self.assertEqual(calls[9], ex + ["sh", "-c", script, "kprof-control", "/kprof-tracer/control", "start"])
+        self.assertEqual(calls[10], ex + ["sh", "-c", script, "kprof-control", "/kprof-tracer/control", "stop"])
+        self.assertEqual(calls[11], ex + ["ls", "-1", "/kprof-tracer"])
         execs = [q for q in c.requests() if "exec" in q and q["exec"][:2] == ["sh", "-c"]]
         self.assertGreaterEqual(execs[1]["t"] - execs[0]["t"], 2.0)  # --trace-duration 2
         self.assertEqual(calls[-2:], [["get", "deployment", "-n", "serving", "-o", "json", "--", name],

@@ -23,7 +23,11 @@ RULE: forbid:VERB:RESOURCE (403), no-ephemeral (404 on pods/ephemeralcontainers)
       tar: kubectl cp cannot work there), unlabel-created (a created Deployment loses its
       app.kubernetes.io/managed-by label, as if someone relabelled it), tracer-off (the tracer
       refuses to start, says why in the log and writes nothing), trace-stays-partial (the last
-      window never finishes).
+      window never finishes), unschedulable (a created Deployment's pod stays Pending with the
+      scheduler's "Insufficient nvidia.com/gpu" condition), image-pull (its pod's server
+      container waits in ImagePullBackOff).
+Nodes come from the objects file's "nodes" (GET /api/v1/nodes); GET /api/v1/pods lists every
+namespace's pods (fieldSelector status.phase!=… honoured).
 Environment: FAKE_ATTACH_RECORDING (a capture-recordings folder: ncu-stdout.txt, report.ncu-rep.zst),
 FAKE_IMAGE_ROOT (a folder standing for the images' files), FAKE_TRACER_TRACES (recorded tracer
 traces, os.pathsep-separated: one process each)."""
@@ -55,7 +59,7 @@ while args:
         rules.append(args.pop(0))
 objects = json.load(open(objects_path))
 store = {"deployments": objects.get("deployments", []), "pods": objects.get("pods", []),
-         "services": objects.get("services", [])}
+         "services": objects.get("services", []), "nodes": objects.get("nodes", [])}
 
 
 def with_defaults(pod):
@@ -98,6 +102,8 @@ RESOURCES_V1 = [
      "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["svc"]},
     {"name": "namespaces", "singularName": "namespace", "namespaced": False, "kind": "Namespace",
      "verbs": ["get", "list"], "shortNames": ["ns"]},
+    {"name": "nodes", "singularName": "node", "namespaced": False, "kind": "Node",
+     "verbs": ["get", "list"], "shortNames": ["no"]},
 ]
 RESOURCES_APPS = [
     {"name": "deployments", "singularName": "deployment", "namespaced": True, "kind": "Deployment",
@@ -153,6 +159,24 @@ def make_pod_for(deployment):
                                              "imageID": c["image"].split(":")[0] + "@sha256:" + "ab" * 32,
                                              "state": {"running": {"startedAt": "2026-11-29T00:00:00Z"}}}
                                             for c in containers]}}
+    if "unschedulable" in rules:
+        pod["spec"].pop("nodeName")
+        pod["status"] = {"phase": "Pending", "conditions": [{
+            "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+            "lastTransitionTime": "2026-12-01T00:00:00Z",
+            "message": "0/2 nodes are available: 2 Insufficient nvidia.com/gpu. preemption: 0/2 nodes are "
+                       "available: 2 No preemption victims found for incoming pod."}]}
+        store["pods"].append(with_defaults(pod))
+        return
+    if "image-pull" in rules:
+        status_ = pod["status"]
+        status_["phase"] = "Pending"
+        for st in status_["containerStatuses"]:
+            st["ready"] = False
+            st["state"] = {"waiting": {"reason": "ImagePullBackOff",
+                                       "message": f'Back-off pulling image "{st["image"]}"'}}
+        store["pods"].append(with_defaults(pod))
+        return
     store["pods"].append(with_defaults(pod))
     run_init_containers(ns, pod)
 
@@ -274,6 +298,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send_json(200, {"kind": "APIResourceList", "groupVersion": "v1", "resources": res})
         if path == "/apis/apps/v1":
             return self.send_json(200, {"kind": "APIResourceList", "groupVersion": "apps/v1", "resources": RESOURCES_APPS})
+        if path in ("/api/v1/nodes", "/api/v1/pods") and method == "GET":
+            kind = path.rsplit("/", 1)[1]
+            if forbidden("list", kind):
+                return self.send_json(*status(403, "Forbidden",
+                                              f'{kind} is forbidden: User "kprof-test" cannot list resource "{kind}" in API group "" at the cluster scope'))
+            items = store[kind]
+            for term in query.get("fieldSelector", [""])[0].split(","):
+                if term.startswith("status.phase!="):
+                    items = [o for o in items if o.get("status", {}).get("phase") != term.split("!=", 1)[1]]
+            return self.send_json(200, {"kind": store_kind(kind) + "List", "apiVersion": "v1", "metadata": {}, "items": items})
         m = re.fullmatch(r"/api/v1/namespaces/([^/]+)", path)
         if m and method == "GET":
             known = {o["metadata"].get("namespace", "default") for k in store for o in store[k]}
@@ -426,7 +460,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 
 def store_kind(kind):
-    return {"deployments": "Deployment", "pods": "Pod", "services": "Service"}[kind]
+    return {"deployments": "Deployment", "pods": "Pod", "services": "Service", "nodes": "Node"}[kind]
 
 
 def run_in_pod(ns, pod, container, command):
