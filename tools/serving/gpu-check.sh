@@ -220,6 +220,9 @@ status=$(http POST /stop_profile)
 if [ "$status" = 200 ]; then result ok "POST /stop_profile: 200"; else result FAIL "POST /stop_profile: $status"; fi
 if [ $fake = yes ]; then
   result skip "cudaProfilerStart()/Stop(): --backend fake calls no profiler"
+elif grep -q 'stop_profile: PyTorch profiler stopped; wrote .*trace.json' "$out/serve.log"; then
+  # --profile-mode torch: the window is the PyTorch profiler's, and its trace must be written.
+  result ok "the engine's PyTorch profiler wrote its trace: $(grep -o 'wrote .*' "$out/serve.log" | tail -1)"
 elif grep -q 'start_profile: cudaProfilerStart() called in the engine' "$out/serve.log" &&
   grep -q 'stop_profile: cudaProfilerStop() called in the engine' "$out/serve.log"; then
   result ok "the engine called cudaProfilerStart() and cudaProfilerStop()"

@@ -118,6 +118,8 @@ def build_parser():
                    help="on: the front initialises CUDA itself at start, as an API server importing torch does")
     g.add_argument("--profile-mode", choices=["cuda", "torch"], default="cuda",
                    help="/start_profile: cuda = cudaProfilerStart/Stop in the engine; torch = PyTorch profiler trace")
+    g.add_argument("--profile-with-stack", action="store_true",
+                   help="torch mode: record Python stacks and nn.Module paths too (with_stack, with_modules)")
     g.add_argument("--profile-dir", default="serve-torch-profile",
                    help="where --profile-mode torch writes its traces (like VLLM_TORCH_PROFILER_DIR)")
     g.add_argument("--dry-run", action="store_true",
@@ -1560,7 +1562,9 @@ class TorchRunner:
         activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
         handler = torch.profiler.tensorboard_trace_handler(self.args.profile_dir, worker_name=f"engine-{os.getpid()}",
                                                            use_gzip=True)
-        self.profiler = torch.profiler.profile(activities=activities, on_trace_ready=handler, record_shapes=True)
+        self.profiler = torch.profiler.profile(activities=activities, on_trace_ready=handler, record_shapes=True,
+                                               with_stack=self.args.profile_with_stack,
+                                               with_modules=self.args.profile_with_stack)
         self.profiler.start()
         self.profiling = True
         return f"PyTorch profiler started; the trace goes to {os.path.abspath(self.args.profile_dir)}"

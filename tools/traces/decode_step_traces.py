@@ -4,7 +4,10 @@ eager (one launch per kernel) and replayed as a CUDA graph (one launch per step)
 must call the eager one host-bound and the graph one kernel-bound.
 
 usage: python3 tools/traces/decode_step_traces.py OUT_DIR
-writes OUT_DIR/budget_eager_decode.json.gz and OUT_DIR/budget_graph_decode.json.gz"""
+writes OUT_DIR/budget_eager_decode.json.gz and OUT_DIR/budget_graph_decode.json.gz, and
+OUT_DIR/budget_eager_decode_modules.json.gz: the eager step again with Python stacks, nn.Module
+paths and input shapes recorded (with_stack, with_modules, record_shapes), for per-op and
+per-module attribution"""
 import gzip
 import os
 import shutil
@@ -54,10 +57,11 @@ def graph_step():
     return static_y
 
 
-def record(step, name):
+def record(step, name, stacks=False):
     path = os.path.join(out_dir, name)
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-                 schedule=schedule(wait=1, warmup=1, active=5)) as prof:
+                 schedule=schedule(wait=1, warmup=1, active=5),
+                 record_shapes=stacks, with_stack=stacks, with_modules=stacks) as prof:
         for _ in range(7):
             with record_function("decode_step"):
                 step()
@@ -76,3 +80,4 @@ for _ in range(5):
 torch.cuda.synchronize()
 record(eager_step, "budget_eager_decode.json")
 record(graph_step, "budget_graph_decode.json")
+record(eager_step, "budget_eager_decode_modules.json", stacks=True)
