@@ -170,8 +170,9 @@ void compute_flops(const Reader& reader, const model::Kernel& kernel, KernelVerd
       const model::Metric& metric = *it;
       std::string type;
       if (!RE2::FullMatch(metric.name.str(), kTensor, &type)) continue;
-      // The combined FP16/BF16/TF32→FP32 counter (kprof's triage preset) overlaps the
-      // per-precision ones: count it only when those were not collected.
+      // The combined FP16/BF16/TF32→FP32 counter (chips after GH100 have it; a user's
+      // --metrics may name it) overlaps the per-precision ones: count it only when those were
+      // not collected.
       if (type == "fp16_bf16_tf32_dst_fp32" &&
           (reader.number("sm__ops_path_tensor_src_fp16.sum.per_cycle_elapsed") ||
            reader.number("sm__ops_path_tensor_src_bf16_dst_fp32.sum.per_cycle_elapsed"))) {

@@ -38,7 +38,9 @@ const std::vector<std::string>& triage_arguments() {
     }
     // Tensor FLOP rates of BF16 and FP16 inputs (LLM GEMMs and attention): one pass each on
     // the H200. FP8/TF32/INT8 would cost one more each; tensor work in those precisions is
-    // reported as missing FLOP/s rather than as ~0.
+    // reported as missing FLOP/s rather than as ~0. GH100 has no counter that sums several
+    // precisions in one pass: sm__ops_path_tensor_src_fp16_bf16_tf32_dst_fp32 is not in its
+    // metric list, and ncu collects nothing for it without a word (measured 2026-12-01).
     metrics.push_back("sm__cycles_elapsed.avg.per_second");
     metrics.push_back("sm__ops_path_tensor_src_bf16_dst_fp32.sum.per_cycle_elapsed");
     metrics.push_back("sm__ops_path_tensor_src_fp16.sum.per_cycle_elapsed");

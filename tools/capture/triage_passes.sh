@@ -54,3 +54,6 @@ prun torch_full --set full
 prun torch_basic --set basic
 prun torch_all_stalls $CORE --metrics "$FLOPS,$TENSOR,$DRAM,$STALLS"
 prun torch_all_pcsamp $CORE --metrics "$FLOPS,$TENSOR,$DRAM,group:smsp__pcsamp_warp_stall_reasons"
+# 2026-12-01 (bench/README.md, "Cutting triage"): GH100 has no combined tensor counter; this
+# list collects no tensor rate at all (12 passes), and without $FLOPS 11.
+run core_combined_tensor $CORE --metrics "$DRAM,$FLOPS,sm__cycles_elapsed.avg.per_second,sm__ops_path_tensor_src_fp16_bf16_tf32_dst_fp32.sum.per_cycle_elapsed,group:smsp__pcsamp_warp_stall_reasons"
