@@ -12,6 +12,7 @@
 
 #include "capture/ncu_locator.h"
 #include "capture/tracer_run.h"
+#include "common/child_process.h"
 #include "common/json_table.h"
 #include "common/text.h"
 
@@ -122,7 +123,100 @@ SystemFacts gather_system_facts(const std::string& root, const std::string& ncu_
     facts.cupti_error = cupti.error;
     facts.cupti_version = cupti.version;
   }
+  if (root.empty() || std::getenv("KPROF_NVIDIA_SMI")) {
+    gather_gpu_memory(facts);
+  } else {
+    facts.gpu_memory_error = "not read with --root (nvidia-smi asks this system's driver)";
+  }
   return facts;
+}
+
+std::vector<GpuMemory> parse_gpu_memory(const std::string& text) {
+  static const RE2 kLine(R"(\s*(\d+)\s*,\s*([^,]*?)\s*,\s*(\d+)\s*,\s*(\d+)\s*)");
+  std::vector<GpuMemory> gpus;
+  std::istringstream in(text);
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (trim(line).empty()) continue;
+    GpuMemory gpu;
+    if (!RE2::FullMatch(line, kLine, &gpu.index, &gpu.name, &gpu.total_mib, &gpu.used_mib) ||
+        gpu.total_mib == 0 || gpu.used_mib > gpu.total_mib) {
+      throw std::runtime_error(fmt::format(
+          "nvidia-smi line {}: expected \"INDEX, NAME, TOTAL MiB, USED MiB\", got \"{}\"", number,
+          line.substr(0, 120)));
+    }
+    gpus.push_back(gpu);
+  }
+  return gpus;
+}
+
+void gather_gpu_memory(SystemFacts& facts) {
+  const char* override_path = std::getenv("KPROF_NVIDIA_SMI");
+  std::string smi = override_path && *override_path ? override_path : find_executable("nvidia-smi");
+  if (smi.empty()) {
+    facts.gpu_memory_error = "nvidia-smi not found on PATH";
+    return;
+  }
+  ChildRequest request;
+  request.argv = {smi, "--query-gpu=index,name,memory.total,memory.used",
+                  "--format=csv,noheader,nounits"};
+  request.timeout = std::chrono::milliseconds(15000);
+  ChildResult result = run_child(request);
+  if (!result.started || result.exit_code != 0) {
+    std::string said(trim(result.err.empty() ? result.out : result.err));
+    facts.gpu_memory_error = fmt::format(
+        "{} failed ({}){}", smi,
+        result.started ? fmt::format("exit status {}", result.exit_code) : result.start_error,
+        said.empty() ? "" : ": " + said.substr(0, said.find('\n')));
+    return;
+  }
+  try {
+    facts.gpu_memory = parse_gpu_memory(result.out);
+    if (facts.gpu_memory.empty()) facts.gpu_memory_error = smi + " listed no GPU";
+  } catch (const std::runtime_error& error) {
+    facts.gpu_memory_error = error.what();
+  }
+}
+
+std::vector<Check> gpu_memory_checks(const SystemFacts& facts) {
+  using S = Check::Status;
+  std::vector<Check> checks;
+  if (facts.gpu_memory.empty()) {
+    checks.push_back({"GPU memory headroom", S::kInfo,
+                      "not checked: " + (facts.gpu_memory_error.empty() ? std::string("no GPU")
+                                                                        : facts.gpu_memory_error),
+                      ""});
+    return checks;
+  }
+  for (const GpuMemory& gpu : facts.gpu_memory) {
+    double total_gib = gpu.total_mib / 1024.0, used_gib = gpu.used_mib / 1024.0;
+    std::string name = fmt::format("GPU {} memory headroom", gpu.index);
+    std::string state =
+        fmt::format("{}: {:.1f} of {:.1f} GiB in use", gpu.name, used_gib, total_gib);
+    // Kernel replay saves the memory a kernel may touch before each pass and restores it after.
+    // ncu keeps that copy in free device memory when it fits and in system memory when it does
+    // not. On the H200 (140.4 GiB) 5, 40 and 65 GiB resident stayed on the device and 80 and
+    // 100 GiB went to system memory (bench/capture-cost.sh): "more in use than free" is the
+    // line between them.
+    if (gpu.used_mib * 2 > gpu.total_mib) {
+      checks.push_back(
+          {name, S::kWarning,
+           state + " — more than is free beside it, so ncu will back the replay memory up in "
+                   "system memory: measured on an H200, 18 s per profiled kernel with 80 GiB "
+                   "resident and 33-41 s with 100 GiB, for every preset (1-5 s up to 65 GiB)",
+           "profile few kernels (-k, --launch-count), hold less device memory while capturing "
+           "(vLLM --gpu-memory-utilization, SGLang --mem-fraction-static, a smaller batch), or "
+           "--replay-mode application"});
+    } else if (gpu.used_mib * 4 > gpu.total_mib) {
+      checks.push_back({name, S::kOk,
+                        state + " — the replay save fits in the free memory (H200, 40 GiB "
+                                "resident: 2.0 s per kernel with triage, 5.2 s with full)",
+                        ""});
+    } else {
+      checks.push_back({name, S::kOk, state, ""});
+    }
+  }
+  return checks;
 }
 
 std::vector<Check> run_doctor_checks(const SystemFacts& facts) {
@@ -277,6 +371,9 @@ std::vector<Check> run_doctor_checks(const SystemFacts& facts) {
     checks.push_back({"GPU device", S::kFailed, "/dev/nvidiactl is absent: no GPU is visible here",
                       "run on a GPU host, or give the container the GPU (--gpus / a GPU "
                       "resource request)"});
+  } else {
+    std::vector<Check> memory = gpu_memory_checks(facts);
+    checks.insert(checks.end(), memory.begin(), memory.end());
   }
   return checks;
 }

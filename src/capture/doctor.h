@@ -11,6 +11,13 @@
 
 namespace kprof::capture {
 
+// One GPU's memory as nvidia-smi reports it (MiB): what a capture's replay must save per pass.
+struct GpuMemory {
+  int index = 0;
+  std::string name;
+  std::uint64_t total_mib = 0, used_mib = 0;
+};
+
 struct SystemFacts {
   std::string ncu_path;               // empty: not found
   std::string ncu_searched;           // where kprof looked
@@ -30,6 +37,10 @@ struct SystemFacts {
   std::string tracer_path, tracer_searched;
   std::string cupti_path, cupti_searched, cupti_error;
   std::optional<std::uint32_t> cupti_version;
+  // GPU memory in use, from `nvidia-smi --query-gpu` (NVML: no CUDA context is created, so a
+  // busy server is not disturbed). Empty with gpu_memory_error saying why when not read.
+  std::vector<GpuMemory> gpu_memory;
+  std::string gpu_memory_error;
 };
 
 struct Check {
@@ -38,6 +49,20 @@ struct Check {
   std::string detail;
   std::string next;  // what to do; empty when nothing
 };
+
+// Parses `nvidia-smi --query-gpu=index,name,memory.total,memory.used --format=csv,noheader,
+// nounits` ("0, NVIDIA H200, 143771, 1234" per GPU); a line that is not that is an error
+// naming the line.
+std::vector<GpuMemory> parse_gpu_memory(const std::string& text);
+
+// The headroom check on its own (doctor runs it, and capture before it starts): per GPU, ok,
+// or a warning with the capture cost measured on an H200 when the memory in use exceeds what is
+// free beside it (ncu then backs the replay save up in system memory).
+std::vector<Check> gpu_memory_checks(const SystemFacts& facts);
+
+// nvidia-smi's reading of this system's GPUs, into facts.gpu_memory (or gpu_memory_error).
+// KPROF_NVIDIA_SMI names another nvidia-smi (tests).
+void gather_gpu_memory(SystemFacts& facts);
 
 // Reads the facts from the running system; root prefixes every absolute path read (tests and
 // container images), env is the process environment.

@@ -531,6 +531,23 @@ TEST_F(Capture, DoctorOnTheH200sRecordedFacts) {
   EXPECT_NE(text.find("toolkit 13.0 on a CUDA 13.x driver"), std::string::npos);
   EXPECT_NE(text.find("RmProfilingAdminOnly: 0"), std::string::npos);
   EXPECT_NE(text.find("Version 2025.3.1.0"), std::string::npos);
+  EXPECT_NE(text.find("not read with --root"), std::string::npos) << text;
+
+  // The GPU's memory through nvidia-smi (a stand-in printing what the H200's printed with 100
+  // GiB held): more in use than free is a warning with the measured cost, not a failure.
+  fs::path smi = dir_ / "nvidia-smi";
+  std::ofstream(smi) << "#!/bin/sh\nexec cat " << data_path("h200/nvidia-smi/held_100g.csv")
+                     << "\n";
+  fs::permissions(smi, fs::perms::owner_all);
+  setenv("KPROF_NVIDIA_SMI", smi.c_str(), 1);
+  auto held = testing::run_process({KPROF_BINARY, "doctor", "--root", root.string()});
+  unsetenv("KPROF_NVIDIA_SMI");
+  EXPECT_EQ(held.exit_code, 0) << held.out << held.err;
+  EXPECT_NE(held.out.find("warning  GPU 0 memory headroom  NVIDIA H200: 100.6 of 140.4 GiB in use "
+                          "— more than is free beside it"),
+            std::string::npos)
+      << held.out;
+  EXPECT_NE(held.out.find("18 s per profiled kernel with 80 GiB resident"), std::string::npos);
 
   fs::remove(root / "dev/nvidiactl");
   setenv("CUDA_INJECTION64_PATH", "/opt/other/libinject.so", 1);

@@ -4,7 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <optional>
+
+#include "support/test_data.h"
 
 namespace kprof::capture {
 namespace {
@@ -139,6 +143,63 @@ TEST(Doctor, InjectionVariableAndSandboxAndMissingPieces) {
   std::vector<Check> checks = run_doctor_checks(facts);
   EXPECT_EQ(find(checks, "ncu")->status, Check::Status::kFailed);
   EXPECT_EQ(find(checks, "GPU device")->status, Check::Status::kFailed);
+}
+
+std::string read_data(const std::string& relative) {
+  std::ifstream in(testing::data_path(relative), std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// nvidia-smi --query-gpu=index,name,memory.total,memory.used --format=csv,noheader,nounits on
+// the H200, idle and with 100 GiB held by a PyTorch process (data/h200/nvidia-smi/).
+TEST(Doctor, NvidiaSmiMemoryReadingsOfTheH200) {
+  std::vector<GpuMemory> idle = parse_gpu_memory(read_data("h200/nvidia-smi/idle.csv"));
+  ASSERT_EQ(idle.size(), 1u);
+  EXPECT_EQ(idle[0].index, 0);
+  EXPECT_EQ(idle[0].name, "NVIDIA H200");
+  EXPECT_EQ(idle[0].total_mib, 143771u);
+  EXPECT_EQ(idle[0].used_mib, 0u);
+  std::vector<GpuMemory> held = parse_gpu_memory(read_data("h200/nvidia-smi/held_100g.csv"));
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].used_mib, 103019u);  // 100 GiB of tensors and the context
+  // What nvidia-smi prints where it cannot read a value (MIG, some vGPUs) is named, not guessed.
+  try {
+    parse_gpu_memory("0, NVIDIA H200, 143771, 0\n1, NVIDIA H200, [N/A], [N/A]\n");
+    FAIL() << "accepted [N/A]";
+  } catch (const std::runtime_error& error) {
+    EXPECT_NE(std::string(error.what()).find("nvidia-smi line 2"), std::string::npos)
+        << error.what();
+  }
+}
+
+// The line measured on the H200 (bench/capture-cost.sh): 65 GiB resident of 140.4 kept the
+// replay save on the device, 80 GiB moved it to system memory. Doctor warns past "more in use
+// than free", with the figures, and says nothing alarming below it.
+TEST(Doctor, MemoryHeadroomWarnsWhereNcuBacksUpToSystemMemory) {
+  SystemFacts facts = h200();
+  facts.gpu_memory = parse_gpu_memory(read_data("h200/nvidia-smi/held_100g.csv"));
+  std::optional<Check> held = find(run_doctor_checks(facts), "GPU 0 memory headroom");
+  ASSERT_TRUE(held.has_value());
+  EXPECT_EQ(held->status, Check::Status::kWarning);
+  EXPECT_NE(held->detail.find("100.6 of 140.4 GiB in use"), std::string::npos) << held->detail;
+  EXPECT_NE(held->detail.find("33-41 s with 100 GiB"), std::string::npos);
+  EXPECT_NE(held->next.find("--replay-mode application"), std::string::npos);
+  EXPECT_FALSE(any_failed(run_doctor_checks(facts)));
+
+  GpuMemory gpu = facts.gpu_memory[0];
+  for (auto [used_gib, status] : {std::pair{65.5, Check::Status::kOk},       // measured: on device
+                                  std::pair{80.5, Check::Status::kWarning},  // measured: host
+                                  std::pair{0.0, Check::Status::kOk}}) {
+    facts.gpu_memory = {gpu};
+    facts.gpu_memory[0].used_mib = static_cast<std::uint64_t>(used_gib * 1024);
+    EXPECT_EQ(find(gpu_memory_checks(facts), "GPU 0 memory headroom")->status, status) << used_gib;
+  }
+  facts.gpu_memory.clear();
+  facts.gpu_memory_error = "nvidia-smi not found on PATH";
+  std::optional<Check> unknown = find(run_doctor_checks(facts), "GPU memory headroom");
+  ASSERT_TRUE(unknown.has_value());
+  EXPECT_EQ(unknown->status, Check::Status::kInfo);
+  EXPECT_NE(unknown->detail.find("nvidia-smi not found"), std::string::npos);
 }
 
 }  // namespace
