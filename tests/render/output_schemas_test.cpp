@@ -154,6 +154,16 @@ TEST_F(OutputSchemas, RankAndRankSteps) {
   expect_refusals("rank-steps", kprof_json(steps[0]));
 }
 
+TEST_F(OutputSchemas, RankByOp) {
+  std::vector<std::vector<std::string>> runs = {
+      {"rank", "--json", "--by", "op", data_path("h200/trace_eager.json.gz")},
+      {"rank", "--json", "--by", "op", data_path("h200/budget_graph_decode.json.gz")},
+      {"rank", "--json", "--by", "op", data_path("h200/nsys_decode_steps.sqlite")},
+      {"rank", "--json", "--by", "module", data_path("h200/trace_eager.json.gz")}};
+  for (const auto& args : runs) expect_valid("rank-ops", kprof_json(args), args[4]);
+  expect_refusals("rank-ops", kprof_json(runs[0]));
+}
+
 TEST_F(OutputSchemas, Budget) {
   std::vector<std::vector<std::string>> runs = {
       {"budget", "--json", data_path("h200/budget_eager_decode.json.gz")},
