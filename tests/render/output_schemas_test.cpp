@@ -195,6 +195,24 @@ TEST_F(OutputSchemas, Diff) {
   expect_refusals("diff", regression);
 }
 
+TEST_F(OutputSchemas, TraceDiff) {
+  std::string eager = data_path("h200/budget_eager_decode.json.gz");
+  std::string graph = data_path("h200/budget_graph_decode.json.gz");
+  json improved = kprof_json({"diff", "--json", eager, graph});
+  expect_valid("trace-diff", improved, "eager against graph");
+  expect_valid("trace-diff", kprof_json({"diff", "--json", graph, eager}, 6), "a regression");
+  expect_valid("trace-diff",
+               kprof_json({"diff", "--json", data_path("h200/trace_eager.json.gz"),
+                           data_path("h200/trace_compile.json.gz")}),
+               "no steps");
+  expect_valid("trace-diff",
+               kprof_json({"diff", "--json", data_path("h200/nsys_decode_steps.sqlite"), eager,
+                           "--step", "^decode|^ProfilerStep"},
+                          6),
+               "nsys against PyTorch");
+  expect_refusals("trace-diff", improved);
+}
+
 TEST_F(OutputSchemas, ExplainOnEveryRecordedNcuRun) {
   std::string folder = data_path("h200/ncu-outputs");
   json last;
