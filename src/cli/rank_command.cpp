@@ -73,6 +73,10 @@ RankedTrace rank_trace(const std::string& path, const std::vector<std::string>& 
 }
 
 ExitCode run_rank(const RankOptions& options, Output& output) {
+  if (options.per_step && options.by != "kernel") {
+    throw UsageError("--per-step ranks kernels within steps; it does not combine with --by " +
+                     options.by);
+  }
   if (options.per_step) return run_rank_per_step(options, output);
   if (options.by != "kernel") {
     return run_rank_by_op({options.path, options.by, options.json, options.top, options.name_width},
