@@ -61,6 +61,8 @@ std::string change_name(Change change) {
       return "only in baseline";
     case Change::kOnlyInCandidate:
       return "only in candidate";
+    case Change::kNotEnoughSamples:
+      return "not enough samples to judge";
   }
   return "";
 }
@@ -117,18 +119,40 @@ CaptureDiff diff_captures(const model::Report& baseline, const model::Report& ca
       d.change = Change::kOnlyInBaseline;
     } else if (d.baseline_ns && d.candidate_ns && *d.baseline_ns > 0) {
       d.change_pct = (*d.candidate_ns - *d.baseline_ns) / *d.baseline_ns * 100;
-      if (*d.change_pct > d.threshold_pct) {
+      bool single = base.durations.size() < 2 || cand.durations.size() < 2;
+      if (single) d.floor_us = options.single_sample_floor_us;
+      double moved_us = std::fabs(*d.candidate_ns - *d.baseline_ns) / 1000;
+      bool past_threshold = std::fabs(*d.change_pct) > d.threshold_pct;
+      if (past_threshold && single && moved_us <= options.single_sample_floor_us) {
+        d.change = Change::kNotEnoughSamples;
+        ++diff.not_enough_samples;
+      } else if (past_threshold && *d.change_pct > 0) {
         d.change = Change::kRegression;
         ++diff.regressions;
-      } else if (*d.change_pct < -d.threshold_pct) {
+      } else if (past_threshold) {
         d.change = Change::kImprovement;
         ++diff.improvements;
       }
+      double weight = static_cast<double>(base.durations.size());
+      diff.overall.baseline_us += *d.baseline_ns / 1000 * weight;
+      diff.overall.candidate_us += *d.candidate_ns / 1000 * weight;
     }
     diff.kernels.push_back(std::move(d));
   }
+  if (diff.overall.baseline_us > 0) {
+    diff.overall.change_pct =
+        (diff.overall.candidate_us - diff.overall.baseline_us) / diff.overall.baseline_us * 100;
+    if (*diff.overall.change_pct > options.threshold_pct) {
+      diff.overall.change = Change::kRegression;
+    } else if (*diff.overall.change_pct < -options.threshold_pct) {
+      diff.overall.change = Change::kImprovement;
+    }
+  }
   auto rank = [](const KernelDiff& d) {
-    return d.change == Change::kRegression ? 0 : d.change == Change::kImprovement ? 1 : 2;
+    return d.change == Change::kRegression         ? 0
+           : d.change == Change::kNotEnoughSamples ? 1
+           : d.change == Change::kImprovement      ? 2
+                                                   : 3;
   };
   std::stable_sort(
       diff.kernels.begin(), diff.kernels.end(), [&](const KernelDiff& a, const KernelDiff& b) {

@@ -8,6 +8,7 @@
 
 #include "analysis/stages.h"
 #include "cli/command.h"
+#include "cli/op_rank.h"
 #include "importers/common/read_trace.h"
 #include "render/report_json.h"
 #include "render/trace_render.h"
@@ -26,6 +27,7 @@ struct RankOptions {
   std::string stages_path;
   bool per_step = false;
   std::string step_regex;
+  std::string by = "kernel";
 };
 
 // Per step (as kprof budget finds steps): the kernels that carry each step's GPU time.
@@ -71,7 +73,15 @@ RankedTrace rank_trace(const std::string& path, const std::vector<std::string>& 
 }
 
 ExitCode run_rank(const RankOptions& options, Output& output) {
+  if (options.per_step && options.by != "kernel") {
+    throw UsageError("--per-step ranks kernels within steps; it does not combine with --by " +
+                     options.by);
+  }
   if (options.per_step) return run_rank_per_step(options, output);
+  if (options.by != "kernel") {
+    return run_rank_by_op({options.path, options.by, options.json, options.top, options.name_width},
+                          output);
+  }
   RankedTrace ranked =
       rank_trace(options.path, output.argv, options.stages_path, options.raw_names);
   output.stderr_text += render::trace_warnings(ranked.source);
@@ -117,6 +127,13 @@ void define_rank(CLI::App& parent, Runner& runner) {
   command->add_flag("--per-step", options->per_step,
                     "Rank within each step (ProfilerStep#N, or --step), by launch correlation "
                     "as kprof budget attributes work");
+  command
+      ->add_option("--by", options->by,
+                   "kernel (default), op: GPU time per PyTorch operator (innermost cpu_op around "
+                   "each launch, JSON kprof.rank-ops/1), module: per nn.Module path "
+                   "(traces recorded with_modules=True)")
+      ->check(CLI::IsMember({"kernel", "op", "module"}))
+      ->capture_default_str();
   command->add_option("--step", options->step_regex,
                       "With --per-step: regex over annotation names that delimit steps");
   command->add_option("--stages", options->stages_path,

@@ -28,6 +28,7 @@ nlohmann::json kernel_json(const analysis::KernelDiff& d) {
           {"change_pct", optional_json(d.change_pct)},
           {"noise_pct", optional_json(d.noise_pct)},
           {"threshold_pct", d.threshold_pct},
+          {"floor_us", optional_json(d.floor_us)},
           {"baseline_verdict", d.baseline_verdict},
           {"candidate_verdict", d.candidate_verdict},
           {"baseline_sm_throughput_pct", optional_json(d.baseline_sm_pct)},
@@ -68,15 +69,29 @@ std::string diff_text(const analysis::CaptureDiff& diff, const std::string& base
          d.noise_pct ? fmt::format("{:.1f}", *d.noise_pct) : "—",
          fmt::format("{:.1f}", d.threshold_pct), verdict, analysis::change_name(d.change)});
   }
-  std::string out = fmt::format("{} → {}: {} kernel groups, {} regression{}, {} improvement{}\n",
+  std::string out = fmt::format("{} → {}: {} kernel groups, {} regression{}, {} improvement{}",
                                 baseline, candidate, diff.kernels.size(), diff.regressions,
                                 diff.regressions == 1 ? "" : "s", diff.improvements,
                                 diff.improvements == 1 ? "" : "s");
-  out += table.to_string();
+  if (diff.not_enough_samples > 0) {
+    out += fmt::format(", {} not enough samples to judge", diff.not_enough_samples);
+  }
+  out += "\n" + table.to_string();
   out += fmt::format(
       "A kernel (same name, grid and block) regresses when its median duration grows by more than "
-      "{}% or than {}× the noise its repeated launches show, whichever is larger.\n",
-      format_number(options.threshold_pct), format_number(options.noise_factor));
+      "{}% or than {}× the noise its repeated launches show, whichever is larger; a kernel "
+      "launched once on a side must also move by more than {} us, else it is not enough samples "
+      "to judge (capture more launches of it).\n",
+      format_number(options.threshold_pct), format_number(options.noise_factor),
+      format_number(options.single_sample_floor_us));
+  if (diff.overall.change_pct) {
+    out += fmt::format(
+        "time-weighted (each kernel's median × its baseline launches, {} kernel groups in both): "
+        "{} us → {} us, {}%: {}\n",
+        diff.in_both, format_number(diff.overall.baseline_us),
+        format_number(diff.overall.candidate_us), signed_pct(diff.overall.change_pct),
+        analysis::change_name(diff.overall.change));
+  }
   return out;
 }
 
@@ -90,8 +105,16 @@ nlohmann::json diff_json(const analysis::CaptureDiff& diff, const std::string& b
                         {"candidate", candidate},
                         {"threshold_pct", options.threshold_pct},
                         {"noise_factor", options.noise_factor},
+                        {"single_sample_floor_us", options.single_sample_floor_us},
                         {"regressions", diff.regressions},
                         {"improvements", diff.improvements},
+                        {"not_enough_samples", diff.not_enough_samples},
+                        {"overall",
+                         {{"baseline_us", diff.overall.baseline_us},
+                          {"candidate_us", diff.overall.candidate_us},
+                          {"change_pct", optional_json(diff.overall.change_pct)},
+                          {"change", analysis::change_name(diff.overall.change)}}},
+                        {"regressed", diff.regressed()},
                         {"kernels", kernels}});
 }
 

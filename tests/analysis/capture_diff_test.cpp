@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -103,6 +105,97 @@ TEST(CaptureDiff, InstantiationsOfOneTemplateAreDifferentKernels) {
       diff_files("h200/decode_eager_full.ncu-rep.zst", "h200/decode_eager_full.ncu-rep.zst");
   EXPECT_EQ(diff.kernels.size(), groups.size());
   EXPECT_EQ(diff.in_both, groups.size());
+}
+
+// Σ over the kernel groups in both reports of median × baseline launches, summed from the raw
+// gpu__time_duration.sum of each launch, grouped by mangled name, grid and block (the two
+// reports' kernels all have mangled names), in µs.
+std::pair<double, double> time_weighted_us(const std::string& a, const std::string& b) {
+  using Group = std::tuple<std::string, std::string, std::string>;
+  auto durations = [](const std::string& file) {
+    std::map<Group, std::vector<double>> groups;
+    for (const model::Kernel& k : importers::import_report(data_path(file)).kernels) {
+      groups[{k.mangled_name, k.grid.to_string(), k.block.to_string()}].push_back(
+          *k.number("gpu__time_duration.sum") / 1000);
+    }
+    return groups;
+  };
+  auto middle = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  };
+  auto base = durations(a), cand = durations(b);
+  double base_total = 0, cand_total = 0;
+  for (const auto& [group, values] : base) {
+    auto other = cand.find(group);
+    if (other == cand.end()) continue;
+    base_total += middle(values) * static_cast<double>(values.size());
+    cand_total += middle(other->second) * static_cast<double>(values.size());
+  }
+  return {base_total, cand_total};
+}
+
+// big_basic and big_min hold the same eager step's kernels, captured with two metric sets: no
+// change. Judged at 2%, nvjet_sm90_tst_256x16 — launched once on each side — moved +1.95 µs
+// (+3.1%) and nvjet_sm90_tst_128x16_64x11_4x1 -0.77 µs (-2.6%), less than one launch moves
+// between captures (up to 1.98 µs across big_full, big_basic, big_min). The first used to be a
+// regression that failed the gate; with no noise estimate both are not enough samples to judge,
+// and the time-weighted whole is unchanged.
+TEST(CaptureDiff, ASingleLaunchUnderTheFloorIsNotEnoughSamplesNotARegression) {
+  DiffOptions options;
+  options.threshold_pct = 2;
+  CaptureDiff diff = diff_files("h200/big_basic.ncu-rep.zst", "h200/big_min.ncu-rep.zst", options);
+  EXPECT_EQ(diff.regressions, 0u);
+  EXPECT_FALSE(diff.regressed());
+  ASSERT_EQ(diff.not_enough_samples, 2u);
+  EXPECT_EQ(diff.kernels[1].change, Change::kNotEnoughSamples);
+  EXPECT_NEAR(*diff.kernels[1].change_pct, -2.6, 0.05);
+  EXPECT_EQ(diff.overall.change, Change::kUnchanged);
+  const KernelDiff& moved = diff.kernels.front();
+  EXPECT_EQ(moved.change, Change::kNotEnoughSamples);
+  EXPECT_EQ(moved.name.rfind("nvjet_sm90_tst_256x16_64x6_2x1", 0), 0u) << moved.name;
+  EXPECT_EQ(moved.baseline_launches, 1u);
+  EXPECT_NEAR(*moved.change_pct, 3.1, 0.05);
+  ASSERT_TRUE(moved.floor_us);
+  // The same kernel past a 1 µs floor is judged.
+  options.single_sample_floor_us = 1;
+  CaptureDiff strict =
+      diff_files("h200/big_basic.ncu-rep.zst", "h200/big_min.ncu-rep.zst", options);
+  EXPECT_EQ(strict.regressions, 1u);
+  EXPECT_TRUE(strict.regressed());
+}
+
+TEST(CaptureDiff, TheTimeWeightedTotalIsTheMediansTimesBaselineLaunches) {
+  for (auto [a, b] :
+       {std::pair{"h200/big_basic.ncu-rep.zst", "h200/big_min.ncu-rep.zst"},
+        {"h200/diff_suite_basic_base_a.ncu-rep.zst", "h200/diff_suite_basic_slow_fp32.ncu-rep.zst"},
+        {"h200/diff_suite_basic_base_a.ncu-rep.zst", "h200/diff_suite_basic_base_b.ncu-rep.zst"}}) {
+    SCOPED_TRACE(std::string(a) + " " + b);
+    auto [base_us, cand_us] = time_weighted_us(a, b);
+    CaptureDiff diff = diff_files(a, b);
+    EXPECT_NEAR(diff.overall.baseline_us, base_us, 1e-6 * base_us);
+    EXPECT_NEAR(diff.overall.candidate_us, cand_us, 1e-6 * cand_us);
+    EXPECT_NEAR(*diff.overall.change_pct, (cand_us - base_us) / base_us * 100, 1e-6);
+  }
+  // The same kernels, unchanged: within ±1%.
+  EXPECT_EQ(diff_files("h200/big_basic.ncu-rep.zst", "h200/big_min.ncu-rep.zst").overall.change,
+            Change::kUnchanged);
+  // k_fp32_fma doing twice the work is most of the suite's time: the whole regressed.
+  CaptureDiff slow = diff_of("base_a", "slow_fp32");
+  EXPECT_EQ(slow.overall.change, Change::kRegression);
+  EXPECT_TRUE(slow.regressed());
+}
+
+// Launched once, but moved by milliseconds: a single sample past the floor is still judged. The
+// selftest's k_* kernels do less work than the suite's of the same name (selftest_h200_full has
+// smaller launches), four of them far less.
+TEST(CaptureDiff, ASingleLaunchPastTheFloorIsJudged) {
+  CaptureDiff diff =
+      diff_files("h200/bottleneck_suite_full.ncu-rep.zst", "h200/selftest_h200_full.ncu-rep.zst");
+  EXPECT_EQ(diff.improvements, 4u);
+  EXPECT_EQ(diff.not_enough_samples, 0u);
+  EXPECT_EQ(diff.overall.change, Change::kImprovement);
+  EXPECT_FALSE(diff.regressed());
 }
 
 }  // namespace

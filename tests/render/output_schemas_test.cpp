@@ -154,6 +154,16 @@ TEST_F(OutputSchemas, RankAndRankSteps) {
   expect_refusals("rank-steps", kprof_json(steps[0]));
 }
 
+TEST_F(OutputSchemas, RankByOp) {
+  std::vector<std::vector<std::string>> runs = {
+      {"rank", "--json", "--by", "op", data_path("h200/trace_eager.json.gz")},
+      {"rank", "--json", "--by", "op", data_path("h200/budget_graph_decode.json.gz")},
+      {"rank", "--json", "--by", "op", data_path("h200/nsys_decode_steps.sqlite")},
+      {"rank", "--json", "--by", "module", data_path("h200/trace_eager.json.gz")}};
+  for (const auto& args : runs) expect_valid("rank-ops", kprof_json(args), args[4]);
+  expect_refusals("rank-ops", kprof_json(runs[0]));
+}
+
 TEST_F(OutputSchemas, Budget) {
   std::vector<std::vector<std::string>> runs = {
       {"budget", "--json", data_path("h200/budget_eager_decode.json.gz")},
@@ -183,6 +193,24 @@ TEST_F(OutputSchemas, Diff) {
                         data_path("h200/diff_suite_basic_slow_fp32.ncu-rep.zst")});
   expect_valid("diff", kprof_json({"diff", "--json", "--db", db, "1", "2"}, 6), "--db");
   expect_refusals("diff", regression);
+}
+
+TEST_F(OutputSchemas, TraceDiff) {
+  std::string eager = data_path("h200/budget_eager_decode.json.gz");
+  std::string graph = data_path("h200/budget_graph_decode.json.gz");
+  json improved = kprof_json({"diff", "--json", eager, graph});
+  expect_valid("trace-diff", improved, "eager against graph");
+  expect_valid("trace-diff", kprof_json({"diff", "--json", graph, eager}, 6), "a regression");
+  expect_valid("trace-diff",
+               kprof_json({"diff", "--json", data_path("h200/trace_eager.json.gz"),
+                           data_path("h200/trace_compile.json.gz")}),
+               "no steps");
+  expect_valid("trace-diff",
+               kprof_json({"diff", "--json", data_path("h200/nsys_decode_steps.sqlite"), eager,
+                           "--step", "^decode|^ProfilerStep"},
+                          6),
+               "nsys against PyTorch");
+  expect_refusals("trace-diff", improved);
 }
 
 TEST_F(OutputSchemas, ExplainOnEveryRecordedNcuRun) {
