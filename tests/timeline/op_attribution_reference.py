@@ -8,6 +8,10 @@ force over all ops, no sorting or stack as kprof's sweep has. GPU work (kernel, 
 gpu_memset) goes to the op of the call with its correlation id, else to "(no operator)". Per op
 the count and the summed duration must equal kprof's (durations to 1e-6 us per op).
 
+A trace recorded with_modules (name ending in `_modules.json.gz`) is also checked `--by module`:
+the `python_function` events named `nn.Module: NAME` of the call's thread that hold its start,
+outermost first, joined by "/" (else "(no module)").
+
 usage: op_attribution_reference.py KPROF TRACE...
 """
 import collections
@@ -17,9 +21,11 @@ import subprocess
 import sys
 
 NO_OP = "(no operator)"
+NO_MODULE = "(no module)"
+MODULE_PREFIX = "nn.Module: "
 
 
-def reference(path):
+def reference(path, by="op"):
     with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
         doc = json.load(f)
     events = doc["traceEvents"] if isinstance(doc, dict) else doc
@@ -31,7 +37,7 @@ def reference(path):
             continue
         cat = e.get("cat")
         args = e.get("args") or {}
-        if cat == "cpu_op":
+        if (cat == "cpu_op") if by == "op" else (cat == "python_function" and e["name"].startswith(MODULE_PREFIX)):
             ops[(e["pid"], e["tid"])].append((float(e["ts"]), float(e["ts"]) + float(e["dur"]), e["name"]))
         elif cat in ("cuda_runtime", "cuda_driver") and "correlation" in args:
             c = args["correlation"]
@@ -44,12 +50,14 @@ def reference(path):
             w[1] += float(e["dur"])
     totals = collections.defaultdict(lambda: [0, 0.0])
     for correlation, (count, duration) in work.items():
-        name = NO_OP
+        name = NO_OP if by == "op" else NO_MODULE
         if correlation in calls:
             pid, tid, ts = calls[correlation]
             around = [o for o in ops.get((pid, tid), []) if o[0] <= ts <= o[1]]
-            if around:
+            if around and by == "op":
                 name = max(around, key=lambda o: (o[0], -o[1]))[2]
+            elif around:
+                name = "/".join(o[2][len(MODULE_PREFIX):] for o in sorted(around, key=lambda o: (o[0], -o[1])))
         totals[name][0] += count
         totals[name][1] += duration
     return totals
@@ -58,9 +66,11 @@ def reference(path):
 def main():
     kprof, traces = sys.argv[1], sys.argv[2:]
     failures = 0
-    for trace in traces:
-        expected = reference(trace)
-        out = subprocess.run([kprof, "rank", "--by", "op", "--json", trace], check=True,
+    runs = [(t, "op") for t in traces] + [(t, "module") for t in traces if t.endswith("_modules.json.gz")]
+    for trace, by in runs:
+        expected = reference(trace, by)
+        nothing = NO_OP if by == "op" else NO_MODULE
+        out = subprocess.run([kprof, "rank", "--by", by, "--json", trace], check=True,
                              capture_output=True, text=True).stdout
         got = {o["name"]: (o["kernels"], o["total_us"]) for o in json.loads(out)["ops"]}
         if set(got) != set(expected):
@@ -73,9 +83,9 @@ def main():
             if got[name][0] != count or abs(got[name][1] - total) > 1e-6:
                 print(f"{trace}: {name}: kprof {got[name]}, reference {(count, total)}")
                 failures += 1
-        attributed = sum(c for n, (c, _) in expected.items() if n != NO_OP)
-        print(f"{trace}: {len(expected)} ops, {attributed} GPU activities attributed, "
-              f"{expected.get(NO_OP, [0])[0]} not")
+        attributed = sum(c for n, (c, _) in expected.items() if n != nothing)
+        print(f"{trace} --by {by}: {len(expected)} names, {attributed} GPU activities attributed, "
+              f"{expected.get(nothing, [0])[0]} not")
         if attributed == 0:
             print(f"{trace}: nothing attributed: the comparison would say nothing")
             failures += 1
