@@ -141,14 +141,14 @@ std::string preflight_text(const PreflightView& view) {
       "kubectl: client {}, server {}; `kubectl debug --custom`: {}\n", view.versions.client_text,
       view.versions.server_text.empty() ? "?" : view.versions.server_text,
       view.versions.client_minor >= k8s::kCustomMinimumMinor ? "yes" : "no (kubectl < 1.31)");
-  text += fmt::format("recommended: kprof k8s {} with --safety {}\n", view.assessment.method,
-                      view.assessment.safety);
   if (view.gpu_capacity.checked) {
     for (const k8s::NodeGpus& node : view.gpu_capacity.nodes) {
       text += fmt::format("node {}: nvidia.com/gpu {} allocatable, {} requested, {} free\n",
                           node.name, node.allocatable, node.requested, node.free());
     }
   }
+  text += fmt::format("recommended: kprof k8s {} with --safety {}\n", view.assessment.method,
+                      view.assessment.safety);
   for (const auto& r : view.assessment.reasons) text += "  because " + r + "\n";
   for (const auto& w : view.assessment.warnings) text += "  warning: " + w + "\n";
   return text;
