@@ -40,6 +40,7 @@ struct K8sOptions {
   std::optional<std::int64_t> launch_skip, launch_count;
   int captures = 1;
   double timeout_s = 600;
+  std::optional<double> memory_fraction;  // sister: the engine's memory fraction in the copy
   double ready_timeout_s = 900;
   std::string output = "";
   std::string receipt;
@@ -314,6 +315,7 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
   sister.trace = options.trace;
   sister.tracer_image = options.tracer_image;
   sister.tracer_dir = options.tracer_dir;
+  sister.memory_fraction = options.memory_fraction;
   json manifest;
   try {
     manifest = k8s::sister_deployment(cluster.target, sister);
@@ -602,6 +604,12 @@ void define_k8s(CLI::App& parent, Runner& runner) {
                 "an initContainer");
   c->add_option("--tracer-dir", sister->tracer_dir, "Their folder in that image")
       ->capture_default_str();
+  c->add_option("--memory-fraction", sister->memory_fraction,
+                "The engine's memory fraction in the copy (rewrites vLLM's "
+                "--gpu-memory-utilization or SGLang's --mem-fraction-static in its command): "
+                "at 0.5 or less ncu's replay save stays on the GPU (1-5 s a kernel on an H200, "
+                "18-41 s at 80-100 GiB resident)")
+      ->check(CLI::Range(0.05, 1.0));
   c->add_option("--trace-duration", sister->trace_duration_s, "Seconds the trace window is open")
       ->capture_default_str();
   c->add_option("--top", sister->top, "With --trace: kernels listed in each ranking")

@@ -114,6 +114,10 @@ struct SisterOptions {
   bool trace = false;
   std::string tracer_image = "";
   std::string tracer_dir = "/opt/kprof/lib";
+  // The engine's memory fraction in the copy (vLLM --gpu-memory-utilization, SGLang
+  // --mem-fraction-static, rewritten where the server's command or args give it): below one
+  // half ncu's replay save stays in device memory (bench/capture-cost.sh).
+  std::optional<double> memory_fraction = std::nullopt;
 };
 
 // The mount point of the emptyDir the initContainer copies ncu into.

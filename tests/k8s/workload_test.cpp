@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -40,10 +41,14 @@ TEST(Workload, ReadsTheDeployment) {
 
 TEST(Workload, Assessment) {
   TargetInfo single = target("vllm_single_replica.json");
-  Assessment a = assess(single, *single.container(""), 31);
+  nlohmann::json objects = fixture("vllm_single_replica.json");
+  GpuCapacity capacity = gpu_capacity({{"items", objects["nodes"]}}, {{"items", objects["pods"]}});
+  Assessment a = assess(single, *single.container(""), 31, capacity);
   EXPECT_EQ(a.method, "sister");
   EXPECT_EQ(a.safety, "single-replica");
   EXPECT_EQ(a.warnings.size(), 2u);  // GPU memory fraction, injection variable
+  // Unread capacity is said, not assumed.
+  EXPECT_EQ(assess(single, *single.container(""), 31).warnings.size(), 3u);
   TargetInfo multi = target("sglang_under_ncu_launch.json");
   a = assess(multi, *multi.container(""), 29);
   EXPECT_EQ(a.method, "sidecar");
@@ -218,6 +223,93 @@ TEST(Workload, EntrypointOnlyContainersAreRefused) {
   TargetInfo t = parse_target(objects["deployments"][0], {{"items", objects["pods"]}},
                               {{"items", objects["services"]}});
   EXPECT_THROW(sister_deployment(t, {"", "img", "/opt/ncu", "ab12c"}), std::invalid_argument);
+}
+
+// nvidia.com/gpu per node: allocatable (a string quantity, as the API serves it) minus what
+// unfinished pods request there; a cordoned node and one without GPUs do not count.
+TEST(Workload, GpuCapacityPerNode) {
+  nlohmann::json objects = fixture("vllm_single_replica.json");
+  nlohmann::json nodes = {{"items", objects["nodes"]}};
+  nlohmann::json pods = {{"items", objects["pods"]}};
+  GpuCapacity capacity = gpu_capacity(nodes, pods);
+  ASSERT_EQ(capacity.nodes.size(), 2u);
+  EXPECT_EQ(capacity.nodes[0].name, "gpu-node-3");
+  EXPECT_EQ(capacity.nodes[0].allocatable, 8);
+  EXPECT_EQ(capacity.nodes[0].requested, 8);  // the server's pod
+  EXPECT_EQ(capacity.nodes[1].free(), 8);
+  // A finished pod holds nothing; an init container's request counts when it is the larger.
+  pods["items"][0]["status"]["phase"] = "Succeeded";
+  EXPECT_EQ(gpu_capacity(nodes, pods).nodes[0].requested, 0);
+  pods["items"][0]["status"]["phase"] = "Running";
+  pods["items"][0]["spec"]["initContainers"] = {
+      {{"name", "warm"}, {"resources", {{"limits", {{"nvidia.com/gpu", 2}}}}}}};
+  pods["items"][0]["spec"]["containers"][0]["resources"] = nlohmann::json::object();
+  EXPECT_EQ(gpu_capacity(nodes, pods).nodes[0].requested, 2);
+  nodes["items"][1]["spec"]["unschedulable"] = true;  // cordoned
+  EXPECT_EQ(gpu_capacity(nodes, pods).nodes.size(), 1u);
+  TargetInfo t = target("vllm_single_replica.json");
+  nodes["items"][1]["spec"]["unschedulable"] = false;
+  capacity = gpu_capacity(nodes, {{"items", objects["pods"]}});
+  capacity.nodes.pop_back();  // only the server's full node left
+  Assessment a = assess(t, *t.container(""), 31, capacity);
+  EXPECT_TRUE(std::any_of(a.warnings.begin(), a.warnings.end(), [](const std::string& w) {
+    return w.find("no node has 8 nvidia.com/gpu free") != std::string::npos;
+  }));
+}
+
+// The scheduler's condition and a container's waiting reason, as the API serves them.
+TEST(Workload, WhyAPodCannotStart) {
+  nlohmann::json pending = {
+      {"status",
+       {{"phase", "Pending"},
+        {"conditions",
+         {{{"type", "PodScheduled"},
+           {"status", "False"},
+           {"reason", "Unschedulable"},
+           {"message", "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."}}}}}}};
+  std::optional<PodStuck> stuck = pod_stuck(pending);
+  ASSERT_TRUE(stuck.has_value());
+  EXPECT_EQ(stuck->reason, "Unschedulable");
+  EXPECT_EQ(stuck->message, "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.");
+  nlohmann::json pulling = {
+      {"status",
+       {{"phase", "Pending"},
+        {"initContainerStatuses",
+         {{{"name", "kprof-ncu"},
+           {"state",
+            {{"waiting", {{"reason", "ErrImagePull"}, {"message", "manifest unknown"}}}}}}}}}}};
+  EXPECT_EQ(pod_stuck(pulling)->message, "container kprof-ncu: manifest unknown");
+  nlohmann::json creating = {
+      {"status",
+       {{"phase", "Pending"},
+        {"containerStatuses",
+         {{{"name", "server"}, {"state", {{"waiting", {{"reason", "ContainerCreating"}}}}}}}}}}};
+  EXPECT_FALSE(pod_stuck(creating).has_value());  // on its way
+}
+
+// --memory-fraction rewrites the engine's flag in the copy, in either spelling, and refuses an
+// engine whose command has none.
+TEST(Workload, SisterMemoryFractionRewritesTheEnginesFlag) {
+  TargetInfo t = target("vllm_single_replica.json");
+  SisterOptions options{"", "img", "/opt/ncu", "ab12c"};
+  options.memory_fraction = 0.45;
+  nlohmann::json sister = sister_deployment(t, options);
+  const nlohmann::json& c = sister["spec"]["template"]["spec"]["containers"][0];
+  std::string argv = c["command"].dump() + c.value("args", nlohmann::json::array()).dump();
+  EXPECT_NE(argv.find(R"("--gpu-memory-utilization","0.45")"), std::string::npos) << argv;
+  EXPECT_EQ(argv.find("0.92"), std::string::npos) << argv;
+  EXPECT_TRUE(check_sister(sister, t).empty());
+  TargetInfo sglang = target("sglang_under_ncu_launch.json");
+  nlohmann::json& command = sglang.deployment_json["spec"]["template"]["spec"]["containers"][0];
+  command["args"] = {"--mem-fraction-static=0.88"};
+  sglang.containers[0].under_ncu_launch = false;
+  sglang.containers[0].command = {"python3", "-m", "sglang.launch_server"};
+  command["command"] = sglang.containers[0].command;
+  nlohmann::json copied = sister_deployment(sglang, options);
+  EXPECT_EQ(copied["spec"]["template"]["spec"]["containers"][0]["args"],
+            nlohmann::json({"--mem-fraction-static=0.45"}));
+  command["args"] = nlohmann::json::array();
+  EXPECT_THROW(sister_deployment(sglang, options), std::invalid_argument);
 }
 
 }  // namespace
