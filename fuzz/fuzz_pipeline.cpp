@@ -30,6 +30,7 @@
 #include "render/trace_render.h"
 #include "render/verdict_render.h"
 #include "timeline/kernel_ranking.h"
+#include "timeline/rank_comparison.h"
 #include "timeline/step_budget.h"
 #include "timeline/trace_join.h"
 
@@ -165,6 +166,17 @@ void run_trace(const std::string& path, std::string_view bytes, bool through_fil
   check_text(render::budget_text(budget, {}, source), "budget text");
   check_json(render::step_ranking_json(budget, source), "rank --per-step JSON");
   check_text(render::step_ranking_text(budget, source, 20, 70), "rank --per-step text");
+  // The same trace as two ranks: kprof rank/budget given several traces.
+  std::vector<render::TraceSource> sources{source, source};
+  std::vector<timeline::Ranking> rankings{ranking, ranking};
+  timeline::RankComparison comparison = timeline::compare_rankings(rankings);
+  check_json(render::ranks_ranking_json(sources, rankings, comparison), "rank over ranks JSON");
+  check_text(render::ranks_ranking_text(sources, rankings, comparison, 20, 70),
+             "rank over ranks text");
+  std::vector<timeline::Budget> budgets{budget, budget};
+  std::vector<timeline::StepComparison> steps = timeline::compare_budgets(budgets);
+  check_json(render::ranks_budget_json(sources, budgets, steps, {}), "budget over ranks JSON");
+  check_text(render::ranks_budget_text(sources, budgets, steps, {}), "budget over ranks text");
   (void)index.gpu_span_us();
 }
 

@@ -4,7 +4,9 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "analysis/stages.h"
 #include "cli/command.h"
+#include "cli/ranks_command.h"
 #include "importers/common/read_trace.h"
 #include "render/report_json.h"
 #include "render/trace_render.h"
@@ -14,7 +16,7 @@ namespace kprof::cli {
 namespace {
 
 struct BudgetOptions {
-  std::string path;
+  std::vector<std::string> paths;  // several: one trace per tensor-parallel rank
   std::string step_regex;
   double host_bound_below_pct = 60;
   double kernel_bound_from_pct = 90;
@@ -27,9 +29,14 @@ ExitCode run_budget(const BudgetOptions& options, Output& output) {
   }
   timeline::BudgetThresholds thresholds{options.host_bound_below_pct / 100,
                                         options.kernel_bound_from_pct / 100};
-  timeline::BudgetBuilder builder;
-  render::TraceSource source{options.path, output.argv,
-                             importers::read_trace(options.path, builder)};
+  if (options.paths.size() > 1) {
+    return run_budget_over_ranks({options.paths, options.step_regex, thresholds, options.json},
+                                 output);
+  }
+  const std::string& path = options.paths.front();
+  analysis::StageTable stages = analysis::load_stage_table("");
+  timeline::BudgetBuilder builder(&stages);
+  render::TraceSource source{path, output.argv, importers::read_trace(path, builder)};
   output.stderr_text += render::trace_warnings(source);
   timeline::Budget budget;
   try {
@@ -38,7 +45,7 @@ ExitCode run_budget(const BudgetOptions& options, Output& output) {
     throw UsageError(error.what());
   }
   if (budget.total_span_us <= 0) {
-    throw InputError(ExitCode::kInputInvalid, options.path, InputPosition::none(),
+    throw InputError(ExitCode::kInputInvalid, path, InputPosition::none(),
                      "no GPU activity in the trace's steps: was the profiler recording CUDA?");
   }
   output.stdout_text = options.json
@@ -56,21 +63,30 @@ void define_budget(CLI::App& parent, Runner& runner) {
   command->footer(
       "TRACE is a PyTorch profiler trace (Chrome trace JSON, .json or .json.gz) or an Nsight\n"
       "Systems SQLite export (nsys export --type sqlite; its NVTX ranges are the annotations).\n"
-      "Steps are the trace's ProfilerStep#N annotations (torch.profiler schedule), or the\n"
-      "annotations --step matches (record_function names, CPU side preferred), or the whole\n"
-      "trace. A step's GPU work is every kernel, memcpy and memset whose launch call happened\n"
-      "inside it (found by correlation id, so the kernels of a cudaGraphLaunch count); for a\n"
-      "GPU-side annotation, the GPU activity inside its span. GPU busy is the union of that\n"
-      "work's intervals over all streams; the host gap is the rest of its span. Events with an\n"
-      "impossible time (a negative, non-finite or absurdly long duration) are skipped with a\n"
-      "warning.\n\n"
+      "Steps are the first kind of step annotation found: PyTorch's ProfilerStep#N, vLLM's\n"
+      "execute_context_N(T)_generation_N(T) (or execute_new_N_cached_N), SGLang's step[...],\n"
+      "TensorRT-LLM's _forward_step; or the annotations --step matches (record_function names,\n"
+      "CPU side preferred); or the whole trace. A step's GPU work is every kernel, memcpy and\n"
+      "memset whose launch call happened inside it in the same process (found by correlation id,\n"
+      "so the kernels of a cudaGraphLaunch count); for a GPU-side annotation, the GPU activity\n"
+      "inside its span. Each device is accounted on its own: GPU busy is the union of its work's\n"
+      "intervals over its streams, and each idle interval is the host's (host gap: the next\n"
+      "item's launch call ended after the device ran out of work) or the device's own (already\n"
+      "enqueued: inside a CUDA graph, a dependency, launch latency). The verdict is taken from\n"
+      "busy / (busy + host gap). Exposed communication is time a device ran only communication\n"
+      "kernels (NCCL, custom all-reduce, multimem). Several traces, one per tensor-parallel\n"
+      "rank, are read one after the other and compared step by step (the i-th step of each);\n"
+      "they must have as many steps. Events with an impossible time (a negative, non-finite or\n"
+      "absurdly long duration) are skipped with a warning.\n\n"
       "Examples:\n"
       "  kprof budget trace.json.gz\n"
       "  kprof budget trace.json.gz --step '^decode_step$' --json\n"
-      "  kprof budget report.sqlite --step '^decode'   # NVTX ranges of an nsys export");
+      "  kprof budget report.sqlite --step '^decode'   # NVTX ranges of an nsys export\n"
+      "  kprof budget rank0.json.gz rank1.json.gz      # one trace per tensor-parallel rank");
   command
-      ->add_option("TRACE", options->path,
-                   "PyTorch profiler trace (.json or .json.gz) or Nsight Systems SQLite export")
+      ->add_option("TRACE", options->paths,
+                   "PyTorch profiler trace (.json or .json.gz) or Nsight Systems SQLite export; "
+                   "several: one per rank, compared step by step")
       ->required();
   command->add_option("--step", options->step_regex,
                       "Regex (RE2) over annotation names that delimit steps");

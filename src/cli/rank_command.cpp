@@ -9,6 +9,7 @@
 #include "analysis/stages.h"
 #include "cli/command.h"
 #include "cli/op_rank.h"
+#include "cli/ranks_command.h"
 #include "importers/common/read_trace.h"
 #include "render/report_json.h"
 #include "render/trace_render.h"
@@ -19,6 +20,7 @@ namespace kprof::cli {
 namespace {
 
 struct RankOptions {
+  std::vector<std::string> paths;  // several: one trace per tensor-parallel rank
   std::string path;
   size_t top = 20;
   bool json = false;
@@ -72,11 +74,21 @@ RankedTrace rank_trace(const std::string& path, const std::vector<std::string>& 
   return {std::move(source), std::move(ranking)};
 }
 
-ExitCode run_rank(const RankOptions& options, Output& output) {
+ExitCode run_rank(RankOptions options, Output& output) {
   if (options.per_step && options.by != "kernel") {
     throw UsageError("--per-step ranks kernels within steps; it does not combine with --by " +
                      options.by);
   }
+  if (options.paths.size() > 1) {
+    if (options.per_step) throw UsageError("--per-step takes one trace, not several ranks'");
+    if (options.by != "kernel") {
+      throw UsageError("--by " + options.by + " takes one trace, not several ranks'");
+    }
+    return run_rank_over_ranks({options.paths, options.stages_path, options.raw_names, options.json,
+                                options.top, options.name_width},
+                               output);
+  }
+  options.path = options.paths.front();
   if (options.per_step) return run_rank_per_step(options, output);
   if (options.by != "kernel") {
     return run_rank_by_op({options.path, options.by, options.json, options.top, options.name_width},
@@ -116,10 +128,13 @@ void define_rank(CLI::App& parent, Runner& runner) {
       "Examples:\n"
       "  kprof rank trace.json.gz\n"
       "  kprof rank trace.json.gz --top 50 --json > ranking.json\n"
-      "  kprof rank report.sqlite          # nsys export --type sqlite report.nsys-rep");
+      "  kprof rank report.sqlite          # nsys export --type sqlite report.nsys-rep\n"
+      "  kprof rank rank0.json.gz rank1.json.gz   # one trace per tensor-parallel rank\n"
+      "  kprof rank trace.json.gz --by op      # GPU time per PyTorch operator");
   command
-      ->add_option("TRACE", options->path,
-                   "PyTorch profiler trace (.json or .json.gz) or Nsight Systems SQLite export")
+      ->add_option("TRACE", options->paths,
+                   "PyTorch profiler trace (.json or .json.gz) or Nsight Systems SQLite export; "
+                   "several: one per rank, compared across ranks")
       ->required();
   command->add_option("-n,--top", options->top, "Kernels to list")->capture_default_str();
   command->add_flag("--json", options->json, "Print JSON (schema kprof.rank/1), every kernel");

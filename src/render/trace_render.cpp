@@ -27,6 +27,11 @@ double busy_fraction(const timeline::Budget& budget) {
   return budget.total_span_us > 0 ? budget.total_busy_us / budget.total_span_us : 0;
 }
 
+double host_fed_fraction(const timeline::Budget& budget) {
+  double fed = budget.total_busy_us + budget.total_host_gap_us;
+  return fed > 0 ? budget.total_busy_us / fed : 0;
+}
+
 std::string budget_advice(const timeline::Budget& budget) {
   double busy = busy_fraction(budget);
   if (budget.overall == timeline::StepVerdict::kHostBound) {
@@ -58,7 +63,57 @@ std::string skipped_events_warning(const std::string& path,
       path, stats.skipped_events, stats.skipped_events == 1 ? "" : "s", stats.first_skipped);
 }
 
+std::string device_name(std::int64_t device) {
+  return device < 0 ? std::string("device ?") : fmt::format("device {}", device);
+}
+
+// One line per device (only printed when there are several): its own GPU time, span and busy.
+std::string ranking_device_lines(const timeline::Ranking& ranking) {
+  if (ranking.devices.size() < 2) return {};
+  std::string out;
+  for (const auto& d : ranking.devices) {
+    out += fmt::format(
+        "  {}: {} GPU activities ({} kernels), GPU time {} ms over a {} ms span, busy {} ms "
+        "({:.1f}%), communication {} ms of which exposed {} ms\n",
+        device_name(d.device), d.gpu_events, d.kernel_events, ms(d.gpu_time_us), ms(d.span_us),
+        ms(d.busy_us), d.busy_fraction * 100, ms(d.communication_us),
+        ms(d.exposed_communication_us));
+  }
+  return out;
+}
+
+json budget_device_json(const timeline::DeviceBudget& d) {
+  return {{"device", d.device},
+          {"gpu_activities", d.gpu_activities},
+          {"kernels", d.kernels},
+          {"kernel_time_us", d.kernel_time_us},
+          {"span_us", d.gpu_span_us},
+          {"busy_us", d.gpu_busy_us},
+          {"busy_fraction", d.busy_fraction},
+          {"host_gap_us", d.host_idle_us},
+          {"device_idle_us", d.device_idle_us},
+          {"exposed_communication_us", d.exposed_communication_us}};
+}
+
 }  // namespace
+
+json ranking_devices_json(const timeline::Ranking& ranking) {
+  json devices = json::array();
+  for (const auto& d : ranking.devices) {
+    devices.push_back({{"device", d.device},
+                       {"gpu_events", d.gpu_events},
+                       {"kernels", d.kernel_events},
+                       {"kernel_time_us", d.kernel_time_us},
+                       {"gpu_time_us", d.gpu_time_us},
+                       {"span_us", d.span_us},
+                       {"busy_us", d.busy_us},
+                       {"busy_fraction", d.busy_fraction},
+                       {"communication_us", d.communication_us},
+                       {"exposed_communication_us", d.exposed_communication_us},
+                       {"busy_lower_bound", d.late_intervals > 0}});
+  }
+  return devices;
+}
 
 std::string trace_warnings(const TraceSource& source) {
   std::string warning = skipped_events_warning(source.path, source.stats);
@@ -93,6 +148,7 @@ json ranking_json(const timeline::Ranking& ranking, const TraceSource& source) {
           {"gpu_events", ranking.gpu_events},
           {"gpu_time_us", ranking.gpu_time_us},
           {"wall_us", ranking.wall_us},
+          {"devices", ranking_devices_json(ranking)},
           {"kernels", kernels},
           {"stages", stage_list}};
 }
@@ -105,6 +161,14 @@ std::string ranking_text(const timeline::Ranking& ranking, const TraceSource& so
       escape_for_terminal(source.path), ranking.gpu_events, ranking.kernel_events,
       ranking.memcpy_events, ranking.memset_events, source.stats.events, ms(ranking.gpu_time_us),
       ms(ranking.wall_us), ranking.kernels.size());
+  if (ranking.devices.size() > 1) {
+    out += fmt::format(
+        "{} devices, each accounted on its own (\"% wall\" is of {} ms: the span times {} "
+        "devices):\n",
+        ranking.devices.size(), ms(ranking.wall_us * static_cast<double>(ranking.devices.size())),
+        ranking.devices.size());
+    out += ranking_device_lines(ranking);
+  }
   TextTable table({{"#", TextTable::Align::kRight},
                    {"kernel"},
                    {"stage"},
@@ -193,6 +257,8 @@ json budget_json(const timeline::Budget& budget, const timeline::BudgetThreshold
                  const TraceSource& source) {
   json steps = json::array();
   for (const auto& s : budget.steps) {
+    json step_devices = json::array();
+    for (const auto& d : s.devices) step_devices.push_back(budget_device_json(d));
     steps.push_back({{"name", s.name},
                      {"source", s.source},
                      {"start_us", s.start_us},
@@ -200,12 +266,18 @@ json budget_json(const timeline::Budget& budget, const timeline::BudgetThreshold
                      {"gpu_span_us", s.gpu_span_us},
                      {"gpu_busy_us", s.gpu_busy_us},
                      {"host_gap_us", s.host_gap_us},
+                     {"device_idle_us", s.device_idle_us},
                      {"busy_fraction", s.busy_fraction},
+                     {"host_fed_fraction", s.host_fed_fraction},
+                     {"exposed_communication_us", s.exposed_communication_us},
                      {"gpu_activities", s.gpu_activities},
                      {"launches", s.kernel_launches},
                      {"graph_launches", s.graph_launches},
-                     {"verdict", timeline::step_verdict_name(s.verdict)}});
+                     {"verdict", timeline::step_verdict_name(s.verdict)},
+                     {"devices", step_devices}});
   }
+  json devices = json::array();
+  for (const auto& d : budget.devices) devices.push_back(budget_device_json(d));
   return {{"schema", "kprof.budget/1"},
           {"tool", tool_json(source.argv)},
           {"trace", source.path},
@@ -214,7 +286,12 @@ json budget_json(const timeline::Budget& budget, const timeline::BudgetThreshold
            {{"host_bound_below", thresholds.host_bound_below},
             {"kernel_bound_from", thresholds.kernel_bound_from}}},
           {"busy_fraction", busy_fraction(budget)},
+          {"host_gap_us", budget.total_host_gap_us},
+          {"device_idle_us", budget.total_device_idle_us},
+          {"host_fed_fraction", host_fed_fraction(budget)},
+          {"exposed_communication_us", budget.total_exposed_communication_us},
           {"verdict", timeline::step_verdict_name(budget.overall)},
+          {"devices", devices},
           {"advice", budget_advice(budget)},
           {"steps", steps}};
 }
@@ -226,28 +303,255 @@ std::string budget_text(const timeline::Budget& budget,
                    {"GPU span ms", TextTable::Align::kRight},
                    {"GPU busy ms", TextTable::Align::kRight},
                    {"host gap ms", TextTable::Align::kRight},
+                   {"device idle ms", TextTable::Align::kRight},
                    {"busy %", TextTable::Align::kRight},
                    {"launches", TextTable::Align::kRight},
                    {"graphs", TextTable::Align::kRight},
                    {"verdict"}});
   for (const auto& s : budget.steps) {
     table.add_row({s.name, ms(s.host_duration_us), ms(s.gpu_span_us), ms(s.gpu_busy_us),
-                   ms(s.host_gap_us), fmt::format("{:.1f}", s.busy_fraction * 100),
-                   std::to_string(s.kernel_launches), std::to_string(s.graph_launches),
-                   timeline::step_verdict_name(s.verdict)});
+                   ms(s.host_gap_us), ms(s.device_idle_us),
+                   fmt::format("{:.1f}", s.busy_fraction * 100), std::to_string(s.kernel_launches),
+                   std::to_string(s.graph_launches), timeline::step_verdict_name(s.verdict)});
   }
-  std::string out =
-      fmt::format("{}: {} step{} ({}) — {}: GPU busy {:.1f}% of its span\n",
-                  escape_for_terminal(source.path), budget.steps.size(),
-                  budget.steps.size() == 1 ? "" : "s", escape_for_terminal(budget.step_selector),
-                  timeline::step_verdict_name(budget.overall), busy_fraction(budget) * 100);
+  std::string out = fmt::format(
+      "{}: {} step{} ({}) — {}: GPU busy {:.1f}% of its span, {:.1f}% of the time "
+      "the host kept it fed (host gap {} ms, device-side idle {} ms)\n",
+      escape_for_terminal(source.path), budget.steps.size(), budget.steps.size() == 1 ? "" : "s",
+      escape_for_terminal(budget.step_selector), timeline::step_verdict_name(budget.overall),
+      busy_fraction(budget) * 100, host_fed_fraction(budget) * 100, ms(budget.total_host_gap_us),
+      ms(budget.total_device_idle_us));
+  if (budget.devices.size() > 1) {
+    out += fmt::format("{} devices, each accounted on its own (step figures are their sums):\n",
+                       budget.devices.size());
+    for (const auto& d : budget.devices) {
+      out += fmt::format(
+          "  {}: {} kernels, kernel time {} ms, GPU span {} ms, busy {} ms ({:.1f}%), host gap "
+          "{} ms, device-side idle {} ms\n",
+          device_name(d.device), d.kernels, ms(d.kernel_time_us), ms(d.gpu_span_us),
+          ms(d.gpu_busy_us), d.busy_fraction * 100, ms(d.host_idle_us), ms(d.device_idle_us));
+    }
+  }
   out += table.to_string();
   out += fmt::format(
-      "thresholds: host-bound below {}% GPU busy (of the GPU span of a step's work), "
-      "kernel-bound from {}%, mixed between\n",
+      "thresholds: host-bound below {}% GPU busy (of the GPU span of a step's work less its "
+      "device-side idle), kernel-bound from {}%, mixed between\n",
       percent_of(thresholds.host_bound_below), percent_of(thresholds.kernel_bound_from));
   std::string advice = budget_advice(budget);
   if (!advice.empty()) out += advice + "\n";
+  return out;
+}
+
+namespace {
+
+json spread_json(const timeline::Spread& s) {
+  return {{"mean_us", s.mean},
+          {"min_us", s.min},
+          {"max_us", s.max},
+          {"max_rank", s.max_rank},
+          {"max_over_mean", s.mean > 0 ? s.max / s.mean : 0},
+          {"per_rank_us", s.per_rank}};
+}
+
+std::string max_over_mean(const timeline::Spread& s) {
+  return s.mean > 0 ? fmt::format("{:.2f}", s.max / s.mean) : "-";
+}
+
+json trace_list(const std::vector<TraceSource>& sources) {
+  json traces = json::array();
+  for (const auto& s : sources) traces.push_back(s.path);
+  return traces;
+}
+
+}  // namespace
+
+json ranks_ranking_json(const std::vector<TraceSource>& sources,
+                        const std::vector<timeline::Ranking>& rankings,
+                        const timeline::RankComparison& comparison) {
+  json ranks = json::array();
+  for (std::size_t r = 0; r < rankings.size(); ++r) {
+    ranks.push_back({{"rank", r},
+                     {"trace", sources[r].path},
+                     {"events", sources[r].stats.events},
+                     {"gpu_events", rankings[r].gpu_events},
+                     {"gpu_time_us", rankings[r].gpu_time_us},
+                     {"wall_us", rankings[r].wall_us},
+                     {"busy_us", comparison.busy_us.per_rank[r]},
+                     {"exposed_communication_us", comparison.exposed_communication_us.per_rank[r]},
+                     {"devices", ranking_devices_json(rankings[r])}});
+  }
+  json kernels = json::array();
+  for (const auto& k : comparison.kernels) {
+    json row = spread_json(k.total_us);
+    row["name"] = k.name;
+    row["stage"] = k.stage;
+    kernels.push_back(row);
+  }
+  json stages = json::array();
+  for (const auto& s : comparison.stages) {
+    json row = spread_json(s.total_us);
+    row["stage"] = s.name;
+    stages.push_back(row);
+  }
+  return {{"schema", "kprof.rank-ranks/1"},
+          {"tool", tool_json(sources.front().argv)},
+          {"traces", trace_list(sources)},
+          {"ranks", ranks},
+          {"gpu_time_us", spread_json(comparison.gpu_time_us)},
+          {"exposed_communication_us", spread_json(comparison.exposed_communication_us)},
+          {"stages", stages},
+          {"kernels", kernels}};
+}
+
+std::string ranks_ranking_text(const std::vector<TraceSource>& sources,
+                               const std::vector<timeline::Ranking>& rankings,
+                               const timeline::RankComparison& comparison, size_t top,
+                               size_t name_width) {
+  std::string out = fmt::format(
+      "{} ranks, one trace each, each ranked on its own; spread across ranks below (max/mean 1.00: "
+      "balanced)\n",
+      rankings.size());
+  TextTable ranks({{"rank", TextTable::Align::kRight},
+                   {"trace"},
+                   {"GPU activities", TextTable::Align::kRight},
+                   {"devices", TextTable::Align::kRight},
+                   {"GPU time ms", TextTable::Align::kRight},
+                   {"busy ms", TextTable::Align::kRight},
+                   {"comm ms", TextTable::Align::kRight},
+                   {"exposed comm ms", TextTable::Align::kRight}});
+  for (std::size_t r = 0; r < rankings.size(); ++r) {
+    double comm = 0;
+    for (const auto& d : rankings[r].devices) comm += d.communication_us;
+    ranks.add_row({std::to_string(r), escape_for_terminal(sources[r].path),
+                   std::to_string(rankings[r].gpu_events),
+                   std::to_string(rankings[r].devices.size()), ms(rankings[r].gpu_time_us),
+                   ms(comparison.busy_us.per_rank[r]), ms(comm),
+                   ms(comparison.exposed_communication_us.per_rank[r])});
+  }
+  out += ranks.to_string();
+  out += fmt::format(
+      "GPU time across ranks: mean {} ms, min {} ms, max {} ms (rank {}), max/mean {}; exposed "
+      "communication: mean {} ms, max {} ms (rank {})\n",
+      ms(comparison.gpu_time_us.mean), ms(comparison.gpu_time_us.min),
+      ms(comparison.gpu_time_us.max), comparison.gpu_time_us.max_rank,
+      max_over_mean(comparison.gpu_time_us), ms(comparison.exposed_communication_us.mean),
+      ms(comparison.exposed_communication_us.max), comparison.exposed_communication_us.max_rank);
+  TextTable stages({{"stage"},
+                    {"mean ms", TextTable::Align::kRight},
+                    {"min ms", TextTable::Align::kRight},
+                    {"max ms", TextTable::Align::kRight},
+                    {"max/mean", TextTable::Align::kRight},
+                    {"max rank", TextTable::Align::kRight}});
+  for (const auto& s : comparison.stages) {
+    stages.add_row({s.name, ms(s.total_us.mean), ms(s.total_us.min), ms(s.total_us.max),
+                    max_over_mean(s.total_us), std::to_string(s.total_us.max_rank)});
+  }
+  out += "\nby stage, across ranks\n" + stages.to_string();
+  TextTable kernels({{"#", TextTable::Align::kRight},
+                     {"kernel"},
+                     {"stage"},
+                     {"mean ms", TextTable::Align::kRight},
+                     {"min ms", TextTable::Align::kRight},
+                     {"max ms", TextTable::Align::kRight},
+                     {"max/mean", TextTable::Align::kRight},
+                     {"max rank", TextTable::Align::kRight}});
+  std::size_t shown = std::min(top, comparison.kernels.size());
+  for (std::size_t i = 0; i < shown; ++i) {
+    const auto& k = comparison.kernels[i];
+    kernels.add_row({std::to_string(i + 1), ellipsize(k.name, name_width), k.stage,
+                     ms(k.total_us.mean), ms(k.total_us.min), ms(k.total_us.max),
+                     max_over_mean(k.total_us), std::to_string(k.total_us.max_rank)});
+  }
+  out += "\nkernels, across ranks (by mean GPU time)\n" + kernels.to_string();
+  if (shown < comparison.kernels.size()) {
+    out += fmt::format("… {} more names (--top N shows more)\n", comparison.kernels.size() - shown);
+  }
+  return out;
+}
+
+json ranks_budget_json(const std::vector<TraceSource>& sources,
+                       const std::vector<timeline::Budget>& budgets,
+                       const std::vector<timeline::StepComparison>& steps,
+                       const timeline::BudgetThresholds& thresholds) {
+  json ranks = json::array();
+  for (std::size_t r = 0; r < budgets.size(); ++r) {
+    const timeline::Budget& b = budgets[r];
+    json devices = json::array();
+    for (const auto& d : b.devices) devices.push_back(budget_device_json(d));
+    ranks.push_back({{"rank", r},
+                     {"trace", sources[r].path},
+                     {"steps_from", b.step_selector},
+                     {"steps", b.steps.size()},
+                     {"gpu_span_us", b.total_span_us},
+                     {"gpu_busy_us", b.total_busy_us},
+                     {"host_gap_us", b.total_host_gap_us},
+                     {"device_idle_us", b.total_device_idle_us},
+                     {"exposed_communication_us", b.total_exposed_communication_us},
+                     {"busy_fraction", busy_fraction(b)},
+                     {"host_fed_fraction", host_fed_fraction(b)},
+                     {"verdict", timeline::step_verdict_name(b.overall)},
+                     {"devices", devices}});
+  }
+  json step_list = json::array();
+  for (const auto& s : steps) {
+    step_list.push_back({{"index", s.index},
+                         {"name", s.name},
+                         {"slowest_rank", s.gpu_span_us.max_rank},
+                         {"gpu_span", spread_json(s.gpu_span_us)},
+                         {"gpu_busy", spread_json(s.gpu_busy_us)},
+                         {"host_gap", spread_json(s.host_gap_us)},
+                         {"exposed_communication", spread_json(s.exposed_communication_us)}});
+  }
+  return {{"schema", "kprof.budget-ranks/1"},
+          {"tool", tool_json(sources.front().argv)},
+          {"traces", trace_list(sources)},
+          {"thresholds",
+           {{"host_bound_below", thresholds.host_bound_below},
+            {"kernel_bound_from", thresholds.kernel_bound_from}}},
+          {"ranks", ranks},
+          {"steps", step_list}};
+}
+
+std::string ranks_budget_text(const std::vector<TraceSource>& sources,
+                              const std::vector<timeline::Budget>& budgets,
+                              const std::vector<timeline::StepComparison>& steps,
+                              const timeline::BudgetThresholds& thresholds) {
+  std::string out =
+      fmt::format("{} ranks, one trace each, {} steps each ({}), aligned by position\n",
+                  budgets.size(), steps.size(), escape_for_terminal(budgets.front().step_selector));
+  TextTable ranks({{"rank", TextTable::Align::kRight},
+                   {"trace"},
+                   {"GPU span ms", TextTable::Align::kRight},
+                   {"GPU busy ms", TextTable::Align::kRight},
+                   {"host gap ms", TextTable::Align::kRight},
+                   {"device idle ms", TextTable::Align::kRight},
+                   {"exposed comm ms", TextTable::Align::kRight},
+                   {"verdict"}});
+  for (std::size_t r = 0; r < budgets.size(); ++r) {
+    const timeline::Budget& b = budgets[r];
+    ranks.add_row({std::to_string(r), escape_for_terminal(sources[r].path), ms(b.total_span_us),
+                   ms(b.total_busy_us), ms(b.total_host_gap_us), ms(b.total_device_idle_us),
+                   ms(b.total_exposed_communication_us), timeline::step_verdict_name(b.overall)});
+  }
+  out += ranks.to_string();
+  TextTable table({{"step"},
+                   {"slowest rank", TextTable::Align::kRight},
+                   {"span max ms", TextTable::Align::kRight},
+                   {"span min ms", TextTable::Align::kRight},
+                   {"span mean ms", TextTable::Align::kRight},
+                   {"host gap max ms", TextTable::Align::kRight},
+                   {"exposed comm max ms", TextTable::Align::kRight}});
+  for (const auto& s : steps) {
+    table.add_row({escape_for_terminal(s.name), std::to_string(s.gpu_span_us.max_rank),
+                   ms(s.gpu_span_us.max), ms(s.gpu_span_us.min), ms(s.gpu_span_us.mean),
+                   ms(s.host_gap_us.max), ms(s.exposed_communication_us.max)});
+  }
+  out +=
+      "\nper step, across ranks (the slowest rank has the longest GPU span)\n" + table.to_string();
+  out += fmt::format(
+      "thresholds: host-bound below {}% GPU busy (of the GPU span of a step's work less its "
+      "device-side idle), kernel-bound from {}%, mixed between\n",
+      percent_of(thresholds.host_bound_below), percent_of(thresholds.kernel_bound_from));
   return out;
 }
 

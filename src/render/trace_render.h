@@ -9,6 +9,7 @@
 
 #include "importers/common/trace_sink.h"
 #include "timeline/kernel_ranking.h"
+#include "timeline/rank_comparison.h"
 #include "timeline/step_budget.h"
 
 namespace kprof::render {
@@ -24,6 +25,9 @@ struct TraceSource {
 // each "kprof: warning: …\n"; "" when there is nothing to say.
 std::string trace_warnings(const TraceSource& source);
 
+// The "devices" list of kprof.rank/1: one object per device of the ranking.
+nlohmann::json ranking_devices_json(const timeline::Ranking& ranking);
+
 nlohmann::json ranking_json(const timeline::Ranking& ranking, const TraceSource& source);
 std::string ranking_text(const timeline::Ranking& ranking, const TraceSource& source, size_t top,
                          size_t name_width);
@@ -36,5 +40,27 @@ nlohmann::json budget_json(const timeline::Budget& budget,
                            const timeline::BudgetThresholds& thresholds, const TraceSource& source);
 std::string budget_text(const timeline::Budget& budget,
                         const timeline::BudgetThresholds& thresholds, const TraceSource& source);
+
+}  // namespace kprof::render
+
+namespace kprof::render {
+
+// Several ranks, one trace each (`kprof rank`/`kprof budget` given several traces): each rank's
+// own figures and their spread across ranks (kprof.rank-ranks/1, kprof.budget-ranks/1).
+nlohmann::json ranks_ranking_json(const std::vector<TraceSource>& sources,
+                                  const std::vector<timeline::Ranking>& rankings,
+                                  const timeline::RankComparison& comparison);
+std::string ranks_ranking_text(const std::vector<TraceSource>& sources,
+                               const std::vector<timeline::Ranking>& rankings,
+                               const timeline::RankComparison& comparison, size_t top,
+                               size_t name_width);
+nlohmann::json ranks_budget_json(const std::vector<TraceSource>& sources,
+                                 const std::vector<timeline::Budget>& budgets,
+                                 const std::vector<timeline::StepComparison>& steps,
+                                 const timeline::BudgetThresholds& thresholds);
+std::string ranks_budget_text(const std::vector<TraceSource>& sources,
+                              const std::vector<timeline::Budget>& budgets,
+                              const std::vector<timeline::StepComparison>& steps,
+                              const timeline::BudgetThresholds& thresholds);
 
 }  // namespace kprof::render

@@ -67,6 +67,27 @@ void RankingBuilder::on_event(const importers::TraceEvent& event) {
     it = by_name_.emplace(key, std::move(stats)).first;
   }
   KernelStats& stats = it->second;
+  auto [place, added] = devices_.try_emplace(event.device.value_or(-1));
+  DeviceState& device = place->second;
+  if (added) {
+    device.stats.device = place->first;
+    device.first = event.timestamp_us;
+    device.last = event.timestamp_us + event.duration_us;
+  }
+  device.first = std::min(device.first, event.timestamp_us);
+  device.last = std::max(device.last, event.timestamp_us + event.duration_us);
+  ++device.stats.gpu_events;
+  device.stats.gpu_time_us += event.duration_us;
+  if (stats.kind == "kernel") {
+    ++device.stats.kernel_events;
+    device.stats.kernel_time_us += event.duration_us;
+  }
+  device.all.add(event.timestamp_us, event.timestamp_us + event.duration_us);
+  if (stats.stage == "communication") {
+    device.stats.communication_us += event.duration_us;
+  } else {
+    device.other_than_communication.add(event.timestamp_us, event.timestamp_us + event.duration_us);
+  }
   ++stats.count;
   stats.total_us += event.duration_us;
   stats.min_us = std::min(stats.min_us, event.duration_us);
@@ -76,11 +97,24 @@ void RankingBuilder::on_event(const importers::TraceEvent& event) {
 Ranking RankingBuilder::finish() const {
   Ranking ranking = totals_;
   ranking.wall_us = any_ ? last_end_ - first_start_ : 0;
+  for (const auto& [id, state] : devices_) {
+    DeviceStats device = state.stats;
+    device.span_us = state.last - state.first;
+    device.busy_us = state.all.length();
+    device.busy_fraction = device.span_us > 0 ? device.busy_us / device.span_us : 0;
+    device.exposed_communication_us =
+        std::max(0.0, device.busy_us - state.other_than_communication.length());
+    device.late_intervals =
+        state.all.late_intervals() + state.other_than_communication.late_intervals();
+    ranking.devices.push_back(device);
+  }
+  double device_wall_us =
+      ranking.wall_us * static_cast<double>(std::max<size_t>(1, devices_.size()));
   std::map<std::string, StageStats> stages;
   for (const auto& [name, stats] : by_name_) {
     KernelStats row = stats;
     row.share_of_gpu_time = ranking.gpu_time_us > 0 ? row.total_us / ranking.gpu_time_us : 0;
-    row.share_of_wall = ranking.wall_us > 0 ? row.total_us / ranking.wall_us : 0;
+    row.share_of_wall = device_wall_us > 0 ? row.total_us / device_wall_us : 0;
     ranking.kernels.push_back(row);
     StageStats& stage = stages[row.stage];
     stage.stage = row.stage;

@@ -90,6 +90,42 @@ TEST(NsysSqlite, NvtxRangesAreStepsAndLaunchesAttributeTheirKernels) {
   }
 }
 
+// The export's deviceId reaches the events: the ranking's one device is the export's one device,
+// with all of its kernels.
+TEST(NsysSqlite, DeviceIdsReachTheEvents) {
+  static const analysis::StageTable stages = analysis::load_stage_table();
+  timeline::RankingBuilder builder(stages, /*normalize=*/false);
+  read_trace(data_path(kExport), builder);
+  timeline::Ranking ranking = builder.finish();
+  auto devices = query(
+      "SELECT deviceId, COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY deviceId ORDER BY 1");
+  ASSERT_EQ(devices.size(), 1u);
+  ASSERT_EQ(ranking.devices.size(), 1u);
+  EXPECT_EQ(ranking.devices[0].device, std::stoll(devices[0][0]));
+  EXPECT_EQ(ranking.devices[0].kernel_events, std::stoull(devices[0][1]));
+}
+
+// data/h200/engine_steps_trtllm.sqlite: this export with its decode_step NVTX ranges renamed
+// _forward_step, TensorRT-LLM's per-step NVTX range (tools/traces/rename_steps.py). Found without
+// --step, with the figures the original's ranges give.
+TEST(NsysSqlite, TensorRtLlmForwardStepRangesAreSteps) {
+  timeline::BudgetBuilder engine_builder;
+  read_trace(data_path("h200/engine_steps_trtllm.sqlite"), engine_builder);
+  timeline::Budget engine = engine_builder.finish("", {});
+  timeline::BudgetBuilder original_builder;
+  read_trace(data_path(kExport), original_builder);
+  timeline::Budget original = original_builder.finish("^decode_step$", {});
+  EXPECT_EQ(engine.step_selector, "TensorRT-LLM step annotations");
+  ASSERT_EQ(engine.steps.size(), 5u);
+  ASSERT_EQ(original.steps.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(engine.steps[i].name, "_forward_step");
+    EXPECT_EQ(engine.steps[i].gpu_activities, original.steps[i].gpu_activities);
+    EXPECT_EQ(engine.steps[i].gpu_busy_us, original.steps[i].gpu_busy_us);
+    EXPECT_EQ(engine.steps[i].host_gap_us, original.steps[i].host_gap_us);
+  }
+}
+
 TEST(NsysSqlite, OtherDatabasesAndDamagedFilesAreRejected) {
   std::string other = ::testing::TempDir() + "/other.sqlite";
   std::remove(other.c_str());

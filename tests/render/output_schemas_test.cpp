@@ -135,8 +135,9 @@ TEST_F(OutputSchemas, Report) {
 }
 
 TEST_F(OutputSchemas, RankAndRankSteps) {
-  for (const char* trace : {"trace_eager.json.gz", "nsys_decode_steps.sqlite",
-                            "tracer_graph_decode.json.gz", "trace_compile.json.gz"}) {
+  for (const char* trace :
+       {"trace_eager.json.gz", "nsys_decode_steps.sqlite", "tracer_graph_decode.json.gz",
+        "trace_compile.json.gz", "tracer_two_device.json.gz"}) {
     expect_valid("rank", kprof_json({"rank", "--json", data_path(std::string("h200/") + trace)}),
                  trace);
   }
@@ -170,9 +171,22 @@ TEST_F(OutputSchemas, Budget) {
       {"budget", "--json", data_path("h200/budget_graph_decode.json.gz")},
       {"budget", "--json", data_path("h200/budget_eager_prefill4096.json.gz")},
       {"budget", "--json", data_path("h200/nsys_decode_steps.sqlite"), "--step", "^decode"},
-      {"budget", "--json", data_path("h200/trace_eager.json.gz")}};
+      {"budget", "--json", data_path("h200/trace_eager.json.gz")},
+      {"budget", "--json", data_path("h200/tracer_two_device.json.gz")}};
   for (const auto& args : runs) expect_valid("budget", kprof_json(args), args[2]);
   expect_refusals("budget", kprof_json(runs[0]));
+}
+
+// Several ranks' traces: the two processes of tracer_two_process_{a,b} as two ranks.
+TEST_F(OutputSchemas, RanksRankAndBudget) {
+  std::vector<std::string> ranks = {data_path("h200/tracer_two_process_a.json.gz"),
+                                    data_path("h200/tracer_two_process_b.json.gz")};
+  json ranking = kprof_json({"rank", "--json", ranks[0], ranks[1]});
+  expect_valid("rank-ranks", ranking, "rank over two ranks");
+  expect_refusals("rank-ranks", ranking);
+  json budget = kprof_json({"budget", "--json", ranks[0], ranks[1]});
+  expect_valid("budget-ranks", budget, "budget over two ranks");
+  expect_refusals("budget-ranks", budget);
 }
 
 TEST_F(OutputSchemas, Diff) {

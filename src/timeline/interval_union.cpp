@@ -1,0 +1,37 @@
+#include "timeline/interval_union.h"
+
+#include <algorithm>
+#include <iterator>
+
+namespace kprof::timeline {
+
+void IntervalUnion::add(double start, double end) {
+  if (closed_any_ && start < frontier_) {
+    ++late_;
+    start = frontier_;
+  }
+  if (!(end > start)) return;
+  // The first piece that could touch [start, end]: the last one starting at or before start.
+  auto it = open_.upper_bound(start);
+  if (it != open_.begin() && std::prev(it)->second >= start) --it;
+  while (it != open_.end() && it->first <= end) {
+    start = std::min(start, it->first);
+    end = std::max(end, it->second);
+    open_length_ -= it->second - it->first;
+    it = open_.erase(it);
+  }
+  open_.emplace(start, end);
+  open_length_ += end - start;
+  while (open_.size() > window_) {
+    auto first = open_.begin();
+    closed_length_ += first->second - first->first;
+    open_length_ -= first->second - first->first;
+    frontier_ = first->second;
+    closed_any_ = true;
+    open_.erase(first);
+  }
+}
+
+double IntervalUnion::length() const { return closed_length_ + open_length_; }
+
+}  // namespace kprof::timeline
