@@ -64,6 +64,17 @@ std::size_t append_reply(char* data, std::size_t size, std::size_t count, void* 
   return bytes;
 }
 
+// curl's "Failed to connect to h port p after 3 ms: …": the milliseconds vary from run to run
+// and say nothing the cause does not.
+std::string without_elapsed(std::string message) {
+  const std::size_t at = message.find(" after ");
+  if (at == std::string::npos) return message;
+  std::size_t end = at + 7;
+  while (end < message.size() && message[end] >= '0' && message[end] <= '9') ++end;
+  if (end > at + 7 && message.compare(end, 3, " ms") == 0) message.erase(at, end + 3 - at);
+  return message;
+}
+
 struct HttpResult {
   CURLcode code = CURLE_OK;
   std::string curl_error;  // CURLOPT_ERRORBUFFER, or curl_easy_strerror
@@ -103,8 +114,9 @@ HttpResult perform(CurlHandle& h, const std::string& url, const std::string* pos
   result.code = curl_easy_perform(h.curl);
   curl_easy_setopt(h.curl, CURLOPT_ERRORBUFFER, nullptr);
   if (result.code != CURLE_OK) {
-    result.curl_error = error_buffer[0] != '\0' ? std::string(error_buffer)
-                                                : std::string(curl_easy_strerror(result.code));
+    result.curl_error =
+        without_elapsed(error_buffer[0] != '\0' ? std::string(error_buffer)
+                                                : std::string(curl_easy_strerror(result.code)));
     return result;
   }
   curl_easy_getinfo(h.curl, CURLINFO_RESPONSE_CODE, &result.status);
