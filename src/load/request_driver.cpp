@@ -368,6 +368,9 @@ RequestDriver::RequestDriver(LoadSpec spec) : state_(std::make_unique<State>()) 
   state_->endpoint = api_path(spec.api);  // checks api
   state_->base = normalize_base_url(spec.base_url);
   state_->endpoint = state_->base + state_->endpoint;
+  // A request body is JSON, which holds only UTF-8: a model name given with other bytes is sent
+  // repaired (U+FFFD) rather than ending a worker with nlohmann's type_error.
+  spec.model = to_valid_utf8(spec.model);
   state_->spec = std::move(spec);
 }
 

@@ -222,6 +222,21 @@ TEST(RequestDriver, StopWithoutBudgetEndsTheLoad) {
   EXPECT_EQ(static_cast<std::int64_t>(server.requests().size()), f.completed);
 }
 
+TEST(RequestDriver, AModelNameThatIsNotUtf8IsSentRepaired) {
+  START_SERVER(server, {"--fake-ms-per-token", "1"});
+  LoadSpec spec = spec_for(server, 1, 2);
+  spec.model = "bad\xff";
+  RequestDriver driver(spec);
+  EXPECT_EQ(driver.spec().model, "bad\xEF\xBF\xBD");
+  driver.start();
+  const LoadFigures f = run_to_end(driver);
+  EXPECT_EQ(f.sent, 2);
+  EXPECT_EQ(f.failed, 2);  // the server knows no such model: an HTTP error each, no crash
+  EXPECT_EQ(f.failures_by_cause.size(), 1u);
+  EXPECT_EQ(f.failures_by_cause.begin()->first.rfind("HTTP 4", 0), 0u)
+      << f.failures_by_cause.begin()->first;
+}
+
 TEST(RequestDriver, ServedModelAndItsErrors) {
   START_SERVER(server, {"--model-name", "my-model"});
   EXPECT_EQ(read_served_model(server.url()), "my-model");
