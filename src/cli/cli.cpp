@@ -17,10 +17,10 @@ namespace {
 
 // Every subcommand, in the order `kprof --help` lists them.
 constexpr DefineCommand kCommands[] = {
-    define_analyze, define_capture,  define_trace,     define_doctor,
-    define_k8s,     define_inspect,  define_rank,      define_budget,
-    define_report,  define_diff,     define_db,        define_explain,
-    define_gpus,    define_selftest, define_calibrate, define_completion,
+    define_analyze, define_capture,    define_trace,  define_doctor,   define_k8s,
+    define_inspect, define_rank,       define_budget, define_report,   define_diff,
+    define_db,      define_explain,    define_gpus,   define_selftest, define_calibrate,
+    define_load,    define_completion,
 };
 
 // Installed as kubectl-kprof too, kprof is a kubectl plugin: kubectl runs `kubectl kprof VERB
@@ -59,10 +59,9 @@ constexpr const char* kDescription =
     "            selftest timed out or was interrupted (bundle marked incomplete), 9 not\n"
     "            ready: ncu, kubectl, the tracer library or libcupti missing, or unable to\n"
     "            profile (capture, trace, doctor, k8s), no NVIDIA driver or GPU (selftest,\n"
-    "            calibrate), 10 a Kubernetes call failed or something kprof created is left "
-    "(k8s),\n"
-    "            11 output could not be written (disk full, permission denied, read-only\n"
-    "            file system).";
+    "            calibrate), the server not ready (load), 10 a Kubernetes call failed or\n"
+    "            something kprof created is left (k8s), 11 output could not be written (disk\n"
+    "            full, permission denied, read-only file system), 12 some requests failed (load).";
 
 int print_and_exit(const Output& output, ExitCode code) {
   std::fwrite(output.stdout_text.data(), 1, output.stdout_text.size(), stdout);

@@ -58,6 +58,7 @@ void define_doctor(CLI::App& parent, Runner& runner);
 void define_k8s(CLI::App& parent, Runner& runner);
 void define_selftest(CLI::App& parent, Runner& runner);
 void define_calibrate(CLI::App& parent, Runner& runner);
+void define_load(CLI::App& parent, Runner& runner);
 // Hidden: `completion bash|zsh` and `manpage`, generated from the commands defined before it.
 void define_completion(CLI::App& parent, Runner& runner);
 

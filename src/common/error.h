@@ -25,7 +25,8 @@ enum class ExitCode : int {
   kNotReady = 9,         // a tool kprof drives is missing or cannot profile (doctor's failures)
   kK8sFailed = 10,       // k8s: a Kubernetes call failed, or an object kprof created is left
   kOutputUnwritable =
-      11,  // output could not be written: disk full, permission denied, read-only FS
+      11,                // output could not be written: disk full, permission denied, read-only FS
+  kRequestsFailed = 12,  // load: some requests failed (HTTP error, connection, timeout)
 };
 
 // Where in an input a problem is: a byte offset (binary formats) or a line (text formats).

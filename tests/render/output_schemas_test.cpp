@@ -17,6 +17,7 @@
 
 #include "common/error.h"
 #include "common/json_table.h"
+#include "support/fake_server.h"
 #include "support/run_process.h"
 #include "support/test_data.h"
 
@@ -277,6 +278,32 @@ TEST_F(OutputSchemas, GpusListing) {
   json all = kprof_json({"gpus", "--json"});
   expect_valid("gpus-listing", all, "all");
   expect_refusals("gpus-listing", all);
+}
+
+// kprof load against the OpenAI stand-in: a load that completed (latencies), one whose every
+// request failed (latency null, failures by cause), and one after a readiness wait.
+TEST_F(OutputSchemas, Load) {
+  testing::FakeServer server({"--fake-ms-per-token", "1"});
+  ASSERT_TRUE(server.started()) << server.why_not();
+  json ok = kprof_json({"load", "--url", server.url(), "-c", "2", "-n", "6", "--output-len", "2",
+                        "--wait-ready", "10", "--json", "-"});
+  expect_valid("load", ok, "completed");
+  expect_refusals("load", ok);
+  json figures = ok["load"];
+  for (const auto& [key, value] : figures.items()) {  // the bundle's load block: each field held
+    json missing = ok;
+    missing["load"].erase(key);
+    EXPECT_NE(violation("load", missing), "") << "accepted load without " << key;
+  }
+  testing::FakeServer failing({"--fake-ms-per-token", "1", "--fake-fail-every", "1"});
+  ASSERT_TRUE(failing.started()) << failing.why_not();
+  json failed = kprof_json(
+      {"load", "--url", failing.url(), "-n", "4", "--output-len", "2", "--json", "-"}, 12);
+  expect_valid("load", failed, "all failed");
+  EXPECT_TRUE(failed["load"]["latency_ms"].is_null());
+  json bad_cause = failed;
+  bad_cause["load"]["failures_by_cause"]["oops"] = 1;
+  EXPECT_NE(violation("load", bad_cause), "") << "accepted an unknown cause";
 }
 
 TEST_F(OutputSchemas, SelftestJudgements) {

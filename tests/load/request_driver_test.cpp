@@ -1,0 +1,272 @@
+// The request driver against the OpenAI stand-in (tools/serving/serve.py --backend fake): what
+// it counts is what the server logged, concurrency reaches C, failures are counted by cause,
+// readiness, timeouts, a server killed mid-run and a duration all end the load as they should.
+#include "load/request_driver.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "support/fake_server.h"
+
+namespace kprof::load {
+namespace {
+
+using testing::FakeServer;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+LoadSpec spec_for(const FakeServer& server, int concurrency, std::int64_t requests) {
+  LoadSpec spec;
+  spec.base_url = server.url();
+  spec.concurrency = concurrency;
+  spec.prompt_tokens = 8;
+  spec.output_tokens = 4;
+  spec.max_requests = requests;
+  spec.request_timeout_s = 30;
+  return spec;
+}
+
+// Waits for the driver to finish its budget or duration (bounded), then stops it.
+LoadFigures run_to_end(RequestDriver& driver, double limit_s = 60) {
+  const auto start = Clock::now();
+  while (!driver.finished() && seconds_since(start) < limit_s) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(driver.finished()) << "not finished after " << limit_s << " s";
+  return driver.stop();
+}
+
+#define START_SERVER(name, ...) \
+  FakeServer name(__VA_ARGS__); \
+  ASSERT_TRUE(name.started()) << name.why_not();
+
+TEST(RequestDriver, CountsAndTokensAreWhatTheServerLogged) {
+  START_SERVER(server, {"--fake-ms-per-token", "2"});
+  RequestDriver driver(spec_for(server, 4, 20));
+  driver.start();
+  const LoadFigures f = run_to_end(driver);
+  const auto logged = server.requests();
+  ASSERT_EQ(logged.size(), 20u);
+  std::int64_t tokens = 0;
+  for (const auto& r : logged) {
+    EXPECT_EQ(r["status"], 200);
+    EXPECT_EQ(r["endpoint"], "/v1/completions");
+    EXPECT_EQ(r["prompt_tokens"], 8);
+    tokens += r["completion_tokens"].get<std::int64_t>();
+  }
+  EXPECT_EQ(tokens, 20 * 4);  // ignore_eos + min_tokens: every request generated output_tokens
+  EXPECT_EQ(f.sent, 20);
+  EXPECT_EQ(f.completed, 20);
+  EXPECT_EQ(f.failed, 0);
+  EXPECT_TRUE(f.failures_by_cause.empty());
+  EXPECT_EQ(f.model, "kprof-llama-random");  // read from /v1/models
+  EXPECT_EQ(f.endpoint, server.url() + "/v1/completions");
+  ASSERT_GT(f.duration_s, 0);
+  EXPECT_NEAR(f.output_tokens_per_s * f.duration_s, 80.0, 1e-6);
+  EXPECT_NEAR(f.requests_per_s * f.duration_s, 20.0, 1e-6);
+  ASSERT_TRUE(f.latency);
+  // Each request's latency in the client holds its time in the server (5 steps of 2 ms).
+  double server_min_ms = 1e9;
+  for (const auto& r : logged)
+    server_min_ms = std::min(server_min_ms, 1000 * r["latency_s"].get<double>());
+  EXPECT_GE(f.latency->min_ms, server_min_ms);
+  EXPECT_LE(f.latency->min_ms, f.latency->p50_ms);
+  EXPECT_LE(f.latency->p50_ms, f.latency->p90_ms);
+  EXPECT_LE(f.latency->p90_ms, f.latency->p99_ms);
+  EXPECT_LE(f.latency->p99_ms, f.latency->max_ms);
+  EXPECT_LE(f.max_in_flight, 4);
+  EXPECT_EQ(driver.completed(), 20);
+  const LoadFigures again = driver.stop();  // idempotent
+  EXPECT_EQ(again.completed, 20);
+  EXPECT_EQ(again.duration_s, f.duration_s);
+}
+
+TEST(RequestDriver, SixteenInFlightAtOnce) {
+  START_SERVER(server, {"--fake-ms-per-token", "25", "--max-batch", "32"});
+  LoadSpec spec = spec_for(server, 16, 48);
+  RequestDriver driver(spec);
+  driver.start();
+  const LoadFigures f = run_to_end(driver);
+  EXPECT_EQ(f.completed, 48);
+  EXPECT_EQ(f.max_in_flight, 16);
+  int most_at_server = 0;
+  for (const auto& r : server.requests()) {
+    most_at_server = std::max(most_at_server, r["in_flight_at_arrival"].get<int>());
+  }
+  EXPECT_EQ(most_at_server, 16);  // the server saw the 16 at once, not only the client's count
+}
+
+TEST(RequestDriver, ChatCompletions) {
+  START_SERVER(server, {"--fake-ms-per-token", "1"});
+  LoadSpec spec = spec_for(server, 2, 6);
+  spec.api = "chat";
+  spec.model = "kprof-llama-random";
+  RequestDriver driver(spec);
+  driver.start();
+  const LoadFigures f = run_to_end(driver);
+  EXPECT_EQ(f.completed, 6);
+  EXPECT_EQ(f.endpoint, server.url() + "/v1/chat/completions");
+  for (const auto& r : server.requests()) EXPECT_EQ(r["endpoint"], "/v1/chat/completions");
+}
+
+TEST(RequestDriver, FailuresCountedByCauseWithThreeExamples) {
+  START_SERVER(server, {"--fake-ms-per-token", "1", "--fake-fail-every", "4"});
+  RequestDriver driver(spec_for(server, 2, 20));
+  driver.start();
+  const LoadFigures f = run_to_end(driver);
+  const auto logged = server.requests();
+  const auto logged_500 =
+      std::count_if(logged.begin(), logged.end(), [](const auto& r) { return r["status"] == 500; });
+  EXPECT_EQ(logged_500, 5);
+  EXPECT_EQ(f.sent, 20);
+  EXPECT_EQ(f.failed, 5);
+  EXPECT_EQ(f.completed, 15);
+  ASSERT_EQ(f.failures_by_cause.size(), 1u);
+  EXPECT_EQ(f.failures_by_cause.at("HTTP 500"), 5);
+  ASSERT_EQ(f.failure_examples.size(), 3u);
+  for (const auto& e : f.failure_examples) {
+    EXPECT_EQ(e.rfind("HTTP 500: injected failure", 0), 0u) << e;
+  }
+}
+
+TEST(RequestDriver, WaitReadyPollsUntilHealthAnswers200) {
+  FakeServer server({"--fake-ready-after", "2"}, /*wait_ready=*/false);
+  ASSERT_TRUE(server.started()) << server.why_not();
+  const Readiness early = wait_ready(server.url(), "/health", 0.3, nullptr);
+  EXPECT_FALSE(early.ready);
+  EXPECT_EQ(early.why_not, "HTTP 503");
+  const Readiness r = wait_ready(server.url(), "/health", 30, nullptr);
+  EXPECT_TRUE(r.ready) << r.why_not;
+  EXPECT_GT(r.waited_s, 0.5);  // it did wait for the warm-up
+  EXPECT_LT(r.waited_s, 15);
+  std::atomic<bool> interrupted{true};
+  const Readiness stopped = wait_ready("http://127.0.0.1:9", "/health", 30, &interrupted);
+  EXPECT_FALSE(stopped.ready);
+  EXPECT_EQ(stopped.why_not, "interrupted");
+}
+
+TEST(RequestDriver, RequestsOverTheTimeoutFailAsTimeout) {
+  START_SERVER(server, {"--fake-ms-per-token", "400"});
+  LoadSpec spec = spec_for(server, 2, 2);
+  spec.model = "kprof-llama-random";
+  spec.request_timeout_s = 0.5;  // a request takes 5 steps of 400 ms
+  RequestDriver driver(spec);
+  const auto start = Clock::now();
+  driver.start();
+  const LoadFigures f = run_to_end(driver);
+  EXPECT_LT(seconds_since(start), 1.5);
+  EXPECT_EQ(f.failed, 2);
+  EXPECT_EQ(f.failures_by_cause.at("timeout"), 2);
+  EXPECT_FALSE(f.latency);
+}
+
+TEST(RequestDriver, ServerKilledMidRunIsConnectionFailuresAndNoHang) {
+  START_SERVER(server, {"--fake-ms-per-token", "20"});
+  LoadSpec spec = spec_for(server, 4, 0);
+  spec.max_requests.reset();
+  spec.duration_s = 3;
+  RequestDriver driver(spec);
+  driver.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  server.kill_now();
+  const auto killed = Clock::now();
+  const LoadFigures f = run_to_end(driver, 20);
+  EXPECT_LT(seconds_since(killed), 5);
+  EXPECT_GT(f.completed, 0);
+  EXPECT_GT(f.failed, 0);
+  std::int64_t by_cause = 0;
+  for (const auto& [cause, n] : f.failures_by_cause) {
+    EXPECT_EQ(cause, "connection");
+    by_cause += n;
+  }
+  EXPECT_EQ(by_cause, f.failed);
+  EXPECT_EQ(f.sent, f.completed + f.failed);
+}
+
+TEST(RequestDriver, DurationStopsSendingThenInFlightFinish) {
+  START_SERVER(server, {"--fake-ms-per-token", "10"});
+  LoadSpec spec = spec_for(server, 3, 0);
+  spec.max_requests.reset();
+  spec.duration_s = 1.5;
+  RequestDriver driver(spec);
+  const auto start = Clock::now();
+  driver.start();
+  const LoadFigures f = run_to_end(driver, 20);
+  const double took = seconds_since(start);
+  EXPECT_GE(took, 1.5);
+  EXPECT_LT(took, 4);
+  EXPECT_GT(f.completed, 3);
+  EXPECT_EQ(f.failed, 0);
+  EXPECT_EQ(f.sent, f.completed);
+  EXPECT_EQ(static_cast<std::int64_t>(server.requests().size()), f.completed);
+  EXPECT_GE(f.duration_s, 1.4);
+}
+
+TEST(RequestDriver, StopWithoutBudgetEndsTheLoad) {
+  START_SERVER(server, {"--fake-ms-per-token", "5"});
+  LoadSpec spec = spec_for(server, 2, 0);
+  spec.max_requests.reset();
+  RequestDriver driver(spec);
+  driver.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_FALSE(driver.finished());
+  const LoadFigures f = driver.stop();
+  EXPECT_GT(f.completed, 0);
+  EXPECT_EQ(f.sent, f.completed);
+  EXPECT_EQ(static_cast<std::int64_t>(server.requests().size()), f.completed);
+}
+
+TEST(RequestDriver, AModelNameThatIsNotUtf8IsSentRepaired) {
+  START_SERVER(server, {"--fake-ms-per-token", "1"});
+  LoadSpec spec = spec_for(server, 1, 2);
+  spec.model = "bad\xff";
+  RequestDriver driver(spec);
+  EXPECT_EQ(driver.spec().model, "bad\xEF\xBF\xBD");
+  driver.start();
+  const LoadFigures f = run_to_end(driver);
+  EXPECT_EQ(f.sent, 2);
+  EXPECT_EQ(f.failed, 2);  // the server knows no such model: an HTTP error each, no crash
+  EXPECT_EQ(f.failures_by_cause.size(), 1u);
+  EXPECT_EQ(f.failures_by_cause.begin()->first.rfind("HTTP 4", 0), 0u)
+      << f.failures_by_cause.begin()->first;
+}
+
+TEST(RequestDriver, ServedModelAndItsErrors) {
+  START_SERVER(server, {"--model-name", "my-model"});
+  EXPECT_EQ(read_served_model(server.url()), "my-model");
+  EXPECT_EQ(read_served_model(server.url() + "/v1/"), "my-model");  // an OpenAI base URL
+  try {
+    read_served_model(server.url() + "/nowhere");
+    ADD_FAILURE() << "no error";
+  } catch (const LoadError& e) {
+    EXPECT_NE(std::string(e.what()).find(server.url() + "/nowhere/v1/models: HTTP 404"),
+              std::string::npos)
+        << e.what();
+  }
+  server.kill_now();
+  try {
+    read_served_model(server.url());
+    ADD_FAILURE() << "no error";
+  } catch (const LoadError& e) {
+    EXPECT_NE(std::string(e.what()).find(server.url() + "/v1/models: "), std::string::npos)
+        << e.what();
+  }
+  for (const char* url : {"ftp://x", "http://", "127.0.0.1:8000", "http://h:1/a b"}) {
+    LoadSpec bad_url;
+    bad_url.base_url = url;
+    EXPECT_THROW(RequestDriver{bad_url}, LoadError) << url;
+  }
+  LoadSpec bad_api;
+  bad_api.base_url = "http://127.0.0.1:1";
+  bad_api.api = "embeddings";
+  EXPECT_THROW(RequestDriver{bad_api}, std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace kprof::load
