@@ -6,6 +6,7 @@
 #include <csignal>
 #include <memory>
 
+#include "capture/attach_targets.h"
 #include "capture/capture_session.h"
 #include "capture/ncu_locator.h"
 #include "cli/analyze_command.h"
@@ -42,6 +43,8 @@ struct CaptureOptions {
   double timeout_s = 0;
   std::string campaign, cell, revision;
   std::string attach;
+  std::string attach_process;
+  double attach_timeout_s = 120;
   bool json = false;
   std::vector<std::string> target;
 };
@@ -145,6 +148,15 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
   session.env = parse_env(options.env);
   std::string output_path =
       options.output.empty() ? "kprof-capture-" + utc_time("%Y%m%d-%H%M%S") : options.output;
+  std::optional<capture::ProcessSelector> selector;
+  if (!options.attach_process.empty()) {
+    if (!spec.attach) throw UsageError("--attach-process needs --attach HOST");
+    try {
+      selector = capture::parse_process_selector(options.attach_process);
+    } catch (const std::invalid_argument& error) {
+      throw UsageError(error.what());
+    }
+  }
   spec.export_path = "report";  // placeholder; checked for refusal only
   build_or_refuse(spec);
   // Checked without following links: a dangling link there would fail the rename at the end.
@@ -168,8 +180,30 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
 
   capture::LocalNcuRunner runner;
   TerminalObserver observer(ncu.path, session.ncu_version, spec.preset);
+  // A named process of a tree: every other process is held unprofiled, so that the capture's
+  // attach can only find the named one; all are let go when the capture ends (destructor).
+  std::unique_ptr<capture::ProcessTreeAttacher> tree;
+  if (selector) {
+    tree = std::make_unique<capture::ProcessTreeAttacher>(
+        ncu.path, *spec.attach, selector, [](const std::string& text) { note(text); });
+    note(fmt::format("attach: looking for the process \"{}\" among those waiting for a profiler",
+                     selector->text()));
+    std::optional<int> pid = tree->find_target(options.attach_timeout_s);
+    if (!pid) {
+      tree->release_all();
+      output.stderr_text += render::diagnoses_text(
+          {capture::process_not_found(*selector, *tree, options.attach_timeout_s)});
+      return interrupt_received() ? ExitCode::kIncomplete : ExitCode::kCaptureFailed;
+    }
+    tree->release_target();
+    session.expected_pid = pid;
+    session.attach_details = [&tree, &selector] {
+      return capture::attach_details(*tree, selector);
+    };
+  }
   capture::CaptureResult result =
       capture::CaptureSession(spec, session, runner, observer).run(output_path);
+  if (tree) tree->release_all();
 
   output.stdout_text = options.json ? result.manifest.dump(1) + "\n" : result.analysis_table;
   output.stderr_text += render::diagnoses_text(result.diagnoses);
@@ -283,6 +317,12 @@ void define_capture(CLI::App& parent, Runner& runner) {
   command->add_option(
       "--attach", options->attach,
       "Attach to HOST[:PORT] (a process under `ncu --mode launch`) instead of running a command");
+  command->add_option("--attach-process", options->attach_process,
+                      "With --attach: the process of a tree to capture, NAME (part of its command "
+                      "line or a thread name, e.g. VLLM::EngineCore) or PID; the others are held "
+                      "unprofiled, and new ones followed as they appear");
+  command->add_option("--attach-timeout", options->attach_timeout_s,
+                      "Seconds to wait for the --attach-process to appear (default 120)");
   command->add_flag("--json", options->json,
                     "Print the manifest (JSON) instead of the verdict table");
   command->add_option("COMMAND", options->target, "The program and its arguments, after --");

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -320,6 +321,195 @@ TEST_F(Capture, AttachDetachesOnceTheReportIsWritten) {
   EXPECT_TRUE(fs::exists(bundle() + "/analysis.json"));
   std::vector<std::string> argv = ncu_calls()[1]["argv"];
   EXPECT_EQ(std::count(argv.begin(), argv.end(), "--target-processes"), 0);
+}
+
+// A process of this machine that sleeps until killed (the attach target's stand-in), or one that
+// has exited and been reaped (a pid that no longer runs).
+pid_t start_sleeper() {
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/sleep", "sleep", "60", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+pid_t gone_pid() {
+  pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  waitpid(pid, nullptr, 0);
+  return pid;
+}
+
+// Issue 13: on the H200 a live target under `ncu --mode launch` was called gone after each
+// detach because nothing answered a TCP connect on the attach port. Here the target runs and
+// no TCP port is open at all: liveness comes from the process ncu said it connected to.
+TEST_F(Capture, ALiveAttachTargetIsNotCalledGoneWithoutATcpListener) {
+  pid_t target = start_sleeper();
+  setenv("FAKE_NCU_TARGET_PID", std::to_string(target).c_str(), 1);
+  // Port 1 is privileged and closed on any test machine: a TCP connect there fails.
+  auto result =
+      capture(recording("attach_1"), {"--attach", "127.0.0.1:1", "-k", "k_alpha", "--launch-count",
+                                      "2", "--preset", "basic", "--timeout", "60"});
+  unsetenv("FAKE_NCU_TARGET_PID");
+  kill(target, SIGKILL);
+  waitpid(target, nullptr, 0);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.err.find("[target_gone]"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("the target still runs"), std::string::npos) << result.err;
+  EXPECT_TRUE(diagnosis_ids(manifest(bundle())).empty()) << manifest(bundle())["diagnoses"];
+}
+
+TEST_F(Capture, AnAttachTargetThatExitedIsCalledGone) {
+  pid_t target = gone_pid();
+  setenv("FAKE_NCU_TARGET_PID", std::to_string(target).c_str(), 1);
+  auto result =
+      capture(recording("attach_1"), {"--attach", "127.0.0.1", "-k", "k_alpha", "--launch-count",
+                                      "2", "--preset", "basic", "--timeout", "60"});
+  unsetenv("FAKE_NCU_TARGET_PID");
+  ASSERT_EQ(result.exit_code, 0) << result.err;  // a warning: the report was written
+  EXPECT_NE(result.err.find("[target_gone]"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("(" + std::to_string(target) + ") no longer runs"), std::string::npos)
+      << result.err;
+}
+
+// Attached, kprof stops only its own attach client on a timeout: the messages must not say the
+// target was stopped (issue 13).
+TEST_F(Capture, AnAttachTimeoutSaysTheTargetKeepsRunning) {
+  // 3 launches asked, the recording profiles 2: the client is never detached, the timeout ends it.
+  auto result =
+      capture(recording("attach_1"), {"--attach", "127.0.0.1", "-k", "k_alpha", "--launch-count",
+                                      "3", "--preset", "basic", "--timeout", "2"});
+  EXPECT_EQ(result.exit_code, 8) << result.err;
+  EXPECT_NE(result.err.find("[timeout]"), std::string::npos) << result.err;
+  EXPECT_EQ(result.err.find("ncu and its target were stopped"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("the target keeps running"), std::string::npos) << result.err;
+}
+
+// A front that waits for a profiler and spawns its engine only once it runs, both under the
+// stand-in of `ncu --mode launch` (tests/support/fake_launched_tree.py); the stand-in ncu attaches
+// to the lowest port no other client holds, so an attach that only released the front would take
+// the front again.
+class LaunchedTree {
+ public:
+  LaunchedTree(const fs::path& world, std::vector<std::string> args = {}) : world_(world) {
+    fs::create_directories(world);
+    pid_ = fork();
+    if (pid_ == 0) {
+      setenv("NV_CUDA_START_SUSPENDED", "1", 1);
+      setpgid(0, 0);
+      std::vector<std::string> argv = {"python3", KPROF_FAKE_LAUNCHED_TREE, world.string()};
+      argv.insert(argv.end(), args.begin(), args.end());
+      std::vector<char*> raw;
+      for (std::string& arg : argv) raw.push_back(arg.data());
+      raw.push_back(nullptr);
+      execvp("python3", raw.data());
+      _exit(127);
+    }
+    for (int i = 0; i < 200 && !fs::exists(world / "waiting" / "49152"); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ~LaunchedTree() {
+    kill(-pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  // The pid registered on a port, 0 when none.
+  int pid_on(int port) const {
+    std::ifstream in(world_ / "waiting" / std::to_string(port));
+    int pid = 0;
+    in >> pid;
+    return pid;
+  }
+  std::vector<nlohmann::json> attaches() const {
+    std::vector<nlohmann::json> all;
+    std::ifstream in(world_ / "attach-log");
+    for (std::string line; std::getline(in, line);) {
+      nlohmann::json event = nlohmann::json::parse(line);
+      if (event["event"] == "attach") all.push_back(event);
+    }
+    return all;
+  }
+
+ private:
+  fs::path world_;
+  pid_t pid_ = 0;
+};
+
+TEST_F(Capture, AttachProcessHoldsTheFrontFollowsTheEngineAndCapturesIt) {
+  fs::path world = dir_ / "world";
+  LaunchedTree tree(world);
+  setenv("FAKE_NCU_WORLD", world.c_str(), 1);
+  auto result =
+      capture(recording("attach_1"), {"--attach", "127.0.0.1", "--attach-process", "serve::engine",
+                                      "-k", "k_alpha", "--launch-count", "2", "--preset", "basic",
+                                      "--timeout", "60", "--attach-timeout", "20"});
+  unsetenv("FAKE_NCU_WORLD");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  int front = tree.pid_on(49152), engine = tree.pid_on(49153);
+  ASSERT_GT(front, 0);
+  ASSERT_GT(engine, 0) << "the engine never appeared";
+  // ncu's attach clients, in order: the front held, the engine found with the release filter,
+  // then the capture's client with the real filter on the engine.
+  std::vector<nlohmann::json> attaches = tree.attaches();
+  ASSERT_EQ(attaches.size(), 3u) << result.err;
+  EXPECT_EQ(attaches[0]["pid"], front);
+  EXPECT_EQ(attaches[0]["kernel_name"], "regex:^kprof_release_nothing$");
+  EXPECT_EQ(attaches[1]["pid"], engine);
+  EXPECT_EQ(attaches[1]["kernel_name"], "regex:^kprof_release_nothing$");
+  EXPECT_EQ(attaches[2]["pid"], engine);
+  EXPECT_EQ(attaches[2]["kernel_name"], "regex:k_alpha");
+  // Each step on stderr as it happened and in the manifest.
+  EXPECT_NE(result.err.find("attach: held pid " + std::to_string(front)), std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("attach: target_found pid " + std::to_string(engine)),
+            std::string::npos);
+  nlohmann::json m = manifest(bundle());
+  EXPECT_EQ(m["status"], "ok");
+  EXPECT_EQ(m["attach"]["process"]["pid"], engine);
+  EXPECT_EQ(m["attach"]["process"]["selector"], "serve::engine");
+  std::vector<std::string> actions;
+  for (const auto& step : m["attach"]["steps"]) {
+    // "none_waiting" is recorded when a client found nobody (the engine still starting).
+    if (step["action"] != "none_waiting") actions.push_back(step["action"]);
+  }
+  EXPECT_EQ(actions, (std::vector<std::string>{"held", "target_found", "target_released"}));
+  EXPECT_EQ(m["attach"]["steps"][1]["thread_names"][0], "serve::engine");
+  EXPECT_EQ(m["progress"]["kernels_profiled"], 2);
+  // Every hold let go at the end.
+  EXPECT_FALSE(fs::exists(world / "held-49152"));
+  EXPECT_FALSE(fs::exists(world / "held-49153"));
+}
+
+TEST_F(Capture, AttachProcessThatNeverAppearsListsWhatWasSeen) {
+  fs::path world = dir_ / "world";
+  LaunchedTree tree(world);
+  setenv("FAKE_NCU_WORLD", world.c_str(), 1);
+  auto result = capture(recording("attach_1"),
+                        {"--attach", "127.0.0.1", "--attach-process", "VLLM::EngineCore", "-k",
+                         "k_alpha", "--launch-count", "2", "--attach-timeout", "3"});
+  unsetenv("FAKE_NCU_WORLD");
+  EXPECT_EQ(result.exit_code, 7) << result.err;
+  EXPECT_NE(result.err.find("[attach_process_not_found]"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("pid " + std::to_string(tree.pid_on(49152))), std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("serve::engine"), std::string::npos) << result.err;
+  EXPECT_FALSE(fs::exists(bundle()));
+  EXPECT_FALSE(fs::exists(world / "held-49152"));
+  EXPECT_FALSE(fs::exists(world / "held-49153"));
+}
+
+TEST_F(Capture, AttachProcessByPid) {
+  fs::path world = dir_ / "world";
+  LaunchedTree tree(world, {"--no-engine"});
+  setenv("FAKE_NCU_WORLD", world.c_str(), 1);
+  int front = tree.pid_on(49152);
+  auto result = capture(recording("attach_1"),
+                        {"--attach", "127.0.0.1", "--attach-process", std::to_string(front), "-k",
+                         "k_alpha", "--launch-count", "2", "--attach-timeout", "10"});
+  unsetenv("FAKE_NCU_WORLD");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(manifest(bundle())["attach"]["process"]["pid"], front);
+  EXPECT_EQ(manifest(bundle())["ncu"]["exit_code"], 130);
 }
 
 TEST_F(Capture, AttachWithNothingListeningIsDiagnosed) {
