@@ -1,0 +1,483 @@
+#include "load/request_driver.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <utility>
+
+#include "common/text.h"
+#include "common/utf8.h"
+
+// One libcurl easy handle per worker thread, each doing a blocking curl_easy_perform, rather than
+// one multi handle driving every transfer: a worker is exactly the closed loop the load is (send,
+// wait, send the next), each request's latency is measured around its own call, and each worker
+// keeps its own keep-alive connection as load.py's workers do. The concurrencies a capture needs
+// (1 to a few hundred) are a few hundred threads at most, which costs nothing next to an engine;
+// a multi handle would only pay off at thousands of connections.
+
+namespace kprof::load {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::size_t kMaxReplyBytes = 64u << 20;  // more is no completion reply
+constexpr std::size_t kMaxExamples = 3;
+constexpr std::size_t kMaxDetailChars = 200;
+// After a connection failure a worker waits this long before its next request, so a dead
+// server is not hammered in a tight loop for the rest of a duration.
+constexpr std::chrono::milliseconds kConnectionBackoff{100};
+
+void init_curl_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+      throw LoadError("libcurl could not be initialised");
+    }
+  });
+}
+
+struct CurlHandle {
+  CURL* curl = curl_easy_init();
+  curl_slist* headers = nullptr;
+  CurlHandle() {
+    if (curl == nullptr) throw LoadError("libcurl could not create a handle");
+  }
+  ~CurlHandle() {
+    curl_slist_free_all(headers);
+    curl_easy_cleanup(curl);
+  }
+  CurlHandle(const CurlHandle&) = delete;
+  CurlHandle& operator=(const CurlHandle&) = delete;
+};
+
+std::size_t append_reply(char* data, std::size_t size, std::size_t count, void* user) {
+  auto* reply = static_cast<std::string*>(user);
+  const std::size_t bytes = size * count;
+  if (reply->size() + bytes > kMaxReplyBytes) return 0;  // aborts the transfer
+  reply->append(data, bytes);
+  return bytes;
+}
+
+struct HttpResult {
+  CURLcode code = CURLE_OK;
+  std::string curl_error;  // CURLOPT_ERRORBUFFER, or curl_easy_strerror
+  long status = 0;
+  std::string body;
+};
+
+// GET or POST (a non-empty body) on a prepared handle; the handle keeps its connection.
+HttpResult perform(CurlHandle& h, const std::string& url, const std::string* post_body,
+                   double timeout_s) {
+  HttpResult result;
+  char error_buffer[CURL_ERROR_SIZE] = {};
+  curl_easy_setopt(h.curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(h.curl, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for name lookups
+  curl_easy_setopt(h.curl, CURLOPT_TIMEOUT_MS,
+                   static_cast<long>(std::max(1.0, std::ceil(timeout_s * 1000.0))));
+  curl_easy_setopt(h.curl, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(std::max(1.0, std::ceil(std::min(timeout_s, 30.0) * 1000.0))));
+  curl_easy_setopt(h.curl, CURLOPT_WRITEFUNCTION, append_reply);
+  curl_easy_setopt(h.curl, CURLOPT_WRITEDATA, &result.body);
+  curl_easy_setopt(h.curl, CURLOPT_ERRORBUFFER, error_buffer);
+  curl_easy_setopt(h.curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(h.curl, CURLOPT_FOLLOWLOCATION, 0L);
+  if (post_body != nullptr) {
+    if (h.headers == nullptr) {
+      h.headers = curl_slist_append(nullptr, "Content-Type: application/json");
+      // No "Expect: 100-continue" round trip before a large prompt.
+      h.headers = curl_slist_append(h.headers, "Expect:");
+    }
+    curl_easy_setopt(h.curl, CURLOPT_HTTPHEADER, h.headers);
+    curl_easy_setopt(h.curl, CURLOPT_POSTFIELDS, post_body->c_str());
+    curl_easy_setopt(h.curl, CURLOPT_POSTFIELDSIZE_LARGE,
+                     static_cast<curl_off_t>(post_body->size()));
+  } else {
+    curl_easy_setopt(h.curl, CURLOPT_HTTPGET, 1L);
+  }
+  result.code = curl_easy_perform(h.curl);
+  curl_easy_setopt(h.curl, CURLOPT_ERRORBUFFER, nullptr);
+  if (result.code != CURLE_OK) {
+    result.curl_error = error_buffer[0] != '\0' ? std::string(error_buffer)
+                                                : std::string(curl_easy_strerror(result.code));
+    return result;
+  }
+  curl_easy_getinfo(h.curl, CURLINFO_RESPONSE_CODE, &result.status);
+  return result;
+}
+
+bool is_timeout(CURLcode code) { return code == CURLE_OPERATION_TIMEDOUT; }
+
+std::string shorten(std::string_view text) {
+  std::string out = to_valid_utf8(text.substr(0, kMaxDetailChars));
+  if (text.size() > kMaxDetailChars) out += "…";
+  return out;
+}
+
+// An OpenAI error body's message, else the start of the body.
+std::string error_detail(const std::string& body) {
+  const auto parsed = nlohmann::json::parse(body, nullptr, false);
+  if (parsed.is_object()) {
+    const auto error = parsed.find("error");
+    if (error != parsed.end()) {
+      if (error->is_object() && error->contains("message") && (*error)["message"].is_string()) {
+        return shorten((*error)["message"].get<std::string>());
+      }
+      if (error->is_string()) return shorten(error->get<std::string>());
+    }
+    const auto detail = parsed.find("detail");  // FastAPI's errors
+    if (detail != parsed.end() && detail->is_string()) return shorten(detail->get<std::string>());
+  }
+  return body.empty() ? std::string("(empty body)") : shorten(body);
+}
+
+// "http://h:p/x/" and "http://h:p/x/v1" → "http://h:p/x"; LoadError for what is not http(s).
+std::string normalize_base_url(const std::string& base_url) {
+  std::string url = base_url;
+  const bool http = url.rfind("http://", 0) == 0;
+  const bool https = url.rfind("https://", 0) == 0;
+  const std::size_t host_at = http ? 7 : https ? 8 : 0;
+  if (host_at == 0 || url.size() == host_at || url[host_at] == '/') {
+    throw LoadError("'" + to_valid_utf8(base_url) +
+                    "' is not an http:// or https:// URL with a host");
+  }
+  if (url.find_first_of(" \t\r\n?#") != std::string::npos) {
+    throw LoadError("'" + to_valid_utf8(base_url) +
+                    "': a base URL has no spaces, query or fragment");
+  }
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  if (url.size() >= 3 && url.compare(url.size() - 3, 3, "/v1") == 0 && url.size() - 3 > host_at) {
+    url.resize(url.size() - 3);
+  }
+  return url;
+}
+
+std::string api_path(const std::string& api) {
+  if (api == "completions") return "/v1/completions";
+  if (api == "chat") return "/v1/chat/completions";
+  throw std::invalid_argument("api must be completions or chat, not '" + api + "'");
+}
+
+// Distinct prompts (no two requests share a prefix beyond the first word), deterministic; the
+// words of tools/serving/load.py, so both send the same text.
+std::string prompt_text(std::int64_t index, int words) {
+  std::string text = "load";
+  for (int i = 0; i + 1 < words; ++i) {
+    text += " r" + std::to_string(index) + "w" + std::to_string(i);
+  }
+  return text;
+}
+
+double nearest_rank(const std::vector<double>& sorted, double p) {
+  const auto n = static_cast<double>(sorted.size());
+  auto rank = static_cast<std::size_t>(std::max(1.0, std::ceil(p / 100.0 * n)));
+  rank = std::min(rank, sorted.size());
+  return sorted[rank - 1];
+}
+
+}  // namespace
+
+struct RequestDriver::State {
+  LoadSpec spec;
+  std::string base;  // normalised base URL
+  std::string endpoint;
+
+  mutable std::mutex mutex;  // guards everything below that is not atomic
+  std::condition_variable wake;
+  bool started = false;
+  bool stopping = false;
+  std::optional<Clock::time_point> deadline;
+  std::optional<Clock::time_point> first_send, last_finish;
+  std::vector<double> latencies_ms;
+  std::int64_t output_tokens = 0;
+  std::map<std::string, std::int64_t> failures_by_cause;
+  std::vector<std::string> failure_examples;
+  int max_in_flight = 0;
+  std::vector<std::unique_ptr<CurlHandle>> handles;  // one per worker, made before they start
+  std::vector<std::thread> workers;
+  std::optional<LoadFigures> figures;
+
+  std::atomic<std::int64_t> sent{0}, completed{0}, failed{0};
+  std::atomic<int> in_flight{0};
+  std::atomic<int> workers_running{0};
+
+  std::mutex stop_mutex;  // one stop() at a time
+
+  // The index of the next request, or nothing when stopping, the budget is sent or time is up.
+  std::optional<std::int64_t> claim() {
+    std::lock_guard lock(mutex);
+    if (stopping) return std::nullopt;
+    if (spec.max_requests && sent.load() >= *spec.max_requests) return std::nullopt;
+    const auto now = Clock::now();
+    if (deadline && now >= *deadline) return std::nullopt;
+    const std::int64_t index = sent.fetch_add(1);
+    max_in_flight = std::max(max_in_flight, in_flight.fetch_add(1) + 1);
+    if (!first_send) first_send = now;
+    return index;
+  }
+
+  void fail(const std::string& cause, const std::string& detail, Clock::time_point finished) {
+    std::lock_guard lock(mutex);
+    ++failures_by_cause[cause];
+    if (failure_examples.size() < kMaxExamples) failure_examples.push_back(cause + ": " + detail);
+    failed.fetch_add(1);
+    finish(finished);
+  }
+
+  void succeed(double latency_ms, std::int64_t tokens, Clock::time_point finished) {
+    std::lock_guard lock(mutex);
+    latencies_ms.push_back(latency_ms);
+    output_tokens += tokens;
+    completed.fetch_add(1);
+    finish(finished);
+  }
+
+  void finish(Clock::time_point finished) {  // under mutex
+    in_flight.fetch_sub(1);
+    if (!last_finish || finished > *last_finish) last_finish = finished;
+  }
+
+  std::string body(std::int64_t index) const {
+    nlohmann::json request = {
+        {"model", spec.model}, {"max_tokens", spec.output_tokens}, {"temperature", 0.0}};
+    if (spec.ignore_eos) {
+      request["ignore_eos"] = true;
+      request["min_tokens"] = spec.output_tokens;
+    }
+    const std::string text = prompt_text(index, spec.prompt_tokens);
+    if (spec.api == "chat") {
+      request["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", text}}});
+    } else {
+      request["prompt"] = text;
+    }
+    return request.dump();
+  }
+
+  void run_worker(CurlHandle& handle) {
+    while (const auto index = claim()) {
+      const std::string request = body(*index);
+      const auto sent_at = Clock::now();
+      const HttpResult reply = perform(handle, endpoint, &request, spec.request_timeout_s);
+      const auto finished = Clock::now();
+      if (reply.code != CURLE_OK) {
+        if (is_timeout(reply.code)) {
+          fail("timeout", "no reply within " + format_number(spec.request_timeout_s) + " s",
+               finished);
+        } else if (reply.code == CURLE_WRITE_ERROR) {
+          fail("bad response", "reply larger than 64 MiB", finished);
+        } else {
+          fail("connection", shorten(reply.curl_error), finished);
+          std::unique_lock lock(mutex);
+          wake.wait_for(lock, kConnectionBackoff, [this] { return stopping; });
+        }
+        continue;
+      }
+      if (reply.status != 200) {
+        fail("HTTP " + std::to_string(reply.status), error_detail(reply.body), finished);
+        continue;
+      }
+      const auto parsed = nlohmann::json::parse(reply.body, nullptr, false);
+      if (!parsed.is_object() || !parsed.contains("choices") || !parsed["choices"].is_array() ||
+          parsed["choices"].empty()) {
+        fail("bad response",
+             parsed.is_discarded() ? "not JSON: " + shorten(reply.body) : "no choices in the reply",
+             finished);
+        continue;
+      }
+      std::int64_t tokens = 0;
+      const auto usage = parsed.find("usage");
+      if (usage != parsed.end() && usage->is_object() && usage->contains("completion_tokens") &&
+          (*usage)["completion_tokens"].is_number_integer()) {
+        tokens = (*usage)["completion_tokens"].get<std::int64_t>();
+      }
+      succeed(std::chrono::duration<double, std::milli>(finished - sent_at).count(), tokens,
+              finished);
+    }
+    workers_running.fetch_sub(1);
+  }
+
+  LoadFigures make_figures() const {  // under mutex, after the workers
+    LoadFigures f;
+    f.endpoint = endpoint;
+    f.model = spec.model;
+    f.api = spec.api;
+    f.concurrency = spec.concurrency;
+    f.prompt_tokens = spec.prompt_tokens;
+    f.output_tokens = spec.output_tokens;
+    f.sent = sent.load();
+    f.completed = completed.load();
+    f.failed = failed.load();
+    f.max_in_flight = max_in_flight;
+    if (first_send && last_finish) {
+      f.duration_s = std::chrono::duration<double>(*last_finish - *first_send).count();
+    }
+    if (f.duration_s > 0) {
+      f.requests_per_s = static_cast<double>(f.completed) / f.duration_s;
+      f.output_tokens_per_s = static_cast<double>(output_tokens) / f.duration_s;
+    }
+    if (!latencies_ms.empty()) {
+      std::vector<double> sorted = latencies_ms;
+      std::sort(sorted.begin(), sorted.end());
+      LatencySummary l;
+      l.min_ms = sorted.front();
+      l.max_ms = sorted.back();
+      double sum = 0;
+      for (double v : sorted) sum += v;
+      l.mean_ms = sum / static_cast<double>(sorted.size());
+      l.p50_ms = nearest_rank(sorted, 50);
+      l.p90_ms = nearest_rank(sorted, 90);
+      l.p99_ms = nearest_rank(sorted, 99);
+      f.latency = l;
+    }
+    f.failures_by_cause = failures_by_cause;
+    f.failure_examples = failure_examples;
+    return f;
+  }
+};
+
+RequestDriver::RequestDriver(LoadSpec spec) : state_(std::make_unique<State>()) {
+  if (spec.concurrency < 1) throw std::invalid_argument("concurrency must be at least 1");
+  if (spec.prompt_tokens < 1) throw std::invalid_argument("prompt length must be at least 1");
+  if (spec.output_tokens < 1) throw std::invalid_argument("output length must be at least 1");
+  if (spec.max_requests && *spec.max_requests < 1) {
+    throw std::invalid_argument("the request budget must be at least 1");
+  }
+  if (spec.duration_s && !(*spec.duration_s > 0)) {
+    throw std::invalid_argument("the duration must be above 0 s");
+  }
+  if (!(spec.request_timeout_s > 0)) {
+    throw std::invalid_argument("the request timeout must be above 0 s");
+  }
+  state_->endpoint = api_path(spec.api);  // checks api
+  state_->base = normalize_base_url(spec.base_url);
+  state_->endpoint = state_->base + state_->endpoint;
+  state_->spec = std::move(spec);
+}
+
+RequestDriver::~RequestDriver() {
+  try {
+    stop();
+  } catch (...) {  // a destructor does not throw; stop() only joins
+  }
+}
+
+void RequestDriver::start() {
+  State& s = *state_;
+  {
+    std::lock_guard lock(s.mutex);
+    if (s.started) throw std::logic_error("RequestDriver::start called twice");
+  }
+  init_curl_once();
+  if (s.spec.model.empty()) s.spec.model = read_served_model(s.base);
+  // Every handle exists before any worker runs: a failure here throws out of start() with
+  // nothing sent, rather than leaving a worker short in the middle of a load.
+  std::vector<std::unique_ptr<CurlHandle>> handles;
+  for (int i = 0; i < s.spec.concurrency; ++i) handles.push_back(std::make_unique<CurlHandle>());
+  std::lock_guard lock(s.mutex);
+  s.started = true;
+  s.handles = std::move(handles);
+  if (s.spec.duration_s) {
+    s.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(*s.spec.duration_s));
+  }
+  s.workers.reserve(s.handles.size());
+  for (auto& handle : s.handles) {
+    s.workers_running.fetch_add(1);
+    try {
+      s.workers.emplace_back([&s, h = handle.get()] { s.run_worker(*h); });
+    } catch (...) {
+      s.workers_running.fetch_sub(1);
+      throw;  // the destructor stops the workers already running
+    }
+  }
+}
+
+LoadFigures RequestDriver::stop() {
+  State& s = *state_;
+  std::lock_guard stop_lock(s.stop_mutex);
+  {
+    std::lock_guard lock(s.mutex);
+    if (s.figures) return *s.figures;
+    s.stopping = true;
+  }
+  s.wake.notify_all();
+  for (auto& worker : s.workers) worker.join();
+  std::lock_guard lock(s.mutex);
+  s.workers.clear();
+  s.figures = s.make_figures();
+  return *s.figures;
+}
+
+std::int64_t RequestDriver::sent() const { return state_->sent.load(); }
+std::int64_t RequestDriver::completed() const { return state_->completed.load(); }
+std::int64_t RequestDriver::failed() const { return state_->failed.load(); }
+int RequestDriver::in_flight() const { return state_->in_flight.load(); }
+
+bool RequestDriver::finished() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->started && state_->workers_running.load() == 0;
+}
+
+const LoadSpec& RequestDriver::spec() const { return state_->spec; }
+
+Readiness wait_ready(const std::string& base_url, const std::string& path, double timeout_s,
+                     const std::atomic<bool>* interrupted) {
+  init_curl_once();
+  const std::string url = normalize_base_url(base_url) + path;
+  const auto started = Clock::now();
+  const auto waited = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
+  Readiness r;
+  CurlHandle handle;
+  while (true) {
+    if (interrupted != nullptr && interrupted->load()) {
+      r.why_not = "interrupted";
+      break;
+    }
+    const double left = timeout_s - waited();
+    const HttpResult reply = perform(handle, url, nullptr, std::clamp(left, 0.05, 5.0));
+    if (reply.code == CURLE_OK && reply.status == 200) {
+      r.ready = true;
+      r.why_not.clear();
+      break;
+    }
+    r.why_not =
+        reply.code != CURLE_OK ? shorten(reply.curl_error) : "HTTP " + std::to_string(reply.status);
+    if (waited() >= timeout_s) break;
+    // Half a second between polls, in short sleeps so an interruption is seen at once.
+    const auto next = Clock::now() + std::chrono::milliseconds(500);
+    while (Clock::now() < next && waited() < timeout_s &&
+           (interrupted == nullptr || !interrupted->load())) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  r.waited_s = waited();
+  return r;
+}
+
+std::string read_served_model(const std::string& base_url) {
+  init_curl_once();
+  const std::string url = normalize_base_url(base_url) + "/v1/models";
+  CurlHandle handle;
+  const HttpResult reply = perform(handle, url, nullptr, 30.0);
+  if (reply.code != CURLE_OK) throw LoadError(url + ": " + shorten(reply.curl_error));
+  if (reply.status != 200) {
+    throw LoadError(url + ": HTTP " + std::to_string(reply.status) + ": " +
+                    error_detail(reply.body));
+  }
+  const auto parsed = nlohmann::json::parse(reply.body, nullptr, false);
+  if (parsed.is_discarded()) throw LoadError(url + ": the reply is not JSON");
+  const auto data = parsed.is_object() ? parsed.find("data") : parsed.end();
+  if (data == parsed.end() || !data->is_array() || data->empty() || !(*data)[0].is_object() ||
+      !(*data)[0].contains("id") || !(*data)[0]["id"].is_string() ||
+      (*data)[0]["id"].get<std::string>().empty()) {
+    throw LoadError(url + ": lists no model (no data[0].id)");
+  }
+  return to_valid_utf8((*data)[0]["id"].get<std::string>());
+}
+
+}  // namespace kprof::load
