@@ -39,4 +39,29 @@ std::string pod_capture_summary(int index, const capture::CaptureResult& result)
                      result.bundle_path);
 }
 
+nlohmann::json load_block_json(const load::LoadFigures& figures) {
+  nlohmann::json latency;
+  if (figures.latency) {
+    const load::LatencySummary& l = *figures.latency;
+    latency = {{"min", l.min_ms}, {"mean", l.mean_ms}, {"p50", l.p50_ms},
+               {"p90", l.p90_ms}, {"p99", l.p99_ms},   {"max", l.max_ms}};
+  }
+  return {{"endpoint", figures.endpoint},
+          {"model", figures.model},
+          {"api", figures.api},
+          {"concurrency", figures.concurrency},
+          {"prompt_tokens", figures.prompt_tokens},
+          {"output_tokens", figures.output_tokens},
+          {"sent", figures.sent},
+          {"completed", figures.completed},
+          {"failed", figures.failed},
+          {"max_in_flight", figures.max_in_flight},
+          {"duration_s", figures.duration_s},
+          {"requests_per_s", figures.requests_per_s},
+          {"output_tokens_per_s", figures.output_tokens_per_s},
+          {"latency_ms", latency},
+          {"failures_by_cause", figures.failures_by_cause},
+          {"failure_examples", figures.failure_examples}};
+}
+
 }  // namespace kprof::render

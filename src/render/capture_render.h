@@ -7,6 +7,7 @@
 
 #include "capture/capture_session.h"
 #include "capture/ncu_diagnosis.h"
+#include "load/request_driver.h"
 
 namespace kprof::render {
 
@@ -18,5 +19,8 @@ std::string diagnoses_text(const std::vector<capture::Diagnosis>& diagnoses);
 std::string capture_summary(const capture::CaptureResult& result);
 // "capture 2 done: 2 kernels profiled; bundle PATH" (failed).
 std::string pod_capture_summary(int index, const capture::CaptureResult& result);
+
+// The bundle manifest's `load` block from the request driver's figures (kprof.bundle/1).
+nlohmann::json load_block_json(const load::LoadFigures& figures);
 
 }  // namespace kprof::render

@@ -15,7 +15,9 @@ import sys
 import time
 
 world = sys.argv[1]
-engine_name = sys.argv[sys.argv.index("--engine-name") + 1] if "--engine-name" in sys.argv else "serve::engine"
+# Passed to the engine in its environment, so that only its thread name carries it.
+engine_name = os.environ.get("FAKE_ENGINE_NAME") or (
+    sys.argv[sys.argv.index("--engine-name") + 1] if "--engine-name" in sys.argv else "serve::engine")
 role = "engine" if "--role-engine" in sys.argv else "front"
 os.makedirs(os.path.join(world, "waiting"), exist_ok=True)
 os.makedirs(os.path.join(world, "attached"), exist_ok=True)
@@ -45,7 +47,7 @@ else:
     register(49152)
     wait_attached()
     if "--no-engine" not in sys.argv:
-        subprocess.Popen([sys.executable, os.path.abspath(__file__), world, "--role-engine",
-                          "--engine-name", engine_name])
+        subprocess.Popen([sys.executable, os.path.abspath(__file__), world, "--role-engine"],
+                         env=dict(os.environ, FAKE_ENGINE_NAME=engine_name))
 while True:
     time.sleep(1)
