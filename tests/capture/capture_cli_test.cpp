@@ -305,6 +305,8 @@ class FakeTarget {
   int port_ = 0;
 };
 
+pid_t start_sleeper();
+
 TEST_F(Capture, AttachDetachesOnceTheReportIsWritten) {
   FakeTarget target;
   std::string endpoint = "127.0.0.1:" + std::to_string(target.port());
@@ -684,9 +686,14 @@ TEST_F(Capture, EachWarmStepThatDoesNotHappenIsDiagnosed) {
     LaunchedTree tree(world);
     FakeServer server(dir_ / (std::string("server-") + c.diagnosis), c.server_args);
     ASSERT_FALSE(server.url().empty());
-    std::vector<std::string> args = {"--attach",  "127.0.0.1", "--load-url",       server.url(),
-                                     "-k",        "k_alpha",   "--launch-count",   "2",
-                                     "--timeout", "60",        "--attach-timeout", "20"};
+    std::vector<std::string> args = {"--attach",  "127.0.0.1", "--load-url",     server.url(),
+                                     "-k",        "k_alpha",   "--launch-count", "2",
+                                     "--timeout", "60"};
+    // Every wait bounded, unless the case sets that bound itself.
+    for (const char* bound : {"--attach-timeout", "--ready-timeout", "--warmup-timeout"}) {
+      if (std::find(c.args.begin(), c.args.end(), bound) == c.args.end())
+        args.insert(args.end(), {bound, "20"});
+    }
     for (std::string arg : c.args) {
       if (arg.rfind("URL", 0) == 0) arg = server.url() + arg.substr(3);
       args.push_back(arg);
