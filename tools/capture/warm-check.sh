@@ -71,7 +71,7 @@ tagged_pids() {
     pid=${env#/proc/}
     pid=${pid%/environ}
     [ "$pid" = "$$" ] && continue
-    tr '\0' '\n' <"$env" 2>/dev/null | grep -qx "KPROF_WARM_CHECK_TAG=$TAG" && echo "$pid"
+    { tr '\0' '\n' <"$env"; } 2>/dev/null | grep -qx "KPROF_WARM_CHECK_TAG=$TAG" && echo "$pid"
   done
 }
 LAUNCHER=""
@@ -120,7 +120,7 @@ grep -q "Waiting for profiler" "$OUT/serve.log" && result ok "the front waits fo
 # 1. A start-up capture of the engine: the front is held (it runs on, profiled for nothing), the
 # engine it spawns is followed and captured inside its start-up profiling forward.
 say "1. start-up capture"
-timeout -s INT "$(left)" env LD_LIBRARY_PATH="$KPROF_LIBS" "$KPROF" capture \
+timeout -s INT "$(left)" env LD_LIBRARY_PATH="$KPROF_LIBS" "$KPROF" capture --ncu "$NCU" \
   -o "$OUT/startup" --attach 127.0.0.1 --attach-process serve::engine --attach-timeout 120 \
   --nvtx-include profile_run/ --launch-count "$LAUNCH_COUNT" --preset "$PRESET" \
   --timeout 150 --json >"$OUT/startup.json" 2>"$OUT/startup.stderr"
@@ -134,7 +134,7 @@ grep -q "attach: target_found pid" "$OUT/startup.stderr" &&
 # 2./3. The warm sequence at c=1 and c=16 against the same server.
 warm() { # NAME CONCURRENCY
   say "$1: warm capture at concurrency $2"
-  timeout -s INT "$(left)" env LD_LIBRARY_PATH="$KPROF_LIBS" "$KPROF" capture \
+  timeout -s INT "$(left)" env LD_LIBRARY_PATH="$KPROF_LIBS" "$KPROF" capture --ncu "$NCU" \
     -o "$OUT/$1" --attach 127.0.0.1 --attach-process serve::engine --attach-timeout 60 \
     --load-url "$URL" --ready-timeout 240 --warmup-requests 16 --load-concurrency "$2" \
     --prompt-len 64 --output-len 32 --nvtx-include decode_step/ \
