@@ -106,8 +106,14 @@ ManifestBuilder& ManifestBuilder::diagnoses(std::vector<Diagnosis> diagnoses) {
   return *this;
 }
 
-ManifestBuilder& ManifestBuilder::attach(const AttachEndpoint& endpoint) {
+ManifestBuilder& ManifestBuilder::attach(const AttachEndpoint& endpoint, const json& details) {
   doc_["attach"] = {{"host", endpoint.host}, {"port", endpoint.port.value_or(49152)}};
+  if (details.is_object()) doc_["attach"].update(details);
+  return *this;
+}
+
+ManifestBuilder& ManifestBuilder::load(json load) {
+  doc_["load"] = std::move(load);
   return *this;
 }
 

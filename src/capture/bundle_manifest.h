@@ -54,7 +54,12 @@ class ManifestBuilder {
   ManifestBuilder& progress(const NcuProgress& progress);
   ManifestBuilder& warnings(std::vector<std::string> warnings);
   ManifestBuilder& diagnoses(std::vector<Diagnosis> diagnoses);
-  ManifestBuilder& attach(const AttachEndpoint& endpoint);
+  // details: what the attach did beyond the endpoint (the process attached to, the steering
+  // steps of a process tree, the warm sequence), merged into the block.
+  ManifestBuilder& attach(const AttachEndpoint& endpoint,
+                          const nlohmann::json& details = nlohmann::json::object());
+  // The load that ran during the capture (the request driver's figures, warm-up, readiness).
+  ManifestBuilder& load(nlohmann::json load);
   ManifestBuilder& target(std::vector<std::string> argv,
                           const std::vector<std::pair<std::string, std::string>>& env);
   ManifestBuilder& kubernetes(ManifestKubernetes where);

@@ -1,12 +1,11 @@
 #include "capture/capture_session.h"
 
 #include <fmt/format.h>
-#include <netdb.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "common/error.h"
 #include "common/text.h"
@@ -20,23 +19,33 @@ std::string LocalNcuRunner::export_path(const EvidenceBundle& bundle) {
   return bundle.path_of("report");
 }
 
-// An ncu launch-mode target listens on the base port while it runs; a successful TCP connect
-// after detaching says it is still there.
-std::optional<bool> LocalNcuRunner::target_still_there(const AttachEndpoint& endpoint) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  std::string port = std::to_string(endpoint.port.value_or(49152));
-  if (getaddrinfo(endpoint.host.c_str(), port.c_str(), &hints, &found) != 0) return false;
-  bool ok = false;
-  for (addrinfo* a = found; a && !ok; a = a->ai_next) {
-    int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    ok = connect(fd, a->ai_addr, a->ai_addrlen) == 0;
-    close(fd);
-  }
-  freeaddrinfo(found);
-  return ok;
+bool process_running(int pid, const std::string& proc_root) {
+  if (pid <= 0) return false;
+  std::ifstream stat(proc_root + "/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  // "PID (COMM) STATE …": COMM may hold spaces and parentheses, the state follows the last ')'.
+  size_t close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z' &&
+         line[close + 2] != 'X';
+}
+
+bool is_local_host(const std::string& host) {
+  if (host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0)
+    return true;
+  char name[256] = {};
+  return gethostname(name, sizeof name - 1) == 0 && host == name;
+}
+
+// Liveness is asked of the processes themselves, not of a port: ncu's attach finds its targets
+// through its own discovery (on the H200 the local transport), a target may sit on any port of
+// the range, and one that is between two attach clients may not accept a TCP connection at that
+// moment. The pids come from ncu's own "Connected to process PID" lines; on another machine
+// nothing can be told from here.
+std::optional<bool> LocalNcuRunner::target_still_there(const AttachEndpoint& endpoint,
+                                                       const std::vector<int>& pids) {
+  if (pids.empty() || !is_local_host(endpoint.host)) return std::nullopt;
+  return std::all_of(pids.begin(), pids.end(), [](int pid) { return process_running(pid); });
 }
 
 void write_ncu_exports(EvidenceBundle& bundle, const std::string& ncu_path,
@@ -156,27 +165,53 @@ CaptureResult CaptureSession::run(const std::string& bundle_path) {
     bool stopped_by_kprof = detached || result.timed_out || result.interrupted;
     diagnoses = diagnose({command.argv, result.combined, result.exit_code, stopped_by_kprof});
   }
+  // Attached, kprof stopped only its own attach client: the target was started elsewhere (under
+  // `ncu --mode launch`) and keeps running; launched, ncu's process group is the target too.
+  std::string stopped =
+      spec.attach ? "the ncu attach client was stopped; the target keeps running (kprof did not "
+                    "start it) and waits for the next attach"
+                  : "ncu and its target were stopped";
   if (result.timed_out) {
     diagnoses.push_back(
         {"timeout", true,
-         fmt::format("the capture ran past --timeout {} s; ncu and its target were "
-                     "stopped (SIGINT to the process group, SIGKILL after 5 s)",
-                     options_.timeout_s),
-         "scope the capture (-k, --launch-count, --preset triage) or allow more time"});
+         fmt::format("the capture ran past --timeout {} s; {} (SIGINT to the process group, "
+                     "SIGKILL after 5 s)",
+                     options_.timeout_s, stopped),
+         spec.attach
+             ? "check that the attached process runs the kernels asked for (-k, --launch-count; "
+               "with a process tree, name it with --attach-process), or allow more time"
+             : "scope the capture (-k, --launch-count, --preset triage) or allow more time"});
   }
   if (result.interrupted) {
     diagnoses.push_back({"interrupted", true,
-                         "kprof was interrupted (SIGINT/SIGTERM); ncu and its target were stopped",
+                         fmt::format("kprof was interrupted (SIGINT/SIGTERM); {}", stopped),
                          "run the capture again; the incomplete bundle keeps what was recorded"});
   }
   if (detached) {
-    std::optional<bool> still_there = runner_.target_still_there(*spec.attach);
+    const std::vector<int>& pids = parser.progress().connected_pids;
+    std::optional<bool> still_there = runner_.target_still_there(*spec.attach, pids);
     observer_.detached(still_there);
     if (still_there == false) {
+      std::string list;
+      for (int pid : pids) list += (list.empty() ? "" : ", ") + std::to_string(pid);
       diagnoses.push_back({"target_gone", false,
-                           "after detaching, nothing listens on the attach port any more: the "
-                           "target exited or stopped accepting profilers",
+                           fmt::format("after detaching, the attached process ({}) no longer "
+                                       "runs: it exited or was killed",
+                                       list),
                            "check the target; start it again under `ncu --mode launch`"});
+    }
+  }
+  if (options_.expected_pid && result.started) {
+    const std::vector<int>& pids = parser.progress().connected_pids;
+    if (!pids.empty() &&
+        std::find(pids.begin(), pids.end(), *options_.expected_pid) == pids.end()) {
+      diagnoses.push_back(
+          {"attached_other_process", true,
+           fmt::format("ncu attached to process {} instead of {} (the one named with "
+                       "--attach-process): a new process of the tree took the attach",
+                       pids.front(), *options_.expected_pid),
+           "run the capture again; kprof holds the processes it has seen, a process that "
+           "appeared since is held on the next run"});
     }
   }
   bool failed =
@@ -226,6 +261,7 @@ CaptureResult CaptureSession::run(const std::string& bundle_path) {
     }
   }
 
+  nlohmann::json load_block = options_.load ? options_.load(diagnoses) : nlohmann::json();
   CaptureResult outcome;
   outcome.progress = parser.progress();
   ManifestBuilder manifest(options_.tool);
@@ -239,10 +275,12 @@ CaptureResult CaptureSession::run(const std::string& bundle_path) {
       .warnings(command.warnings)
       .diagnoses(diagnoses);
   if (spec.attach) {
-    manifest.attach(*spec.attach);
+    manifest.attach(*spec.attach,
+                    options_.attach_details ? options_.attach_details() : nlohmann::json::object());
   } else {
     manifest.target(spec.target, options_.env);
   }
+  if (!load_block.is_null()) manifest.load(std::move(load_block));
   runner_.describe(manifest);
   if (result.timed_out || result.interrupted || interrupt_received()) {
     manifest.incomplete(result.timed_out ? "timeout" : "interrupted");

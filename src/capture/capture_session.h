@@ -35,8 +35,10 @@ class NcuRunner {
   // Brings the report ncu wrote (`written`) to `local`; a diagnosis when it could not.
   virtual std::optional<Diagnosis> fetch_report(const std::string& written,
                                                 const std::string& local) = 0;
-  // After detaching: is the attach target still there? std::nullopt: cannot tell from here.
-  virtual std::optional<bool> target_still_there(const AttachEndpoint& endpoint) = 0;
+  // After detaching: are the processes ncu was connected to (`pids`, from its "Connected to
+  // process PID" lines) still running? std::nullopt: cannot tell from here.
+  virtual std::optional<bool> target_still_there(const AttachEndpoint& endpoint,
+                                                 const std::vector<int>& pids) = 0;
   // What the runner adds to the manifest (where it ran: the `kubernetes` block).
   virtual void describe(ManifestBuilder& manifest) const = 0;
 };
@@ -49,9 +51,15 @@ class LocalNcuRunner : public NcuRunner {
   std::optional<Diagnosis> fetch_report(const std::string&, const std::string&) override {
     return std::nullopt;
   }
-  std::optional<bool> target_still_there(const AttachEndpoint& endpoint) override;
+  std::optional<bool> target_still_there(const AttachEndpoint& endpoint,
+                                         const std::vector<int>& pids) override;
   void describe(ManifestBuilder&) const override {}
 };
+
+// Whether the process `pid` of this machine runs: it exists and is not a zombie.
+bool process_running(int pid, const std::string& proc_root = "/proc");
+// Whether HOST names this machine (loopback, or this machine's own host name).
+bool is_local_host(const std::string& host);
 
 // What a capture tells while it runs. Every method has a default that ignores it.
 class CaptureObserver {
@@ -86,6 +94,14 @@ struct SessionOptions {
   nlohmann::json tool;     // the manifest's "tool" head (render::tool_json)
   std::string campaign, cell_id, revision;
   BundleAnalyzer analyze;  // unset: no analysis.json
+  // Attached to one process of a tree: the pid meant (a failure when ncu connected to another),
+  // what the manifest's attach block records beyond the endpoint (asked when the manifest is
+  // built: the steering steps so far) and the load that ran.
+  std::optional<int> expected_pid;
+  std::function<nlohmann::json()> attach_details;
+  // Called once ncu has ended, before the manifest is built: stops the load, may add its
+  // diagnoses, returns the "load" block.
+  std::function<nlohmann::json(std::vector<Diagnosis>&)> load;
 };
 
 struct CaptureResult {

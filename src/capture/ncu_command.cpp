@@ -284,7 +284,9 @@ NcuCommand build_ncu_command(const CaptureSpec& spec) {
     argv.insert(argv.end(), {"--replay-mode", spec.replay_mode});
   }
   if (!spec.nvtx_include.empty() || !spec.nvtx_exclude.empty()) {
-    if (!overridden("--nvtx")) argv.push_back("--nvtx");
+    // ncu takes --nvtx only where it launches the program ("Invalid option --nvtx specified for
+    // --mode attach", on the H200): an attached target must have been launched with it.
+    if (!spec.attach && !overridden("--nvtx")) argv.push_back("--nvtx");
     for (const std::string& e : spec.nvtx_include) argv.insert(argv.end(), {"--nvtx-include", e});
     for (const std::string& e : spec.nvtx_exclude) argv.insert(argv.end(), {"--nvtx-exclude", e});
   }

@@ -101,6 +101,9 @@ void NcuProgressParser::read_line(std::string_view line) {
   }
   if (starts_with(line, "==PROF== Connected to process")) {
     ++progress_.processes_connected;
+    static const RE2 kConnected("^==PROF== Connected to process (\\d+)");
+    int pid = 0;
+    if (RE2::PartialMatch(line, kConnected, &pid)) progress_.connected_pids.push_back(pid);
     if (listener_) listener_(line_event(NcuProgressEvent::Kind::kProcessConnected, line));
     return;
   }

@@ -15,6 +15,7 @@ namespace kprof::capture {
 
 struct NcuProgress {
   size_t processes_connected = 0;
+  std::vector<int> connected_pids;  // "==PROF== Connected to process PID (…)", in order
   size_t kernels_profiled = 0;
   // Per profiled kernel, in order: ncu's "- N passes" (kernel replay), or the application replay
   // passes seen for it ("Application replay pass N", the highest N).

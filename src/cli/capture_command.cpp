@@ -6,8 +6,10 @@
 #include <csignal>
 #include <memory>
 
+#include "capture/attach_targets.h"
 #include "capture/capture_session.h"
 #include "capture/ncu_locator.h"
+#include "capture/warm_capture.h"
 #include "cli/analyze_command.h"
 #include "cli/capture_support.h"
 #include "cli/command.h"
@@ -15,6 +17,7 @@
 #include "common/text.h"
 #include "render/capture_render.h"
 #include "render/envelope.h"
+#include "render/load_render.h"
 
 namespace kprof::cli {
 namespace {
@@ -42,6 +45,12 @@ struct CaptureOptions {
   double timeout_s = 0;
   std::string campaign, cell, revision;
   std::string attach;
+  std::string attach_process;
+  double attach_timeout_s = 120;
+  // The warm sequence (issue 20).
+  std::string load_url, ready_url, ready_log_file, ready_log_line, load_api = "completions", model;
+  double ready_timeout_s = 600, warmup_timeout_s = 600;
+  int warmup_requests = 16, load_concurrency = 1, prompt_len = 128, output_len = 64, captures = 1;
   bool json = false;
   std::vector<std::string> target;
 };
@@ -145,6 +154,36 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
   session.env = parse_env(options.env);
   std::string output_path =
       options.output.empty() ? "kprof-capture-" + utc_time("%Y%m%d-%H%M%S") : options.output;
+  std::optional<capture::ProcessSelector> selector;
+  if (!options.attach_process.empty()) {
+    if (!spec.attach) throw UsageError("--attach-process needs --attach HOST");
+    try {
+      selector = capture::parse_process_selector(options.attach_process);
+    } catch (const std::invalid_argument& error) {
+      throw UsageError(error.what());
+    }
+  }
+  bool warm = !options.load_url.empty();
+  if (!warm &&
+      (!options.ready_url.empty() || !options.ready_log_line.empty() || options.captures != 1)) {
+    throw UsageError(
+        "--ready-url, --ready-log-line and --captures belong to the warm sequence: "
+        "give --load-url too");
+  }
+  if (warm) {
+    if (!spec.attach) throw UsageError("--load-url (the warm sequence) needs --attach HOST");
+    if (options.captures < 1) throw UsageError("--captures must be at least 1");
+    if (options.warmup_requests < 0) throw UsageError("--warmup-requests must be 0 or more");
+    if (options.load_concurrency < 1) throw UsageError("--load-concurrency must be at least 1");
+    if (options.ready_log_line.empty() != options.ready_log_file.empty())
+      throw UsageError("--ready-log-line REGEX and --ready-log-file FILE go together");
+    if (!options.ready_log_line.empty()) {
+      RE2 check(options.ready_log_line, RE2::Quiet);
+      if (!check.ok())
+        throw UsageError(
+            fmt::format("--ready-log-line \"{}\": {}", options.ready_log_line, check.error()));
+    }
+  }
   spec.export_path = "report";  // placeholder; checked for refusal only
   build_or_refuse(spec);
   // Checked without following links: a dangling link there would fail the rename at the end.
@@ -168,8 +207,68 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
 
   capture::LocalNcuRunner runner;
   TerminalObserver observer(ncu.path, session.ncu_version, spec.preset);
+  if (warm) {
+    capture::WarmCaptureSpec warm_spec;
+    warm_spec.capture = spec;
+    warm_spec.process = selector;
+    warm_spec.attach_timeout_s = options.attach_timeout_s;
+    std::string base = options.load_url;
+    while (!base.empty() && base.back() == '/') base.pop_back();
+    warm_spec.ready_url = options.ready_url.empty() ? base + "/health" : options.ready_url;
+    warm_spec.ready_log_file = options.ready_log_file;
+    warm_spec.ready_log_regex = options.ready_log_line;
+    warm_spec.ready_timeout_s = options.ready_timeout_s;
+    warm_spec.load.base_url = base;
+    warm_spec.load.model = options.model;
+    warm_spec.load.api = options.load_api;
+    warm_spec.load.concurrency = options.load_concurrency;
+    warm_spec.load.prompt_tokens = options.prompt_len;
+    warm_spec.load.output_tokens = options.output_len;
+    warm_spec.warmup_requests = options.warmup_requests;
+    warm_spec.warmup_timeout_s = options.warmup_timeout_s;
+    warm_spec.captures = options.captures;
+    warm_spec.figures_json = render::load_figures_json;
+    capture::WarmCaptureResult warm_result =
+        capture::run_warm_capture(warm_spec, session, runner, observer, output_path);
+    nlohmann::json manifests = nlohmann::json::array();
+    for (const capture::CaptureResult& one : warm_result.captures) {
+      output.stdout_text += options.json ? "" : one.analysis_table;
+      manifests.push_back(one.manifest);
+      output.stderr_text += render::diagnoses_text(one.diagnoses);
+      output.stderr_text += "kprof: " + render::capture_summary(one) + "\n";
+    }
+    if (options.json)
+      output.stdout_text =
+          (options.captures == 1 && manifests.size() == 1 ? manifests[0] : manifests).dump(1) +
+          "\n";
+    output.stderr_text += render::diagnoses_text(warm_result.diagnoses);
+    if (warm_result.incomplete || interrupt_received()) return ExitCode::kIncomplete;
+    return warm_result.failed ? ExitCode::kCaptureFailed : ExitCode::kOk;
+  }
+  // A named process of a tree: every other process is held unprofiled, so that the capture's
+  // attach can only find the named one; all are let go when the capture ends (destructor).
+  std::unique_ptr<capture::ProcessTreeAttacher> tree;
+  if (selector) {
+    tree = std::make_unique<capture::ProcessTreeAttacher>(
+        ncu.path, *spec.attach, selector, [](const std::string& text) { note(text); });
+    note(fmt::format("attach: looking for the process \"{}\" among those waiting for a profiler",
+                     selector->text()));
+    std::optional<int> pid = tree->find_target(options.attach_timeout_s);
+    if (!pid) {
+      tree->release_all();
+      output.stderr_text += render::diagnoses_text(
+          {capture::process_not_found(*selector, *tree, options.attach_timeout_s)});
+      return interrupt_received() ? ExitCode::kIncomplete : ExitCode::kCaptureFailed;
+    }
+    tree->release_target();
+    session.expected_pid = pid;
+    session.attach_details = [&tree, &selector] {
+      return capture::attach_details(*tree, selector);
+    };
+  }
   capture::CaptureResult result =
       capture::CaptureSession(spec, session, runner, observer).run(output_path);
+  if (tree) tree->release_all();
 
   output.stdout_text = options.json ? result.manifest.dump(1) + "\n" : result.analysis_table;
   output.stderr_text += render::diagnoses_text(result.diagnoses);
@@ -283,6 +382,37 @@ void define_capture(CLI::App& parent, Runner& runner) {
   command->add_option(
       "--attach", options->attach,
       "Attach to HOST[:PORT] (a process under `ncu --mode launch`) instead of running a command");
+  command->add_option("--attach-process", options->attach_process,
+                      "With --attach: the process of a tree to capture, NAME (part of its command "
+                      "line or a thread name, e.g. VLLM::EngineCore) or PID; the others are held "
+                      "unprofiled, and new ones followed as they appear");
+  command->add_option("--attach-timeout", options->attach_timeout_s,
+                      "Seconds to wait for the --attach-process to appear (default 120)");
+  command->add_option("--load-url", options->load_url,
+                      "With --attach: run the warm sequence against this OpenAI-compatible server "
+                      "(e.g. http://127.0.0.1:8000): start-up unprofiled, readiness, warm-up, "
+                      "then each capture while requests flow");
+  command->add_option("--ready-url", options->ready_url,
+                      "Readiness: this URL answers 200 (default LOAD_URL/health)");
+  command->add_option("--ready-log-line", options->ready_log_line,
+                      "Readiness: a line matching this regex in --ready-log-file");
+  command->add_option("--ready-log-file", options->ready_log_file,
+                      "The log --ready-log-line reads");
+  command->add_option("--ready-timeout", options->ready_timeout_s, "Seconds (default 600)");
+  command->add_option("--warmup-requests", options->warmup_requests,
+                      "Requests that must complete before capturing (default 16)");
+  command->add_option("--warmup-timeout", options->warmup_timeout_s, "Seconds (default 600)");
+  command->add_option("--load-concurrency", options->load_concurrency,
+                      "Requests kept in flight during each capture (default 1)");
+  command->add_option("--prompt-len", options->prompt_len, "Prompt length in tokens (default 128)");
+  command->add_option("--output-len", options->output_len,
+                      "Output tokens per request (default 64)");
+  command->add_option("--load-api", options->load_api, "completions (default) or chat")
+      ->check(CLI::IsMember({"completions", "chat"}));
+  command->add_option("--model", options->model,
+                      "The model name requests carry (default: the first of /v1/models)");
+  command->add_option("--captures", options->captures,
+                      "Captures in the warm sequence, one bundle each (default 1)");
   command->add_flag("--json", options->json,
                     "Print the manifest (JSON) instead of the verdict table");
   command->add_option("COMMAND", options->target, "The program and its arguments, after --");

@@ -54,6 +54,12 @@ void define_explain(CLI::App& parent, Runner& runner) {
       "command line. The summary goes to stdout, the diagnoses (FAILED/warning, what to do)\n"
       "to stderr, as `kprof capture` prints them. Exit 7 when the run failed — a non-zero\n"
       "exit status no rule explains included —, 0 otherwise (warnings included).\n\n"
+      "What kprof capture finds beyond ncu's output is not in a log and cannot be explained\n"
+      "from one: timeout, interrupted, target_gone (the attached process exited), "
+      "report_unreadable,\n"
+      "unknown_metric (checked in the report), attach_process_not_found, attached_other_process,\n"
+      "and the warm sequence's steps: warm_not_attached, warm_not_ready, warmup_requests_failed,\n"
+      "load_requests_failed (the manifest's diagnoses name them; README, kprof capture).\n\n"
       "Example:\n"
       "  kprof explain ncu.log --exit-code 0 -- ncu --launch-count 1 -- env FOO=1 ./app");
   command->add_option("LOG", options->log_path, "ncu's console output")->required();

@@ -35,7 +35,8 @@ class KubectlExecRunner : public capture::NcuRunner {
   std::optional<capture::Diagnosis> fetch_report(const std::string& written,
                                                  const std::string& local) override;
   // 127.0.0.1 in the pod is not reachable from here.
-  std::optional<bool> target_still_there(const capture::AttachEndpoint&) override {
+  std::optional<bool> target_still_there(const capture::AttachEndpoint&,
+                                         const std::vector<int>&) override {
     return std::nullopt;
   }
   void describe(capture::ManifestBuilder& manifest) const override;

@@ -2,10 +2,12 @@
 // real ncu runs recorded on the H200 (data/h200/capture-recordings, data/h200/ncu-outputs):
 // the argv kprof gives ncu, the diagnosis and exit code of each failure, and the bundle.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -341,13 +343,21 @@ class FakeTarget {
   int port_ = 0;
 };
 
+pid_t start_sleeper();
+
 TEST_F(Capture, AttachDetachesOnceTheReportIsWritten) {
   FakeTarget target;
   std::string endpoint = "127.0.0.1:" + std::to_string(target.port());
+  // The recorded target's pid replaced by a live process of this machine.
+  pid_t live = start_sleeper();
+  setenv("FAKE_NCU_TARGET_PID", std::to_string(live).c_str(), 1);
   auto result =
       capture(recording("attach_1"), {"--attach", endpoint, "-k", "k_alpha", "--launch-count", "2",
                                       "--preset", "basic", "--timeout", "60"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
+  unsetenv("FAKE_NCU_TARGET_PID");
+  kill(live, SIGKILL);
+  waitpid(live, nullptr, 0);
   EXPECT_NE(result.err.find("kernel 2 of 2: k_alpha (10 passes)"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("detaching from the target"), std::string::npos);
   EXPECT_NE(result.err.find("the target still runs"), std::string::npos);
@@ -358,6 +368,419 @@ TEST_F(Capture, AttachDetachesOnceTheReportIsWritten) {
   EXPECT_TRUE(fs::exists(bundle() + "/analysis.json"));
   std::vector<std::string> argv = ncu_calls()[1]["argv"];
   EXPECT_EQ(std::count(argv.begin(), argv.end(), "--target-processes"), 0);
+}
+
+// A process of this machine that sleeps until killed (the attach target's stand-in), or one that
+// has exited and been reaped (a pid that no longer runs).
+pid_t start_sleeper() {
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/sleep", "sleep", "60", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+pid_t gone_pid() {
+  pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  waitpid(pid, nullptr, 0);
+  return pid;
+}
+
+// Issue 13: on the H200 a live target under `ncu --mode launch` was called gone after each
+// detach because nothing answered a TCP connect on the attach port. Here the target runs and
+// no TCP port is open at all: liveness comes from the process ncu said it connected to.
+TEST_F(Capture, ALiveAttachTargetIsNotCalledGoneWithoutATcpListener) {
+  pid_t target = start_sleeper();
+  setenv("FAKE_NCU_TARGET_PID", std::to_string(target).c_str(), 1);
+  // Port 1 is privileged and closed on any test machine: a TCP connect there fails.
+  auto result =
+      capture(recording("attach_1"), {"--attach", "127.0.0.1:1", "-k", "k_alpha", "--launch-count",
+                                      "2", "--preset", "basic", "--timeout", "60"});
+  unsetenv("FAKE_NCU_TARGET_PID");
+  kill(target, SIGKILL);
+  waitpid(target, nullptr, 0);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.err.find("[target_gone]"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("the target still runs"), std::string::npos) << result.err;
+  EXPECT_TRUE(diagnosis_ids(manifest(bundle())).empty()) << manifest(bundle())["diagnoses"];
+}
+
+TEST_F(Capture, AnAttachTargetThatExitedIsCalledGone) {
+  pid_t target = gone_pid();
+  setenv("FAKE_NCU_TARGET_PID", std::to_string(target).c_str(), 1);
+  auto result =
+      capture(recording("attach_1"), {"--attach", "127.0.0.1", "-k", "k_alpha", "--launch-count",
+                                      "2", "--preset", "basic", "--timeout", "60"});
+  unsetenv("FAKE_NCU_TARGET_PID");
+  ASSERT_EQ(result.exit_code, 0) << result.err;  // a warning: the report was written
+  EXPECT_NE(result.err.find("[target_gone]"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("(" + std::to_string(target) + ") no longer runs"), std::string::npos)
+      << result.err;
+}
+
+// Attached, kprof stops only its own attach client on a timeout: the messages must not say the
+// target was stopped (issue 13).
+TEST_F(Capture, AnAttachTimeoutSaysTheTargetKeepsRunning) {
+  // 3 launches asked, the recording profiles 2: the client is never detached, the timeout ends it.
+  auto result =
+      capture(recording("attach_1"), {"--attach", "127.0.0.1", "-k", "k_alpha", "--launch-count",
+                                      "3", "--preset", "basic", "--timeout", "2"});
+  EXPECT_EQ(result.exit_code, 8) << result.err;
+  EXPECT_NE(result.err.find("[timeout]"), std::string::npos) << result.err;
+  EXPECT_EQ(result.err.find("ncu and its target were stopped"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("the target keeps running"), std::string::npos) << result.err;
+}
+
+// A front that waits for a profiler and spawns its engine only once it runs, both under the
+// stand-in of `ncu --mode launch` (tests/support/fake_launched_tree.py); the stand-in ncu attaches
+// to the lowest port no other client holds, so an attach that only released the front would take
+// the front again.
+class LaunchedTree {
+ public:
+  LaunchedTree(const fs::path& world, std::vector<std::string> args = {}) : world_(world) {
+    fs::create_directories(world);
+    pid_ = fork();
+    if (pid_ == 0) {
+      setenv("NV_CUDA_START_SUSPENDED", "1", 1);
+      setpgid(0, 0);
+      std::vector<std::string> argv = {"python3", KPROF_FAKE_LAUNCHED_TREE, world.string()};
+      argv.insert(argv.end(), args.begin(), args.end());
+      std::vector<char*> raw;
+      for (std::string& arg : argv) raw.push_back(arg.data());
+      raw.push_back(nullptr);
+      execvp("python3", raw.data());
+      _exit(127);
+    }
+    for (int i = 0; i < 200 && !fs::exists(world / "waiting" / "49152"); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ~LaunchedTree() {
+    kill(-pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  // The pid registered on a port, 0 when none.
+  int pid_on(int port) const {
+    std::ifstream in(world_ / "waiting" / std::to_string(port));
+    int pid = 0;
+    in >> pid;
+    return pid;
+  }
+  std::vector<nlohmann::json> attaches() const {
+    std::vector<nlohmann::json> all;
+    std::ifstream in(world_ / "attach-log");
+    for (std::string line; std::getline(in, line);) {
+      nlohmann::json event = nlohmann::json::parse(line);
+      if (event["event"] == "attach") all.push_back(event);
+    }
+    return all;
+  }
+
+ private:
+  fs::path world_;
+  pid_t pid_ = 0;
+};
+
+TEST_F(Capture, AttachProcessHoldsTheFrontFollowsTheEngineAndCapturesIt) {
+  fs::path world = dir_ / "world";
+  LaunchedTree tree(world);
+  setenv("FAKE_NCU_WORLD", world.c_str(), 1);
+  auto result =
+      capture(recording("attach_1"), {"--attach", "127.0.0.1", "--attach-process", "serve::engine",
+                                      "-k", "k_alpha", "--launch-count", "2", "--preset", "basic",
+                                      "--timeout", "60", "--attach-timeout", "20"});
+  unsetenv("FAKE_NCU_WORLD");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  int front = tree.pid_on(49152), engine = tree.pid_on(49153);
+  ASSERT_GT(front, 0);
+  ASSERT_GT(engine, 0) << "the engine never appeared";
+  // ncu's attach clients, in order: the front held, the engine found with the release filter,
+  // then the capture's client with the real filter on the engine.
+  std::vector<nlohmann::json> attaches = tree.attaches();
+  ASSERT_EQ(attaches.size(), 3u) << result.err;
+  EXPECT_EQ(attaches[0]["pid"], front);
+  EXPECT_EQ(attaches[0]["kernel_name"], "regex:^kprof_release_nothing$");
+  EXPECT_EQ(attaches[1]["pid"], engine);
+  EXPECT_EQ(attaches[1]["kernel_name"], "regex:^kprof_release_nothing$");
+  EXPECT_EQ(attaches[2]["pid"], engine);
+  EXPECT_EQ(attaches[2]["kernel_name"], "regex:k_alpha");
+  // Each step on stderr as it happened and in the manifest.
+  EXPECT_NE(result.err.find("attach: held pid " + std::to_string(front)), std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("attach: target_found pid " + std::to_string(engine)),
+            std::string::npos);
+  nlohmann::json m = manifest(bundle());
+  EXPECT_EQ(m["status"], "ok");
+  EXPECT_EQ(m["attach"]["process"]["pid"], engine);
+  EXPECT_EQ(m["attach"]["process"]["selector"], "serve::engine");
+  std::vector<std::string> actions;
+  for (const auto& step : m["attach"]["steps"]) {
+    // "none_waiting" is recorded when a client found nobody (the engine still starting).
+    if (step["action"] != "none_waiting") actions.push_back(step["action"]);
+  }
+  EXPECT_EQ(actions, (std::vector<std::string>{"held", "target_found", "target_released"}));
+  EXPECT_EQ(m["attach"]["steps"][1]["thread_names"][0], "serve::engine");
+  EXPECT_EQ(m["progress"]["kernels_profiled"], 2);
+  // Every hold let go at the end.
+  EXPECT_FALSE(fs::exists(world / "held-49152"));
+  EXPECT_FALSE(fs::exists(world / "held-49153"));
+}
+
+TEST_F(Capture, AttachProcessThatNeverAppearsListsWhatWasSeen) {
+  fs::path world = dir_ / "world";
+  LaunchedTree tree(world);
+  setenv("FAKE_NCU_WORLD", world.c_str(), 1);
+  auto result = capture(recording("attach_1"),
+                        {"--attach", "127.0.0.1", "--attach-process", "VLLM::EngineCore", "-k",
+                         "k_alpha", "--launch-count", "2", "--attach-timeout", "3"});
+  unsetenv("FAKE_NCU_WORLD");
+  EXPECT_EQ(result.exit_code, 7) << result.err;
+  EXPECT_NE(result.err.find("[attach_process_not_found]"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("pid " + std::to_string(tree.pid_on(49152))), std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("serve::engine"), std::string::npos) << result.err;
+  EXPECT_FALSE(fs::exists(bundle()));
+  EXPECT_FALSE(fs::exists(world / "held-49152"));
+  EXPECT_FALSE(fs::exists(world / "held-49153"));
+}
+
+TEST_F(Capture, AttachProcessByPid) {
+  fs::path world = dir_ / "world";
+  LaunchedTree tree(world, {"--no-engine"});
+  setenv("FAKE_NCU_WORLD", world.c_str(), 1);
+  int front = tree.pid_on(49152);
+  auto result = capture(recording("attach_1"),
+                        {"--attach", "127.0.0.1", "--attach-process", std::to_string(front), "-k",
+                         "k_alpha", "--launch-count", "2", "--attach-timeout", "10"});
+  unsetenv("FAKE_NCU_WORLD");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(manifest(bundle())["attach"]["process"]["pid"], front);
+  EXPECT_EQ(manifest(bundle())["ncu"]["exit_code"], 130);
+}
+
+// tools/serving/serve.py --backend fake (no torch): the OpenAI-compatible server the warm
+// sequence's requests go to, with its request log.
+class FakeServer {
+ public:
+  FakeServer(const fs::path& dir, std::vector<std::string> args = {})
+      : log_(dir / "requests.jsonl") {
+    fs::create_directories(dir);
+    fs::path out = dir / "serve.out";
+    fs::remove(out);  // a URL read must be this server's
+    pid_ = fork();
+    if (pid_ == 0) {
+      setpgid(0, 0);
+      int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fd, 1);
+      dup2(fd, 2);
+      std::vector<std::string> argv = {"python3",
+                                       std::string(KPROF_SOURCE_DIR) + "/tools/serving/serve.py",
+                                       "--backend",
+                                       "fake",
+                                       "--port",
+                                       "0",
+                                       "--fake-ms-per-token",
+                                       "2",
+                                       "--request-log",
+                                       log_.string()};
+      argv.insert(argv.end(), args.begin(), args.end());
+      std::vector<char*> raw;
+      for (std::string& arg : argv) raw.push_back(arg.data());
+      raw.push_back(nullptr);
+      execvp("python3", raw.data());
+      _exit(127);
+    }
+    for (int i = 0; i < 200 && url_.empty(); ++i) {
+      std::ifstream in(out);
+      std::string line;
+      if (std::getline(in, line) && line.rfind("listening on ", 0) == 0) url_ = line.substr(13);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  ~FakeServer() {
+    kill(-pid_, SIGTERM);
+    waitpid(pid_, nullptr, 0);
+  }
+  const std::string& url() const { return url_; }
+  std::vector<nlohmann::json> requests() const {
+    std::vector<nlohmann::json> all;
+    std::ifstream in(log_);
+    for (std::string line; std::getline(in, line);) {
+      nlohmann::json r = nlohmann::json::parse(line);
+      if (r["event"] == "request") all.push_back(r);
+    }
+    return all;
+  }
+
+ private:
+  fs::path log_;
+  pid_t pid_ = 0;
+  std::string url_;
+};
+
+// All attach events of the stand-in ncu (attach and detach, with their times).
+std::vector<nlohmann::json> attach_events(const fs::path& world) {
+  std::vector<nlohmann::json> all;
+  std::ifstream in(world / "attach-log");
+  for (std::string line; std::getline(in, line);) all.push_back(nlohmann::json::parse(line));
+  return all;
+}
+
+// Issue 20: the warm sequence against the stand-in ncu (a front and its engine) and serve.py's
+// fake backend: start-up held unprofiled, readiness, warm-up requests, then the capture's attach
+// while requests are in flight, detach, load stopped — in that order, requests counted.
+TEST_F(Capture, WarmSequenceRunsItsStepsInOrderWhileRequestsFlow) {
+  fs::path world = dir_ / "world";
+  LaunchedTree tree(world);
+  FakeServer server(dir_, {"--fake-ready-after", "8"});
+  ASSERT_FALSE(server.url().empty());
+  setenv("FAKE_NCU_WORLD", world.c_str(), 1);
+  setenv("FAKE_NCU_LINE_DELAY", "0.2", 1);  // the capture takes a while, as under a real ncu
+  auto result = capture(recording("attach_1"), {"--attach",
+                                                "127.0.0.1",
+                                                "--attach-process",
+                                                "serve::engine",
+                                                "--load-url",
+                                                server.url(),
+                                                "--warmup-requests",
+                                                "12",
+                                                "--load-concurrency",
+                                                "2",
+                                                "--prompt-len",
+                                                "8",
+                                                "--output-len",
+                                                "8",
+                                                "-k",
+                                                "k_alpha",
+                                                "--launch-count",
+                                                "2",
+                                                "--preset",
+                                                "basic",
+                                                "--timeout",
+                                                "60",
+                                                "--attach-timeout",
+                                                "20",
+                                                "--ready-timeout",
+                                                "20"});
+  unsetenv("FAKE_NCU_WORLD");
+  unsetenv("FAKE_NCU_LINE_DELAY");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  nlohmann::json m = manifest(bundle());
+  EXPECT_EQ(m["status"], "ok") << m["diagnoses"];
+  std::vector<std::string> sequence;
+  for (const auto& step : m["attach"]["warm"]["sequence"]) sequence.push_back(step["step"]);
+  EXPECT_EQ(sequence, (std::vector<std::string>{"released_at_startup", "ready", "warmup",
+                                                "detached", "load_started"}));
+  EXPECT_EQ(m["load"]["warmup"]["completed"], 12);
+  EXPECT_EQ(m["load"]["readiness"]["signal"], "http");
+  EXPECT_EQ(m["load"]["readiness"]["ready"], true);
+  EXPECT_GE(m["load"]["readiness"]["waited_s"].get<double>(), 1.0);  // --fake-ready-after 8
+  EXPECT_EQ(m["load"]["concurrency"], 2);
+  EXPECT_EQ(m["load"]["failed"], 0);
+  EXPECT_GT(m["load"]["completed"].get<int>(), 0);
+
+  // The server's own log against the stand-in ncu's: the warm-up requests all finished before
+  // the capture's attach, and requests were in flight while the capture's client was attached.
+  int engine = tree.pid_on(49153);
+  double attached_at = 0, detached_at = 0;
+  for (const auto& e : attach_events(world)) {
+    if (e["pid"] == engine && e["kernel_name"] == "regex:k_alpha")
+      (e["event"] == "attach" ? attached_at : detached_at) = e["t"].get<double>();
+  }
+  ASSERT_GT(attached_at, 0);
+  ASSERT_GT(detached_at, attached_at);
+  std::vector<nlohmann::json> requests = server.requests();
+  int before = 0, during = 0;
+  for (const auto& r : requests) {
+    if (r["finish"].get<double>() < attached_at) ++before;
+    if (r["arrival"].get<double>() < detached_at && r["finish"].get<double>() > attached_at)
+      ++during;
+  }
+  EXPECT_GE(before, 12);
+  EXPECT_GT(during, 0);
+  EXPECT_EQ(static_cast<int>(requests.size()), 12 + m["load"]["sent"].get<int>());
+}
+
+TEST_F(Capture, EachWarmStepThatDoesNotHappenIsDiagnosed) {
+  struct Case {
+    std::vector<std::string> server_args, args;
+    const char* diagnosis;
+    bool bundle;
+  };
+  const std::vector<Case> cases = {
+      {{}, {"--ready-url", "URL/no-such-path", "--ready-timeout", "2"}, "warm_not_ready", false},
+      {{"--fake-fail-every", "3"}, {"--warmup-requests", "6"}, "warmup_requests_failed", false},
+      {{"--fake-fail-every", "2"}, {"--warmup-requests", "0"}, "load_requests_failed", true},
+      {{},
+       {"--attach-process", "VLLM::EngineCore", "--attach-timeout", "3"},
+       "attach_process_not_found",
+       false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.diagnosis);
+    fs::remove_all(bundle());
+    fs::path world = dir_ / (std::string("world-") + c.diagnosis);
+    LaunchedTree tree(world);
+    FakeServer server(dir_ / (std::string("server-") + c.diagnosis), c.server_args);
+    ASSERT_FALSE(server.url().empty());
+    std::vector<std::string> args = {"--attach",  "127.0.0.1", "--load-url",     server.url(),
+                                     "-k",        "k_alpha",   "--launch-count", "2",
+                                     "--timeout", "60"};
+    // Every wait bounded, unless the case sets that bound itself.
+    for (const char* bound : {"--attach-timeout", "--ready-timeout", "--warmup-timeout"}) {
+      if (std::find(c.args.begin(), c.args.end(), bound) == c.args.end())
+        args.insert(args.end(), {bound, "20"});
+    }
+    for (std::string arg : c.args) {
+      if (arg.rfind("URL", 0) == 0) arg = server.url() + arg.substr(3);
+      args.push_back(arg);
+    }
+    setenv("FAKE_NCU_WORLD", world.c_str(), 1);
+    auto result = capture(recording("attach_1"), args);
+    unsetenv("FAKE_NCU_WORLD");
+    EXPECT_EQ(result.exit_code, 7) << result.err;
+    EXPECT_NE(result.err.find(std::string("[") + c.diagnosis + "]"), std::string::npos)
+        << result.err;
+    EXPECT_EQ(fs::exists(bundle() + "/manifest.json"), c.bundle) << result.err;
+    if (c.bundle) {
+      std::vector<std::string> ids = diagnosis_ids(manifest(bundle()));
+      EXPECT_NE(std::find(ids.begin(), ids.end(), c.diagnosis), ids.end());
+    }
+    // Every hold let go.
+    EXPECT_FALSE(fs::exists(world / "held-49152"));
+    EXPECT_FALSE(fs::exists(world / "held-49153"));
+  }
+}
+
+TEST_F(Capture, WarmSequenceCapturesNTimesOneBundleEach) {
+  fs::path world = dir_ / "world";
+  LaunchedTree tree(world);
+  FakeServer server(dir_);
+  setenv("FAKE_NCU_WORLD", world.c_str(), 1);
+  auto result = capture(recording("attach_1"),
+                        {"--attach", "127.0.0.1", "--attach-process", "serve::engine", "--load-url",
+                         server.url(), "--warmup-requests", "4", "--captures", "2", "-k", "k_alpha",
+                         "--launch-count", "2", "--timeout", "60"});
+  unsetenv("FAKE_NCU_WORLD");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  for (int i = 1; i <= 2; ++i) {
+    std::string path = bundle() + "/capture-" + std::to_string(i);
+    ASSERT_TRUE(fs::exists(path + "/report.ncu-rep")) << path;
+    nlohmann::json m = manifest(path);
+    EXPECT_EQ(m["attach"]["warm"]["capture"], i);
+    EXPECT_EQ(m["attach"]["warm"]["captures"], 2);
+    EXPECT_GT(m["load"]["completed"].get<int>(), 0);
+  }
+  // The engine attached with the real filter twice, the front never.
+  int real = 0;
+  for (const auto& e : tree.attaches()) {
+    if (e["kernel_name"] == "regex:k_alpha") {
+      EXPECT_EQ(e["pid"], tree.pid_on(49153));
+      ++real;
+    }
+  }
+  EXPECT_EQ(real, 2);
 }
 
 TEST_F(Capture, AttachWithNothingListeningIsDiagnosed) {

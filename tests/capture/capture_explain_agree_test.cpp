@@ -22,9 +22,18 @@ using testing::data_path;
 
 // Found by capture from things other than ncu's output, status and command line: the report's
 // contents, kprof's own timeout/interrupt/detach, an ncu that could not be started.
-const std::set<std::string> kCaptureOnly = {"unknown_metric", "report_unreadable",
-                                            "timeout",        "interrupted",
-                                            "target_gone",    "ncu_not_started"};
+const std::set<std::string> kCaptureOnly = {"unknown_metric",
+                                            "report_unreadable",
+                                            "timeout",
+                                            "interrupted",
+                                            "target_gone",
+                                            "ncu_not_started",
+                                            "attach_process_not_found",
+                                            "attached_other_process",
+                                            "warm_not_attached",
+                                            "warm_not_ready",
+                                            "warmup_requests_failed",
+                                            "load_requests_failed"};
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

@@ -72,7 +72,9 @@ class FakeRunner : public NcuRunner {
     EXPECT_EQ(written, local);  // where this runner's ncu writes is the bundle
     return fetch_failure;
   }
-  std::optional<bool> target_still_there(const AttachEndpoint&) override { return std::nullopt; }
+  std::optional<bool> target_still_there(const AttachEndpoint&, const std::vector<int>&) override {
+    return std::nullopt;
+  }
   void describe(ManifestBuilder& manifest) const override {
     ManifestKubernetes where;
     where.method = "fake";

@@ -205,6 +205,20 @@ TEST(NcuCommand, NvtxFiltersAndGraphProfiling) {
   EXPECT_FALSE(build_ncu_command(spec).warnings.empty());  // no per-kernel verdicts for graphs
 }
 
+// ncu 2025.3.1 rejects --nvtx in attach mode ("==ERROR== Invalid option --nvtx specified for
+// --mode attach", research/ncu-serving sc.log on the H200) and takes --nvtx-include there: the
+// launch side carries --nvtx.
+TEST(NcuCommand, AttachPassesNvtxFiltersWithoutNvtx) {
+  CaptureSpec spec;
+  spec.ncu = "ncu";
+  spec.export_path = "r";
+  spec.attach = parse_endpoint("127.0.0.1");
+  spec.nvtx_include = {"decode_step/"};
+  std::vector<std::string> argv = build_ncu_command(spec).argv;
+  EXPECT_EQ(std::count(argv.begin(), argv.end(), "--nvtx"), 0);
+  EXPECT_EQ(value_of(argv, "--nvtx-include"), "decode_step/");
+}
+
 // issue 19: with --children (tensor-parallel ranks), a replayed NCCL collective waits for
 // peers ncu holds; the default filter leaves NCCL kernels out.
 TEST(NcuCommand, ChildrenLeaveNcclKernelsOutUnlessAsked) {

@@ -12,6 +12,12 @@ raw.csv[.zst], speed_of_light.csv[.zst]) or an ncu-outputs prefix (NAME.out, NAM
 In attach mode (--mode attach) the output up to the last "==PROF== Profiling" line is printed,
 the report written, and then — as the real attach client does — it waits for SIGINT before
 printing the rest and exiting with the recorded status.
+FAKE_NCU_TARGET_PID: the pid printed in place of the recorded target's ("Connected to process
+PID", "Attaching to process '…' (PID)").
+FAKE_NCU_WORLD: a directory where fake_launched_tree.py registers waiting processes: an attach
+takes the lowest unheld port's process (WORLD/held-PORT while connected), logs it to
+WORLD/attach-log, marks it WORLD/attached/PID; with kprof's release filter it profiles nothing
+and waits for SIGINT, otherwise it replays the recording as that process.
 FAKE_NCU_LOG: a file to append {"argv": …, "env": {…}} to. FAKE_NCU_LINE_DELAY: seconds between
 lines. FAKE_NCU_HANG=1: after the output, start a child (the "target") in the same process
 group, write its pid to FAKE_NCU_HANG_PIDFILE, and wait forever."""
@@ -85,6 +91,62 @@ def replay(lines, stream):
             time.sleep(delay)
 
 
+world = os.environ.get("FAKE_NCU_WORLD")
+if world and option("--mode") == "attach":
+    # A launched tree (fake_launched_tree.py): attach to the waiting process of the lowest port
+    # that no other client holds, as ncu offers a process to one client at a time.
+    import atexit
+    held = None
+    waiting = os.path.join(world, "waiting")
+    for port in sorted(int(p) for p in os.listdir(waiting) if p.isdigit()) if os.path.isdir(waiting) else []:
+        pid = open(os.path.join(waiting, str(port))).read().strip()
+        if not os.path.exists(f"/proc/{pid}"):
+            continue
+        try:
+            fd = os.open(os.path.join(world, f"held-{port}"), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        held = (port, pid)
+        break
+    if held is None:
+        sys.stdout.write("==PROF== Finding attachable processes on host 127.0.0.1.\n"
+                         "==WARNING== No processes found on 127.0.0.1 (ports 49152-49215).\n"
+                         "==ERROR== No attachable process found.\n"
+                         "==ERROR== An error occurred while trying to profile.\n")
+        sys.exit(1)
+    port, pid = held
+    def log_event(event):
+        with open(os.path.join(world, "attach-log"), "a") as f:
+            f.write(json.dumps({"event": event, "pid": int(pid), "port": port, "t": time.time(),
+                                "kernel_name": option("--kernel-name")}) + "\n")
+
+    def detach():
+        log_event("detach")
+        os.remove(os.path.join(world, f"held-{port}"))
+
+    atexit.register(detach)
+    log_event("attach")
+    open(os.path.join(world, "attached", pid), "w").close()
+    if option("--kernel-name") == "regex:^kprof_release_nothing$":
+        stop = []
+        signal.signal(signal.SIGINT, lambda *_: stop.append(1))
+        sys.stdout.write("==PROF== Finding attachable processes on host 127.0.0.1.\n"
+                         f"==PROF== Attaching to process '/usr/bin/python3' ({pid}) on port {port}.\n"
+                         f"==PROF== Connected to process {pid} (/usr/bin/python3)\n")
+        sys.stdout.flush()
+        while not stop:
+            time.sleep(0.05)
+        sys.stdout.write("==PROF== Trying to shutdown target application\n"
+                         "==WARNING== No kernels were profiled.\n")
+        sys.exit(130)
+    os.environ["FAKE_NCU_TARGET_PID"] = pid
+
+target_pid = os.environ.get("FAKE_NCU_TARGET_PID")
+if target_pid:
+    # The recorded target's pid replaced by a process of this machine (alive or gone).
+    import re
+    out = re.sub(rb"(Connected to process |\()\d+(\)| \()", lambda m: m.group(1) + target_pid.encode() + m.group(2), out)
 out_lines = out.splitlines(keepends=True)
 if "--mode" in argv and option("--mode") == "attach" and rc == 130:
     last = max((i for i, l in enumerate(out_lines) if l.startswith(b"==PROF== Profiling")), default=-1)

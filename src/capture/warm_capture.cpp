@@ -1,0 +1,262 @@
+#include "capture/warm_capture.h"
+
+#include <fmt/format.h>
+#include <re2/re2.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include "common/child_process.h"
+#include "common/error.h"
+
+namespace kprof::capture {
+namespace fs = std::filesystem;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::round(std::chrono::duration<double>(Clock::now() - start).count() * 1000) / 1000;
+}
+
+// "http://host:port/health" → ("http://host:port", "/health").
+std::pair<std::string, std::string> split_url(const std::string& url) {
+  size_t scheme = url.find("://");
+  size_t path = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+  if (path == std::string::npos) return {url, "/"};
+  return {url.substr(0, path), url.substr(path)};
+}
+
+std::string failure_text(const load::LoadFigures& figures) {
+  std::string causes;
+  for (const auto& [cause, count] : figures.failures_by_cause)
+    causes += fmt::format("{}{} {}", causes.empty() ? "" : ", ", count, cause);
+  std::string examples;
+  for (const std::string& example : figures.failure_examples)
+    examples += (examples.empty() ? "" : "; ") + example;
+  return causes.empty() ? ""
+                        : fmt::format(" ({}{})", causes, examples.empty() ? "" : ": " + examples);
+}
+
+}  // namespace
+
+std::optional<std::string> wait_for_log_line(const std::string& path, const std::string& regex,
+                                             double timeout_s, double* waited_s) {
+  RE2 pattern(regex, RE2::Quiet);
+  Clock::time_point start = Clock::now();
+  std::optional<std::string> found;
+  while (!found && !interrupt_received()) {
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) {
+      if (RE2::PartialMatch(line, pattern)) {
+        found = line;
+        break;
+      }
+    }
+    if (found || seconds_since(start) >= timeout_s) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  if (waited_s) *waited_s = seconds_since(start);
+  return found;
+}
+
+WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOptions& session,
+                                   NcuRunner& runner, CaptureObserver& observer,
+                                   const std::string& output_path) {
+  WarmCaptureResult result;
+  Clock::time_point began = Clock::now();
+  nlohmann::json sequence = nlohmann::json::array();
+  auto step = [&](nlohmann::json entry) {
+    entry["at_s"] = seconds_since(began);
+    sequence.push_back(std::move(entry));
+  };
+  auto stop_with = [&](Diagnosis diagnosis) {
+    result.failed = true;
+    result.incomplete = interrupt_received();
+    result.diagnoses.push_back(std::move(diagnosis));
+    return result;
+  };
+  auto note = [&](const std::string& text) { observer.note(text); };
+
+  // 1. Start-up runs unprofiled: the target held with the filter that matches nothing.
+  ProcessTreeAttacher tree(spec.capture.ncu, *spec.capture.attach, spec.process, note);
+  note("warm: holding the target unprofiled while it starts (kernel filter matching nothing)");
+  std::optional<int> pid = tree.find_target(spec.attach_timeout_s);
+  if (!pid) {
+    if (spec.process)
+      return stop_with(process_not_found(*spec.process, tree, spec.attach_timeout_s));
+    return stop_with(
+        {"warm_not_attached", true,
+         fmt::format("no process waited for a profiler within {} s", spec.attach_timeout_s),
+         "start the server under `ncu --mode launch` (it waits at its first CUDA "
+         "call), check --attach HOST, or allow more time with --attach-timeout"});
+  }
+  step({{"step", "released_at_startup"}, {"pid", *pid}});
+
+  // 2. Readiness.
+  nlohmann::json readiness;
+  if (!spec.ready_log_regex.empty()) {
+    double waited = 0;
+    note(fmt::format("warm: waiting for a line matching /{}/ in {} (at most {} s)",
+                     spec.ready_log_regex, spec.ready_log_file, spec.ready_timeout_s));
+    std::optional<std::string> line =
+        wait_for_log_line(spec.ready_log_file, spec.ready_log_regex, spec.ready_timeout_s, &waited);
+    readiness = {{"signal", "log_line"},
+                 {"file", spec.ready_log_file},
+                 {"regex", spec.ready_log_regex},
+                 {"ready", line.has_value()},
+                 {"waited_s", waited}};
+    if (!line) {
+      return stop_with(
+          {"warm_not_ready", true,
+           fmt::format("the server did not become ready: no line of {} matched /{}/ "
+                       "within {} s",
+                       spec.ready_log_file, spec.ready_log_regex, spec.ready_timeout_s),
+           "check the log file and the pattern (the engine's own warm-up message), "
+           "or allow more time with --ready-timeout"});
+    }
+    readiness["line"] = *line;
+  } else {
+    auto [base, path] = split_url(spec.ready_url);
+    note(fmt::format("warm: waiting for {} to answer 200 (at most {} s)", spec.ready_url,
+                     spec.ready_timeout_s));
+    std::atomic<bool> stop{false};
+    load::Readiness ready = load::wait_ready(base, path, spec.ready_timeout_s, &stop);
+    readiness = {{"signal", "http"},
+                 {"url", spec.ready_url},
+                 {"ready", ready.ready},
+                 {"waited_s", std::round(ready.waited_s * 1000) / 1000}};
+    if (!ready.ready) {
+      readiness["why_not"] = ready.why_not;
+      return stop_with({"warm_not_ready", true,
+                        fmt::format("the server did not become ready: {} did not answer 200 "
+                                    "within {} s (last: {})",
+                                    spec.ready_url, spec.ready_timeout_s, ready.why_not),
+                        "check the server's log (start-up held by another unattached process? "
+                        "name it with --attach-process), the URL (--ready-url), or allow more "
+                        "time with --ready-timeout"});
+    }
+  }
+  step({{"step", "ready"}, {"readiness", readiness}});
+  note(fmt::format("warm: ready after {} s", readiness["waited_s"].get<double>()));
+
+  // 3. Warm-up requests, all of which must complete.
+  nlohmann::json warmup = {{"requested", spec.warmup_requests}};
+  std::string model = spec.load.model;
+  if (spec.warmup_requests > 0) {
+    load::LoadSpec warm = spec.load;
+    warm.max_requests = spec.warmup_requests;
+    warm.duration_s.reset();
+    note(fmt::format("warm: sending {} warm-up requests", spec.warmup_requests));
+    load::LoadFigures figures;
+    try {
+      load::RequestDriver driver(warm);
+      driver.start();
+      model = driver.spec().model;
+      Clock::time_point start = Clock::now();
+      while (!driver.finished() && seconds_since(start) < spec.warmup_timeout_s &&
+             !interrupt_received())
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      figures = driver.stop();
+    } catch (const load::LoadError& error) {
+      return stop_with({"warmup_requests_failed", true,
+                        fmt::format("the warm-up requests could not be sent: {}", error.what()),
+                        "check --load-url (the server's OpenAI-compatible base URL) and --model"});
+    }
+    warmup["sent"] = figures.sent;
+    warmup["completed"] = figures.completed;
+    warmup["failed"] = figures.failed;
+    warmup["duration_s"] = figures.duration_s;
+    step({{"step", "warmup"},
+          {"sent", figures.sent},
+          {"completed", figures.completed},
+          {"failed", figures.failed}});
+    if (figures.completed < spec.warmup_requests) {
+      return stop_with(
+          {"warmup_requests_failed", true,
+           fmt::format("{} of {} warm-up requests completed ({} failed{}) within {} s",
+                       figures.completed, spec.warmup_requests, figures.failed,
+                       failure_text(figures), spec.warmup_timeout_s),
+           "check the server's log; a server slowed by the hold may need --warmup-timeout"});
+    }
+  }
+
+  // 4. The captures, each while requests flow.
+  if (spec.captures > 1) {
+    std::error_code error;
+    if (!fs::create_directory(output_path, error))
+      throw InputError(ExitCode::kOutputUnwritable, output_path, InputPosition::none(),
+                       "cannot create the folder for the captures: " + error.message());
+  }
+  load::LoadSpec serving = spec.load;
+  serving.model = model;
+  serving.max_requests.reset();
+  serving.duration_s.reset();
+  for (int i = 1; i <= spec.captures && !interrupt_received(); ++i) {
+    tree.release_target();
+    step({{"step", "detached"}, {"capture", i}});
+    std::unique_ptr<load::RequestDriver> driver;
+    try {
+      driver = std::make_unique<load::RequestDriver>(serving);
+      driver->start();
+    } catch (const load::LoadError& error) {
+      return stop_with({"load_requests_failed", true,
+                        fmt::format("the load for capture {} could not start: {}", i, error.what()),
+                        "check --load-url and the server"});
+    }
+    // The real attach only once requests are in flight.
+    Clock::time_point start = Clock::now();
+    while (driver->in_flight() == 0 && driver->completed() == 0 && seconds_since(start) < 10)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    step({{"step", "load_started"}, {"capture", i}, {"concurrency", serving.concurrency}});
+    note(fmt::format("warm: capture {} of {} with {} request(s) in flight", i, spec.captures,
+                     driver->in_flight()));
+    SessionOptions options = session;
+    options.expected_pid = pid;
+    nlohmann::json sequence_so_far = sequence;
+    options.attach_details = [&tree, &spec, i, sequence_so_far] {
+      nlohmann::json details = attach_details(tree, spec.process);
+      details["warm"] = {
+          {"capture", i}, {"captures", spec.captures}, {"sequence", sequence_so_far}};
+      return details;
+    };
+    options.load = [&](std::vector<Diagnosis>& diagnoses) {
+      load::LoadFigures figures = driver->stop();
+      note(fmt::format("warm: load stopped: {} sent, {} completed, {} failed", figures.sent,
+                       figures.completed, figures.failed));
+      if (figures.failed > 0 || figures.completed == 0) {
+        diagnoses.push_back(
+            {"load_requests_failed", true,
+             fmt::format("{} of {} requests sent during the capture failed{}, {} completed",
+                         figures.failed, figures.sent, failure_text(figures), figures.completed),
+             "a capture under ncu is slow, but requests must not fail: check the server's log "
+             "and the request timeout; lower --load-concurrency"});
+      }
+      nlohmann::json block =
+          spec.figures_json ? spec.figures_json(figures) : nlohmann::json::object();
+      block["warmup"] = warmup;
+      block["readiness"] = readiness;
+      return block;
+    };
+    std::string path = spec.captures > 1
+                           ? (fs::path(output_path) / fmt::format("capture-{}", i)).string()
+                           : output_path;
+    CaptureResult capture = CaptureSession(spec.capture, options, runner, observer).run(path);
+    driver.reset();
+    step({{"step", "captured"}, {"capture", i}, {"status", capture.status}});
+    result.failed |= capture.failed;
+    result.incomplete |= capture.incomplete;
+    result.bundle_paths.push_back(capture.bundle_path);
+    result.captures.push_back(std::move(capture));
+    if (result.failed || result.incomplete) break;
+  }
+  tree.release_all();
+  return result;
+}
+
+}  // namespace kprof::capture

@@ -1,0 +1,58 @@
+// The warm capture sequence (issue 20): a serving engine's start-up runs unprofiled, then the
+// capture attaches while requests flow, so the kernels captured are serving kernels with
+// serving shapes. Steps, each bounded by a timeout and diagnosed by name when it does not happen:
+//   1. hold the target with an attach client that profiles nothing (`kReleaseFilter`): its
+//      start-up proceeds (other processes of the tree are held the same way, the named one found);
+//   2. wait for readiness (an HTTP health URL answering 200, or a line of a log file);
+//   3. send warm-up requests (all must complete);
+//   4. for each of N captures: let go of the hold, start the load, attach with the real filter
+//      (--launch-skip counts within it), detach, stop the load; one bundle per capture.
+// `kprof capture --attach … --load-url …` runs it locally; the k8s sister can run it in a pod.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "capture/attach_targets.h"
+#include "capture/capture_session.h"
+#include "load/request_driver.h"
+
+namespace kprof::capture {
+
+struct WarmCaptureSpec {
+  CaptureSpec capture;  // attach set; the real filter
+  std::optional<ProcessSelector> process;
+  double attach_timeout_s = 120;
+  std::string ready_url;                        // GET until 200 (when no log line is named)
+  std::string ready_log_file, ready_log_regex;  // or: a line matching REGEX in this file
+  double ready_timeout_s = 600;
+  load::LoadSpec load;  // base_url, concurrency, lengths, api (no budget: runs per capture)
+  int warmup_requests = 16;
+  double warmup_timeout_s = 600;
+  int captures = 1;
+  // The manifest's load block from the driver's figures (render's, handed in: capture does not
+  // link render).
+  std::function<nlohmann::json(const load::LoadFigures&)> figures_json;
+};
+
+struct WarmCaptureResult {
+  std::vector<CaptureResult> captures;
+  std::vector<Diagnosis> diagnoses;  // the sequence's own, when it stopped before a capture
+  std::vector<std::string> bundle_paths;
+  bool failed = false, incomplete = false;
+};
+
+// Runs the sequence. A single capture's bundle is output_path; N captures are
+// output_path/capture-1 … capture-N. Notes go to observer.note.
+WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOptions& session,
+                                   NcuRunner& runner, CaptureObserver& observer,
+                                   const std::string& output_path);
+
+// A log file's first line matching regex within timeout_s (polled); nullopt: none.
+std::optional<std::string> wait_for_log_line(const std::string& path, const std::string& regex,
+                                             double timeout_s, double* waited_s);
+
+}  // namespace kprof::capture
