@@ -125,15 +125,15 @@ TEST(StageCorpus, MissesAreExactlyTheExplainedOnes) {
   }
 }
 
-// The table was written from the tuning rows only. Measured on the held-out rows: 75 of 84
-// (89.3 %). Issue 14 asks for 95 %; the nine misses each carry a word no tuning name has (see
-// their known_miss), so reaching it means new tuning names, not edits aimed at these rows.
+// The table was written from the tuning rows only. Measured on the held-out rows once after the
+// tuning set grew by 87 engine names (issue 14, second pass): 82 of 84 (97.6 %), up from 75; the
+// two misses each carry a word no tuning name has (see their known_miss).
 TEST(StageCorpus, HeldOutNamesFiledRight) {
   auto names = load_corpus();
   Score held_out = score(load_stage_table(), names, "heldout");
   ASSERT_EQ(held_out.total, 84);
   RecordProperty("held_out_right", held_out.right);
-  EXPECT_GE(held_out.right, 75);
+  EXPECT_GE(held_out.right, 82);
   Score tuning = score(load_stage_table(), names, "tuning");
   EXPECT_GE(tuning.right, tuning.total - 2);
 }
