@@ -167,5 +167,45 @@ TEST(StageCorpus, HeldOutBeatsTheTableBeforeIssue14) {
   EXPECT_GT(score(load_stage_table(), names, "heldout").right, before_right);
 }
 
+// The kernel families issue 14 names, each checked on the corpus rows of that family: every row
+// the pattern selects is filed as its label says, and the label is the stage the issue asks for
+// (FlashAttention's split-KV combine is attention, never MoE combine; MoE routing, finalize and the
+// expert GEMMs have their own stages; FP8/FP4 quantisation is quantization; paged and split-KV
+// decode attention is decode, BatchPrefill is prefill).
+TEST(StageCorpus, IssueFourteenFamiliesFiledAsAsked) {
+  struct Family {
+    const char* pattern;  // a substring of the corpus names of the family
+    const char* stage;
+  };
+  const Family families[] = {
+      {"flash_fwd_splitkv_combine_kernel", "attention_decode"},
+      {"flash_fwd_combine_kernel", "attention_decode"},
+      {"FlashAttnFwdCombine", "attention_decode"},
+      {"moe::dev::routing::", "moe_routing"},
+      {"finalizeMoeRoutingKernel", "moe_combine"},
+      {"MxE2m1", "moe_gemm"},
+      {"scaled_fp8_quant", "quantization"},
+      {"quantize_with_block_size", "quantization"},
+      {"per_token_group_quant", "quantization"},
+      {"::cvt_fp16_to_fp4<", "quantization"},
+      {"paged_attention_v", "attention_decode"},
+      {"BatchDecodeWithPagedKVCache", "attention_decode"},
+      {"BatchPrefillWith", "attention_prefill"},
+      {"apply_repetition_penalties", "sampling"},
+  };
+  StageTable table = load_stage_table();
+  auto names = load_corpus();
+  for (const Family& family : families) {
+    int rows = 0;
+    for (const LabelledName& n : names) {
+      if (n.name.find(family.pattern) == std::string::npos) continue;
+      ++rows;
+      EXPECT_EQ(n.expected_stage, family.stage) << n.name;
+      EXPECT_EQ(table.stage_of_name(n.name), family.stage) << n.name;
+    }
+    EXPECT_GT(rows, 0) << "no corpus row for " << family.pattern;
+  }
+}
+
 }  // namespace
 }  // namespace kprof::analysis
