@@ -166,7 +166,11 @@ ProcessSelector parse_process_selector(const std::string& text) {
   if (text.empty()) throw std::invalid_argument("--attach-process: expected a NAME or a PID");
   ProcessSelector selector;
   if (all_digits(text)) {
-    selector.pid = std::stoi(text);
+    // A pid is at most 2^22 on Linux (pid_max); more digits than that is not a process.
+    if (text.size() > 7 || std::stol(text) > (1L << 22) || std::stol(text) == 0) {
+      throw std::invalid_argument("--attach-process " + text + ": not a process id (1 to 4194304)");
+    }
+    selector.pid = static_cast<int>(std::stol(text));
   } else {
     selector.name = text;
   }

@@ -162,6 +162,10 @@ void gather_gpu_memory(SystemFacts& facts) {
                   "--format=csv,noheader,nounits"};
   request.timeout = std::chrono::milliseconds(15000);
   ChildResult result = run_child(request);
+  if (result.timed_out) {
+    facts.gpu_memory_error = fmt::format("{} did not answer within 15 s", smi);
+    return;
+  }
   if (!result.started || result.exit_code != 0) {
     std::string said(trim(result.err.empty() ? result.out : result.err));
     facts.gpu_memory_error = fmt::format(
@@ -170,12 +174,21 @@ void gather_gpu_memory(SystemFacts& facts) {
         said.empty() ? "" : ": " + said.substr(0, said.find('\n')));
     return;
   }
-  try {
-    facts.gpu_memory = parse_gpu_memory(result.out);
-    if (facts.gpu_memory.empty()) facts.gpu_memory_error = smi + " listed no GPU";
-  } catch (const std::runtime_error& error) {
-    facts.gpu_memory_error = error.what();
+  // Line by line: a GPU nvidia-smi cannot read ([N/A] under MIG, [Insufficient Permissions])
+  // must not hide the others' readings.
+  std::istringstream lines(result.out);
+  std::string line, errors;
+  for (int number = 1; std::getline(lines, line); ++number) {
+    if (trim(line).empty()) continue;
+    try {
+      for (GpuMemory& gpu : parse_gpu_memory(line)) facts.gpu_memory.push_back(gpu);
+    } catch (const std::runtime_error&) {
+      errors += fmt::format("{}line {} unreadable (\"{}\")", errors.empty() ? "" : "; ", number,
+                            line.substr(0, 80));
+    }
   }
+  if (!errors.empty()) facts.gpu_memory_error = smi + ": " + errors;
+  if (facts.gpu_memory.empty() && errors.empty()) facts.gpu_memory_error = smi + " listed no GPU";
 }
 
 std::vector<Check> gpu_memory_checks(const SystemFacts& facts) {
@@ -187,6 +200,10 @@ std::vector<Check> gpu_memory_checks(const SystemFacts& facts) {
                                                                         : facts.gpu_memory_error),
                       ""});
     return checks;
+  }
+  if (!facts.gpu_memory_error.empty()) {
+    checks.push_back(
+        {"GPU memory headroom", S::kInfo, "some GPUs not checked: " + facts.gpu_memory_error, ""});
   }
   for (const GpuMemory& gpu : facts.gpu_memory) {
     double total_gib = gpu.total_mib / 1024.0, used_gib = gpu.used_mib / 1024.0;

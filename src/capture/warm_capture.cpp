@@ -125,8 +125,27 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
     auto [base, path] = split_url(spec.ready_url);
     note(fmt::format("warm: waiting for {} to answer 200 (at most {} s)", spec.ready_url,
                      spec.ready_timeout_s));
-    std::atomic<bool> stop{false};
+    // wait_ready polls a flag; kprof's SIGINT/SIGTERM only set interrupt_received(), so a
+    // watcher hands it over (Ctrl-C during this wait went unheard for --ready-timeout).
+    std::atomic<bool> stop{false}, waited{false};
+    std::thread watcher([&] {
+      while (!waited.load()) {
+        if (interrupt_received()) {
+          stop.store(true);
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    });
     load::Readiness ready = load::wait_ready(base, path, spec.ready_timeout_s, &stop);
+    waited.store(true);
+    watcher.join();
+    if (!ready.ready && interrupt_received()) {
+      return stop_with(
+          {"interrupted", true,
+           fmt::format("interrupted while waiting for {} to answer 200", spec.ready_url),
+           "nothing was captured; the target keeps running (let go of it)"});
+    }
     readiness = {{"signal", "http"},
                  {"url", spec.ready_url},
                  {"ready", ready.ready},

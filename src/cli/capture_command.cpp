@@ -15,6 +15,7 @@
 #include "cli/command.h"
 #include "common/child_process.h"
 #include "common/text.h"
+#include "load/request_driver.h"
 #include "render/capture_render.h"
 #include "render/envelope.h"
 #include "render/load_render.h"
@@ -175,6 +176,21 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
     if (options.captures < 1) throw UsageError("--captures must be at least 1");
     if (options.warmup_requests < 0) throw UsageError("--warmup-requests must be 0 or more");
     if (options.load_concurrency < 1) throw UsageError("--load-concurrency must be at least 1");
+    if (options.prompt_len < 1 || options.output_len < 1)
+      throw UsageError("--prompt-len and --output-len must be at least 1");
+    for (double seconds :
+         {options.ready_timeout_s, options.warmup_timeout_s, options.attach_timeout_s}) {
+      if (!(seconds > 0 && seconds <= 1e6))
+        throw UsageError(
+            "--ready-timeout, --warmup-timeout and --attach-timeout are seconds "
+            "between 0 and 1000000");
+    }
+    try {
+      load::normalize_base_url(options.load_url);
+      if (!options.ready_url.empty()) load::normalize_base_url(options.ready_url);
+    } catch (const load::LoadError& error) {
+      throw UsageError(std::string("--load-url/--ready-url: ") + error.what());
+    }
     if (options.ready_log_line.empty() != options.ready_log_file.empty())
       throw UsageError("--ready-log-line REGEX and --ready-log-file FILE go together");
     if (!options.ready_log_line.empty()) {
@@ -212,8 +228,8 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
     warm_spec.capture = spec;
     warm_spec.process = selector;
     warm_spec.attach_timeout_s = options.attach_timeout_s;
-    std::string base = options.load_url;
-    while (!base.empty() && base.back() == '/') base.pop_back();
+    // The OpenAI base URL users give ends in /v1; the health endpoint is beside it.
+    std::string base = load::normalize_base_url(options.load_url);
     warm_spec.ready_url = options.ready_url.empty() ? base + "/health" : options.ready_url;
     warm_spec.ready_log_file = options.ready_log_file;
     warm_spec.ready_log_regex = options.ready_log_line;

@@ -114,7 +114,14 @@ ExitCode run_load(LoadOptions options, Output& output) {
       output.stdout_text = json;
       output.stderr_text = text;
     } else {
-      write_file_atomically(options.json_path, json);
+      // The summary is printed even when the file cannot be written: the run is not lost.
+      try {
+        write_file_atomically(options.json_path, json);
+      } catch (const std::exception&) {
+        std::fputs(text.c_str(), stdout);
+        std::fflush(stdout);
+        throw;
+      }
       output.stdout_text = text;
     }
   } else {
@@ -157,7 +164,7 @@ void define_load(CLI::App& parent, Runner& runner) {
   command
       ->add_option("--duration", options->duration_s,
                    "Start new requests for this many seconds, then let those in flight finish")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1e-3, 1e7))  // a week and more; past ~9e9 s the deadline overflows
       ->excludes(n);
   command->add_option("--prompt-len", options->spec.prompt_tokens, "Prompt length in words")
       ->check(CLI::Range(1, 1 << 20))
@@ -171,7 +178,7 @@ void define_load(CLI::App& parent, Runner& runner) {
   command->add_option("--model", options->spec.model,
                       "Model id to send (default: the first id GET /v1/models lists)");
   command->add_option("--timeout", options->spec.request_timeout_s, "Seconds one request may take")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1e-3, 1e7))
       ->capture_default_str();
   command
       ->add_option("--wait-ready", options->wait_ready_s,

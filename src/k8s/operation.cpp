@@ -178,7 +178,7 @@ bool wait_for_sister_pod(const Kubectl& kubectl, const std::string& namespace_na
           // An image that cannot be pulled or a crash loop will not fix itself; a scheduler
           // that found no node might, shortly (preemption, a node back from maintenance).
           auto now = std::chrono::steady_clock::now();
-          if (stuck->reason == "Unschedulable") {
+          if (stuck->reason == "Unschedulable" || stuck->reason == "ErrImagePull") {
             if (!unschedulable_since) unschedulable_since = now;
             if (now - *unschedulable_since < std::chrono::duration<double>(kUnschedulableGraceS)) {
               found.stuck = stuck;  // what to say if --ready-timeout passes first

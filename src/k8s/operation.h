@@ -66,7 +66,8 @@ struct SisterPod {
   // change it.
   std::optional<PodStuck> stuck;
 };
-// How long a pod may stay Unschedulable before the wait gives up: long enough for a pod
+// How long a pod may stay Unschedulable (or in a first ErrImagePull) before the wait gives up:
+// long enough for a pod
 // being preempted out of the way or a node coming back, short against --ready-timeout's 900 s.
 inline constexpr double kUnschedulableGraceS = 60;
 bool wait_for_sister_pod(const Kubectl& kubectl, const std::string& namespace_name,

@@ -139,9 +139,11 @@ TargetInfo parse_target(const nlohmann::json& deployment, const nlohmann::json& 
     info.gpus = gpus.is_string() ? gpus.get<std::string>() : gpus.is_number() ? gpus.dump() : "";
     std::vector<std::string> argv = info.command;
     argv.insert(argv.end(), info.args.begin(), info.args.end());
-    info.gpu_memory_utilization = flag_value(argv, "--gpu-memory-utilization");
-    if (!info.gpu_memory_utilization)
-      info.gpu_memory_utilization = flag_value(argv, "--mem-fraction-static");
+    // vLLM's argparse takes the underscore spelling too.
+    for (const char* flag : {"--gpu-memory-utilization", "--gpu_memory_utilization",
+                             "--mem-fraction-static", "--mem_fraction_static"}) {
+      if (!info.gpu_memory_utilization) info.gpu_memory_utilization = flag_value(argv, flag);
+    }
     for (const std::string& arg : argv) {
       std::string_view program = path_basename(arg);
       if (program == "ncu" && std::find(argv.begin(), argv.end(), "launch") != argv.end()) {
@@ -384,7 +386,8 @@ void set_memory_fraction(nlohmann::json& c, double fraction) {
     for (size_t i = 0; i < argv.size(); ++i) {
       if (!argv[i].is_string()) continue;
       std::string arg = argv[i].get<std::string>();
-      for (const std::string flag : {"--gpu-memory-utilization", "--mem-fraction-static"}) {
+      for (const std::string flag : {"--gpu-memory-utilization", "--gpu_memory_utilization",
+                                     "--mem-fraction-static", "--mem_fraction_static"}) {
         if (arg == flag && i + 1 < argv.size()) {
           argv[i + 1] = value;
           rewritten = true;

@@ -148,27 +148,6 @@ std::string error_detail(const std::string& body) {
   return body.empty() ? std::string("(empty body)") : shorten(body);
 }
 
-// "http://h:p/x/" and "http://h:p/x/v1" → "http://h:p/x"; LoadError for what is not http(s).
-std::string normalize_base_url(const std::string& base_url) {
-  std::string url = base_url;
-  const bool http = url.rfind("http://", 0) == 0;
-  const bool https = url.rfind("https://", 0) == 0;
-  const std::size_t host_at = http ? 7 : https ? 8 : 0;
-  if (host_at == 0 || url.size() == host_at || url[host_at] == '/') {
-    throw LoadError("'" + to_valid_utf8(base_url) +
-                    "' is not an http:// or https:// URL with a host");
-  }
-  if (url.find_first_of(" \t\r\n?#") != std::string::npos) {
-    throw LoadError("'" + to_valid_utf8(base_url) +
-                    "': a base URL has no spaces, query or fragment");
-  }
-  while (!url.empty() && url.back() == '/') url.pop_back();
-  if (url.size() >= 3 && url.compare(url.size() - 3, 3, "/v1") == 0 && url.size() - 3 > host_at) {
-    url.resize(url.size() - 3);
-  }
-  return url;
-}
-
 std::string api_path(const std::string& api) {
   if (api == "completions") return "/v1/completions";
   if (api == "chat") return "/v1/chat/completions";
@@ -193,6 +172,26 @@ double nearest_rank(const std::vector<double>& sorted, double p) {
 }
 
 }  // namespace
+
+std::string normalize_base_url(const std::string& base_url) {
+  std::string url = base_url;
+  const bool http = url.rfind("http://", 0) == 0;
+  const bool https = url.rfind("https://", 0) == 0;
+  const std::size_t host_at = http ? 7 : https ? 8 : 0;
+  if (host_at == 0 || url.size() == host_at || url[host_at] == '/') {
+    throw LoadError("'" + to_valid_utf8(base_url) +
+                    "' is not an http:// or https:// URL with a host");
+  }
+  if (url.find_first_of(" \t\r\n?#") != std::string::npos) {
+    throw LoadError("'" + to_valid_utf8(base_url) +
+                    "': a base URL has no spaces, query or fragment");
+  }
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  if (url.size() >= 3 && url.compare(url.size() - 3, 3, "/v1") == 0 && url.size() - 3 > host_at) {
+    url.resize(url.size() - 3);
+  }
+  return url;
+}
 
 struct RequestDriver::State {
   LoadSpec spec;

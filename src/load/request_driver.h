@@ -96,6 +96,10 @@ struct Readiness {
 Readiness wait_ready(const std::string& base_url, const std::string& path, double timeout_s,
                      const std::atomic<bool>* interrupted);
 
+// "http://h:p/x/" and "http://h:p/x/v1" → "http://h:p/x" (the OpenAI base URL users give ends
+// in /v1); LoadError for what is not an http(s) URL with a host, or has spaces, query, fragment.
+std::string normalize_base_url(const std::string& base_url);
+
 // The first model id of GET base_url/v1/models; LoadError naming the URL and what was wrong.
 std::string read_served_model(const std::string& base_url);
 

@@ -73,11 +73,14 @@ std::string ranking_device_lines(const timeline::Ranking& ranking) {
   std::string out;
   for (const auto& d : ranking.devices) {
     out += fmt::format(
-        "  {}: {} GPU activities ({} kernels), GPU time {} ms over a {} ms span, busy {} ms "
-        "({:.1f}%), communication {} ms of which exposed {} ms\n",
+        "  {}: {} GPU activities ({} kernels), GPU time {} ms over a {} ms span, busy {}{} ms "
+        "({:.1f}%), communication {} ms of which exposed {} ms{}\n",
         device_name(d.device), d.gpu_events, d.kernel_events, ms(d.gpu_time_us), ms(d.span_us),
-        ms(d.busy_us), d.busy_fraction * 100, ms(d.communication_us),
-        ms(d.exposed_communication_us));
+        d.late_intervals > 0 ? "at least " : "", ms(d.busy_us), d.busy_fraction * 100,
+        ms(d.communication_us), ms(d.exposed_communication_us),
+        d.late_intervals > 0 ? " (activities far out of time order: busy is a lower bound, "
+                               "exposed communication approximate)"
+                             : "");
   }
   return out;
 }

@@ -900,6 +900,26 @@ TEST_F(Capture, ADanglingLinkAtTheOutputIsRefusedBeforeNcuRuns) {
 
 // A missing ncu must not hide a mistake in the command line: usage (2), then the bundle path
 // (3), then ncu (9).
+// Found in review: a malformed --load-url or a zero length was "internal error" after the target
+// had been held and waited for; a 12-digit --attach-process pid ended kprof through std::stoi.
+TEST_F(Capture, WarmAndAttachOptionsAreRefusedBeforeAnythingRuns) {
+  setenv("KPROF_NCU", "/nonexistent/ncu", 1);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> wrong = {
+      {{"--attach", "127.0.0.1", "--load-url", "127.0.0.1:8000"}, "not an http:// or https://"},
+      {{"--attach", "127.0.0.1", "--load-url", "http://127.0.0.1:8000/v1", "--prompt-len", "0"},
+       "--prompt-len and --output-len must be at least 1"},
+      {{"--attach", "127.0.0.1", "--load-url", "http://127.0.0.1:8000", "--ready-timeout", "-1"},
+       "seconds between 0 and 1000000"},
+      {{"--attach", "127.0.0.1", "--attach-process", "99999999999"}, "not a process id"},
+  };
+  for (const auto& [args, message] : wrong) {
+    auto result = capture(recording("attach_1"), args);
+    EXPECT_EQ(result.exit_code, 2) << args.back() << ": " << result.err;
+    EXPECT_NE(result.err.find(message), std::string::npos) << result.err;
+    EXPECT_EQ(result.err.find("internal error"), std::string::npos) << result.err;
+  }
+}
+
 TEST_F(Capture, UsageErrorsComeBeforeLookingForNcu) {
   setenv("KPROF_NCU", "/nonexistent/ncu", 1);
   const std::vector<std::vector<std::string>> wrong = {

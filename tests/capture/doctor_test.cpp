@@ -194,6 +194,14 @@ TEST(Doctor, MemoryHeadroomWarnsWhereNcuBacksUpToSystemMemory) {
     facts.gpu_memory[0].used_mib = static_cast<std::uint64_t>(used_gib * 1024);
     EXPECT_EQ(find(gpu_memory_checks(facts), "GPU 0 memory headroom")->status, status) << used_gib;
   }
+  // A GPU nvidia-smi could not read does not hide the others (found in review).
+  facts.gpu_memory = {gpu};
+  facts.gpu_memory[0].used_mib = 80000;
+  facts.gpu_memory_error = "nvidia-smi: line 2 unreadable (\"1, NVIDIA H200, [N/A], [N/A]\")";
+  std::vector<Check> partly = gpu_memory_checks(facts);
+  EXPECT_EQ(find(partly, "GPU 0 memory headroom")->status, Check::Status::kWarning);
+  EXPECT_NE(find(partly, "GPU memory headroom")->detail.find("some GPUs not checked"),
+            std::string::npos);
   facts.gpu_memory.clear();
   facts.gpu_memory_error = "nvidia-smi not found on PATH";
   std::optional<Check> unknown = find(run_doctor_checks(facts), "GPU memory headroom");

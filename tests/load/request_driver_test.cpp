@@ -46,6 +46,16 @@ LoadFigures run_to_end(RequestDriver& driver, double limit_s = 60) {
   FakeServer name(__VA_ARGS__); \
   ASSERT_TRUE(name.started()) << name.why_not();
 
+// The OpenAI base URL users give ends in /v1; the warm capture's health URL is built from it
+// (http://h/v1/health answered 404 for the whole --ready-timeout, found in review).
+TEST(RequestDriver, ABaseUrlEndingInV1IsTheServersBase) {
+  EXPECT_EQ(normalize_base_url("http://127.0.0.1:8000/v1"), "http://127.0.0.1:8000");
+  EXPECT_EQ(normalize_base_url("http://127.0.0.1:8000/v1/"), "http://127.0.0.1:8000");
+  EXPECT_EQ(normalize_base_url("https://h/api/"), "https://h/api");
+  EXPECT_THROW(normalize_base_url("127.0.0.1:8000"), LoadError);
+  EXPECT_THROW(normalize_base_url("http://h/x?y=1"), LoadError);
+}
+
 TEST(RequestDriver, CountsAndTokensAreWhatTheServerLogged) {
   START_SERVER(server, {"--fake-ms-per-token", "2"});
   RequestDriver driver(spec_for(server, 4, 20));
