@@ -17,6 +17,21 @@
 #include "timeline/step_budget.h"
 
 namespace kprof::cli {
+
+RankedTrace rank_trace(const std::string& path, const std::vector<std::string>& argv,
+                       const analysis::StageTable& stages, bool raw_names) {
+  timeline::RankingBuilder builder(stages, !raw_names);
+  render::TraceSource source{path, argv, importers::read_trace(path, builder)};
+  timeline::Ranking ranking = builder.finish();
+  if (ranking.gpu_events == 0) {
+    throw InputError(ExitCode::kInputInvalid, path, InputPosition::none(),
+                     fmt::format("no GPU events (kernel, gpu_memcpy, gpu_memset) among its {} "
+                                 "events: was the profiler run with CUDA activities?",
+                                 source.stats.events));
+  }
+  return {std::move(source), std::move(ranking)};
+}
+
 namespace {
 
 struct RankOptions {
@@ -54,26 +69,6 @@ ExitCode run_rank_per_step(const RankOptions& options, Output& output) {
   return ExitCode::kOk;
 }
 
-struct RankedTrace {
-  render::TraceSource source;
-  timeline::Ranking ranking;
-};
-
-RankedTrace rank_trace(const std::string& path, const std::vector<std::string>& argv,
-                       const std::string& stages_path, bool raw_names) {
-  analysis::StageTable stages = analysis::load_stage_table(stages_path);
-  timeline::RankingBuilder builder(stages, !raw_names);
-  render::TraceSource source{path, argv, importers::read_trace(path, builder)};
-  timeline::Ranking ranking = builder.finish();
-  if (ranking.gpu_events == 0) {
-    throw InputError(ExitCode::kInputInvalid, path, InputPosition::none(),
-                     fmt::format("no GPU events (kernel, gpu_memcpy, gpu_memset) among its {} "
-                                 "events: was the profiler run with CUDA activities?",
-                                 source.stats.events));
-  }
-  return {std::move(source), std::move(ranking)};
-}
-
 ExitCode run_rank(RankOptions options, Output& output) {
   if (options.per_step && options.by != "kernel") {
     throw UsageError("--per-step ranks kernels within steps; it does not combine with --by " +
@@ -95,7 +90,8 @@ ExitCode run_rank(RankOptions options, Output& output) {
                           output);
   }
   RankedTrace ranked =
-      rank_trace(options.path, output.argv, options.stages_path, options.raw_names);
+      rank_trace(options.path, output.argv, analysis::load_stage_table(options.stages_path),
+                 options.raw_names);
   output.stderr_text += render::trace_warnings(ranked.source);
   output.stdout_text =
       options.json
@@ -108,7 +104,7 @@ ExitCode run_rank(RankOptions options, Output& output) {
 
 RankText rank_trace_text(const std::string& path, const std::vector<std::string>& argv, size_t top,
                          size_t name_width) {
-  RankedTrace ranked = rank_trace(path, argv, "", false);
+  RankedTrace ranked = rank_trace(path, argv, analysis::load_stage_table(""), false);
   return {render::ranking_text(ranked.ranking, ranked.source, top, name_width),
           render::trace_warnings(ranked.source)};
 }

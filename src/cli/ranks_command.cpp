@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "analysis/stages.h"
+#include "cli/rank_command.h"
 #include "importers/common/read_trace.h"
 #include "render/report_json.h"
 #include "render/trace_render.h"
@@ -16,18 +17,10 @@ ExitCode run_rank_over_ranks(const RanksRankOptions& options, Output& output) {
   std::vector<render::TraceSource> sources;
   std::vector<timeline::Ranking> rankings;
   for (const std::string& path : options.paths) {
-    timeline::RankingBuilder builder(stages, !options.raw_names);
-    render::TraceSource source{path, output.argv, importers::read_trace(path, builder)};
-    timeline::Ranking ranking = builder.finish();
-    if (ranking.gpu_events == 0) {
-      throw InputError(ExitCode::kInputInvalid, path, InputPosition::none(),
-                       fmt::format("no GPU events (kernel, gpu_memcpy, gpu_memset) among its {} "
-                                   "events: was the profiler run with CUDA activities?",
-                                   source.stats.events));
-    }
-    output.stderr_text += render::trace_warnings(source);
-    sources.push_back(std::move(source));
-    rankings.push_back(std::move(ranking));
+    RankedTrace ranked = rank_trace(path, output.argv, stages, options.raw_names);
+    output.stderr_text += render::trace_warnings(ranked.source);
+    sources.push_back(std::move(ranked.source));
+    rankings.push_back(std::move(ranked.ranking));
   }
   timeline::RankComparison comparison = timeline::compare_rankings(rankings);
   output.stdout_text =

@@ -437,6 +437,18 @@ TEST_F(Capture, AnAttachTimeoutSaysTheTargetKeepsRunning) {
 // stand-in of `ncu --mode launch` (tests/support/fake_launched_tree.py); the stand-in ncu attaches
 // to the lowest port no other client holds, so an attach that only released the front would take
 // the front again.
+
+// The JSON lines of a stand-in's log whose "event" is EVENT, in order.
+std::vector<nlohmann::json> json_lines_of_event(const fs::path& path, const std::string& event) {
+  std::vector<nlohmann::json> all;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json entry = nlohmann::json::parse(line);
+    if (entry["event"] == event) all.push_back(entry);
+  }
+  return all;
+}
+
 class LaunchedTree {
  public:
   LaunchedTree(const fs::path& world, std::vector<std::string> args = {}) : world_(world) {
@@ -468,13 +480,7 @@ class LaunchedTree {
     return pid;
   }
   std::vector<nlohmann::json> attaches() const {
-    std::vector<nlohmann::json> all;
-    std::ifstream in(world_ / "attach-log");
-    for (std::string line; std::getline(in, line);) {
-      nlohmann::json event = nlohmann::json::parse(line);
-      if (event["event"] == "attach") all.push_back(event);
-    }
-    return all;
+    return json_lines_of_event(world_ / "attach-log", "attach");
   }
 
  private:
@@ -603,15 +609,7 @@ class FakeServer {
     waitpid(pid_, nullptr, 0);
   }
   const std::string& url() const { return url_; }
-  std::vector<nlohmann::json> requests() const {
-    std::vector<nlohmann::json> all;
-    std::ifstream in(log_);
-    for (std::string line; std::getline(in, line);) {
-      nlohmann::json r = nlohmann::json::parse(line);
-      if (r["event"] == "request") all.push_back(r);
-    }
-    return all;
-  }
+  std::vector<nlohmann::json> requests() const { return json_lines_of_event(log_, "request"); }
 
  private:
   fs::path log_;
