@@ -51,6 +51,13 @@ VerifiedCopy copy_verified(const Kubectl& kubectl, const PodContainer& where,
         }
       }
     }
+    // A stream cut short (kubectl cp's tar reading "invalid tar header") is the same transient
+    // failure as a truncated copy: it gets the second attempt too.
+    if (copied.exit_code != 0 && attempt == 1) {
+      note(fmt::format("{}: kubectl cp failed ({}), copying again", label,
+                       condense_message(copied.err)));
+      continue;
+    }
     if (copied.exit_code != 0) {
       result.failure = capture::Diagnosis{
           "copy_failed", true,
