@@ -14,6 +14,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "capture/capture_session.h"
 #include "common/child_process.h"
 
 namespace kprof::capture {
@@ -215,14 +216,27 @@ struct ProcessTreeAttacher::Client {
   std::thread thread;
 };
 
+TreeHost local_tree_host(const AttachEndpoint& endpoint, std::string proc_root) {
+  TreeHost host;
+  host.run_client = [](const ChildRequest& request) { return run_child(request); };
+  if (is_local_host(endpoint.host)) {
+    host.describe = [proc_root = std::move(proc_root)](int pid) {
+      return describe_process(pid, proc_root);
+    };
+  } else {
+    host.describe = [](int) { return std::optional<LaunchedProcess>(); };
+  }
+  return host;
+}
+
 ProcessTreeAttacher::ProcessTreeAttacher(std::string ncu, AttachEndpoint endpoint,
                                          std::optional<ProcessSelector> target, Note note,
-                                         std::string proc_root)
+                                         TreeHost host)
     : ncu_(std::move(ncu)),
       endpoint_(std::move(endpoint)),
       target_(std::move(target)),
       note_(std::move(note)),
-      proc_root_(std::move(proc_root)),
+      host_(std::move(host)),
       began_(std::chrono::steady_clock::now()) {}
 
 ProcessTreeAttacher::~ProcessTreeAttacher() { release_all(); }
@@ -250,8 +264,8 @@ std::shared_ptr<ProcessTreeAttacher::Client> ProcessTreeAttacher::start_client()
     return false;
   };
   request.on_tick = [client = client.get()] { return client->release.load(); };
-  client->thread = std::thread([client, request] {
-    run_child(request);
+  client->thread = std::thread([client, request, run = host_.run_client] {
+    run(request);
     client->ended = true;
   });
   return client;
@@ -280,7 +294,7 @@ void ProcessTreeAttacher::record(const std::string& action, int pid, std::option
   step.pid = pid;
   step.port = port;
   if (pid != 0) {
-    if (std::optional<LaunchedProcess> process = describe_process(pid, proc_root_)) {
+    if (std::optional<LaunchedProcess> process = host_.describe(pid)) {
       step.command_line = process->command_line;
       step.thread_names = process->thread_names;
     }
@@ -301,7 +315,7 @@ void ProcessTreeAttacher::record(const std::string& action, int pid, std::option
 bool ProcessTreeAttacher::is_target(int pid, const std::string& ncu_name) {
   if (!target_) return true;
   if (target_->pid) return pid == *target_->pid;
-  if (std::optional<LaunchedProcess> process = describe_process(pid, proc_root_))
+  if (std::optional<LaunchedProcess> process = host_.describe(pid))
     return selects(*target_, *process);
   // Another machine: only the path ncu printed can be matched.
   return ncu_name.find(target_->name) != std::string::npos;
@@ -336,6 +350,7 @@ std::optional<int> ProcessTreeAttacher::find_target(double timeout_s) {
       target_client_ = client;
       target_pid_ = pid;
       record("target_found", pid, client->port);
+      hold_others();
       return pid;
     }
     record("held", pid, client->port);
@@ -343,6 +358,22 @@ std::optional<int> ProcessTreeAttacher::find_target(double timeout_s) {
     clients_.push_back(client);
   }
   return std::nullopt;
+}
+
+void ProcessTreeAttacher::hold_others() {
+  if (!target_client_) return;
+  // Each round either holds one more process or finds none waiting; the bound only guards
+  // against a tree that keeps spawning.
+  for (int round = 0; round < 64 && !interrupt_received(); ++round) {
+    std::shared_ptr<Client> client = start_client();
+    if (!wait_connected(*client, 30)) {
+      stop(*client, "");
+      return;
+    }
+    record("held", client->pid, client->port);
+    std::lock_guard<std::mutex> lock(mutex_);
+    clients_.push_back(client);
+  }
 }
 
 void ProcessTreeAttacher::release_target() {

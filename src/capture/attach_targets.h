@@ -19,6 +19,7 @@
 
 #include "capture/ncu_command.h"
 #include "capture/ncu_diagnosis.h"
+#include "common/child_process.h"
 
 namespace kprof::capture {
 
@@ -63,22 +64,38 @@ struct AttachStep {
   std::vector<std::string> thread_names;
 };
 
+// Where a launched tree runs, as the steering needs it: how an attach client is run there (its
+// on_tick asks for the detach) and how one of its processes is described (nullopt: gone, or not
+// visible from here). This machine: run_child and /proc; a pod: kubectl exec (k8s::pod_tree_host).
+struct TreeHost {
+  std::function<ChildResult(const ChildRequest&)> run_client;
+  std::function<std::optional<LaunchedProcess>(int pid)> describe;
+};
+// This machine's: clients through run_child; processes described from proc_root when the
+// endpoint is this machine (a remote host's pids are not ours to read).
+TreeHost local_tree_host(const AttachEndpoint& endpoint, std::string proc_root = "/proc");
+
 // Holds, follows and releases the processes of a launched tree through ncu attach clients.
 // Every client is stopped (SIGINT: ncu detaches) by release_all() or the destructor.
 class ProcessTreeAttacher {
  public:
   using Note = std::function<void(const std::string&)>;
   ProcessTreeAttacher(std::string ncu, AttachEndpoint endpoint,
-                      std::optional<ProcessSelector> target, Note note,
-                      std::string proc_root = "/proc");
+                      std::optional<ProcessSelector> target, Note note, TreeHost host);
   ~ProcessTreeAttacher();
   ProcessTreeAttacher(const ProcessTreeAttacher&) = delete;
   ProcessTreeAttacher& operator=(const ProcessTreeAttacher&) = delete;
 
   // Holds waiting processes one at a time until one is the target (the first one when no target
-  // was named) or timeout_s passes; the target stays held (start-up proceeds, unprofiled).
-  // Returns its pid, or nullopt (the diagnosis lists what was seen).
+  // was named) or timeout_s passes; the target stays held (start-up proceeds, unprofiled), and so
+  // does every other process waiting then (hold_others). Returns its pid, or nullopt (the
+  // diagnosis lists what was seen).
   std::optional<int> find_target(double timeout_s);
+  // While the target is held: holds every other process that waits for a profiler now (one that
+  // appeared since, or one a previous run let go), until an attach client finds none. Without it
+  // the next attach can take any of them: on the H200 a second warm capture found the engine
+  // first, left the front waiting, and its capture attached to the front.
+  void hold_others();
   // Lets go of the target's hold: the next attach client finds only the target.
   void release_target();
   // Holds the target again (nothing profiled), e.g. between two captures.
@@ -104,7 +121,7 @@ class ProcessTreeAttacher {
   AttachEndpoint endpoint_;
   std::optional<ProcessSelector> target_;
   Note note_;
-  std::string proc_root_;
+  TreeHost host_;
   std::chrono::steady_clock::time_point began_;
   mutable std::mutex mutex_;
   std::vector<AttachStep> steps_;

@@ -6,16 +6,16 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <fstream>
 #include <memory>
+#include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "common/child_process.h"
 #include "common/error.h"
 
 namespace kprof::capture {
-namespace fs = std::filesystem;
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -45,13 +45,19 @@ std::string failure_text(const load::LoadFigures& figures) {
 
 }  // namespace
 
-std::optional<std::string> wait_for_log_line(const std::string& path, const std::string& regex,
-                                             double timeout_s, double* waited_s) {
+std::string read_log_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::optional<std::string> wait_for_log_line(const std::function<std::string()>& read,
+                                             const std::string& regex, double timeout_s,
+                                             double* waited_s) {
   RE2 pattern(regex, RE2::Quiet);
   Clock::time_point start = Clock::now();
   std::optional<std::string> found;
   while (!found && !interrupt_received()) {
-    std::ifstream in(path);
+    std::istringstream in(read());
     for (std::string line; std::getline(in, line);) {
       if (RE2::PartialMatch(line, pattern)) {
         found = line;
@@ -66,8 +72,10 @@ std::optional<std::string> wait_for_log_line(const std::string& path, const std:
 }
 
 WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOptions& session,
-                                   NcuRunner& runner, CaptureObserver& observer,
-                                   const std::string& output_path) {
+                                   CaptureObserver& observer,
+                                   const std::vector<std::string>& bundle_paths) {
+  if (bundle_paths.size() != static_cast<size_t>(spec.captures))
+    throw std::logic_error("run_warm_capture: one bundle path per capture");
   WarmCaptureResult result;
   Clock::time_point began = Clock::now();
   nlohmann::json sequence = nlohmann::json::array();
@@ -84,7 +92,9 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
   auto note = [&](const std::string& text) { observer.note(text); };
 
   // 1. Start-up runs unprofiled: the target held with the filter that matches nothing.
-  ProcessTreeAttacher tree(spec.capture.ncu, *spec.capture.attach, spec.process, note);
+  ProcessTreeAttacher tree(
+      spec.capture.ncu, *spec.capture.attach, spec.process, note,
+      spec.host.run_client ? spec.host : local_tree_host(*spec.capture.attach));
   note("warm: holding the target unprofiled while it starts (kernel filter matching nothing)");
   std::optional<int> pid = tree.find_target(spec.attach_timeout_s);
   if (!pid) {
@@ -104,8 +114,10 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
     double waited = 0;
     note(fmt::format("warm: waiting for a line matching /{}/ in {} (at most {} s)",
                      spec.ready_log_regex, spec.ready_log_file, spec.ready_timeout_s));
+    std::function<std::string()> read =
+        spec.read_log ? spec.read_log : [&spec] { return read_log_file(spec.ready_log_file); };
     std::optional<std::string> line =
-        wait_for_log_line(spec.ready_log_file, spec.ready_log_regex, spec.ready_timeout_s, &waited);
+        wait_for_log_line(read, spec.ready_log_regex, spec.ready_timeout_s, &waited);
     readiness = {{"signal", "log_line"},
                  {"file", spec.ready_log_file},
                  {"regex", spec.ready_log_regex},
@@ -206,17 +218,23 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
   }
 
   // 4. The captures, each while requests flow.
-  if (spec.captures > 1) {
-    std::error_code error;
-    if (!fs::create_directory(output_path, error))
-      throw InputError(ExitCode::kOutputUnwritable, output_path, InputPosition::none(),
-                       "cannot create the folder for the captures: " + error.message());
-  }
   load::LoadSpec serving = spec.load;
   serving.model = model;
   serving.max_requests.reset();
   serving.duration_s.reset();
   for (int i = 1; i <= spec.captures && !interrupt_received(); ++i) {
+    // Between captures the target ran free: held again, and whatever started waiting since
+    // (a worker spawned, a process a detach left waiting) held too, before it is let go.
+    if (i > 1 && !tree.hold_target(spec.attach_timeout_s)) {
+      return stop_with({"warm_target_not_held", true,
+                        fmt::format("capture {}: the target (pid {}) did not wait for a profiler "
+                                    "again within {} s after the previous capture's detach",
+                                    i, *pid, spec.attach_timeout_s),
+                        "check that the server still runs (its log); the captures made so far "
+                        "are kept"});
+    }
+    if (i > 1) step({{"step", "held_again"}, {"capture", i}});
+    tree.hold_others();
     tree.release_target();
     step({{"step", "detached"}, {"capture", i}});
     std::unique_ptr<load::RequestDriver> driver;
@@ -260,12 +278,13 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
           spec.figures_json ? spec.figures_json(figures) : nlohmann::json::object();
       block["warmup"] = warmup;
       block["readiness"] = readiness;
+      if (spec.route) block["route"] = spec.route();
       return block;
     };
-    std::string path = spec.captures > 1
-                           ? (fs::path(output_path) / fmt::format("capture-{}", i)).string()
-                           : output_path;
-    CaptureResult capture = CaptureSession(spec.capture, options, runner, observer).run(path);
+    std::unique_ptr<NcuRunner> runner =
+        spec.runner_for ? spec.runner_for(i) : std::make_unique<LocalNcuRunner>();
+    CaptureResult capture =
+        CaptureSession(spec.capture, options, *runner, observer).run(bundle_paths[i - 1]);
     driver.reset();
     step({{"step", "captured"}, {"capture", i}, {"status", capture.status}});
     result.failed |= capture.failed;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -25,9 +26,16 @@ namespace kprof::capture {
 struct WarmCaptureSpec {
   CaptureSpec capture;  // attach set; the real filter
   std::optional<ProcessSelector> process;
+  // Where the tree runs (unset: this machine, local_tree_host) and the runner of each capture
+  // (1-based; unset: LocalNcuRunner).
+  TreeHost host;
+  std::function<std::unique_ptr<NcuRunner>(int capture)> runner_for;
   double attach_timeout_s = 120;
   std::string ready_url;                        // GET until 200 (when no log line is named)
-  std::string ready_log_file, ready_log_regex;  // or: a line matching REGEX in this file
+  std::string ready_log_file, ready_log_regex;  // or: a line matching REGEX in this log
+  // The log's text so far (unset: ready_log_file read from this machine); ready_log_file then
+  // only names it in messages (a pod's container log).
+  std::function<std::string()> read_log;
   double ready_timeout_s = 600;
   load::LoadSpec load;  // base_url, concurrency, lengths, api (no budget: runs per capture)
   int warmup_requests = 16;
@@ -36,6 +44,9 @@ struct WarmCaptureSpec {
   // The manifest's load block from the driver's figures (render's, handed in: capture does not
   // link render).
   std::function<nlohmann::json(const load::LoadFigures&)> figures_json;
+  // How the requests reach the server, when not directly (a kubectl port-forward): the load
+  // block's "route", asked when each manifest is built.
+  std::function<nlohmann::json()> route;
 };
 
 struct WarmCaptureResult {
@@ -45,14 +56,17 @@ struct WarmCaptureResult {
   bool failed = false, incomplete = false;
 };
 
-// Runs the sequence. A single capture's bundle is output_path; N captures are
-// output_path/capture-1 … capture-N. Notes go to observer.note.
+// Runs the sequence, capture i into bundle_paths[i - 1] (spec.captures of them; their folder
+// exists). Notes go to observer.note.
 WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOptions& session,
-                                   NcuRunner& runner, CaptureObserver& observer,
-                                   const std::string& output_path);
+                                   CaptureObserver& observer,
+                                   const std::vector<std::string>& bundle_paths);
 
-// A log file's first line matching regex within timeout_s (polled); nullopt: none.
-std::optional<std::string> wait_for_log_line(const std::string& path, const std::string& regex,
-                                             double timeout_s, double* waited_s);
+// The first line of read()'s text matching regex within timeout_s (polled); nullopt: none.
+std::optional<std::string> wait_for_log_line(const std::function<std::string()>& read,
+                                             const std::string& regex, double timeout_s,
+                                             double* waited_s);
+// A file's whole text as it is now ("" when it cannot be read).
+std::string read_log_file(const std::string& path);
 
 }  // namespace kprof::capture

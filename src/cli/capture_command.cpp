@@ -46,12 +46,11 @@ struct CaptureOptions {
   double timeout_s = 0;
   std::string campaign, cell, revision;
   std::string attach;
-  std::string attach_process;
-  double attach_timeout_s = 120;
-  // The warm sequence (issue 20).
-  std::string load_url, ready_url, ready_log_file, ready_log_line, load_api = "completions", model;
-  double ready_timeout_s = 600, warmup_timeout_s = 600;
-  int warmup_requests = 16, load_concurrency = 1, prompt_len = 128, output_len = 64, captures = 1;
+  // The warm sequence (issue 20); warm also holds --attach-process, used without it too.
+  WarmOptions warm;
+  std::string load_url, ready_url, ready_log_file;
+  double ready_timeout_s = 600;
+  int captures = 1;
   bool json = false;
   std::vector<std::string> target;
 };
@@ -155,18 +154,11 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
   session.env = parse_env(options.env);
   std::string output_path =
       options.output.empty() ? "kprof-capture-" + utc_time("%Y%m%d-%H%M%S") : options.output;
-  std::optional<capture::ProcessSelector> selector;
-  if (!options.attach_process.empty()) {
-    if (!spec.attach) throw UsageError("--attach-process needs --attach HOST");
-    try {
-      selector = capture::parse_process_selector(options.attach_process);
-    } catch (const std::invalid_argument& error) {
-      throw UsageError(error.what());
-    }
-  }
+  std::optional<capture::ProcessSelector> selector = check_warm_options(options.warm);
+  if (selector && !spec.attach) throw UsageError("--attach-process needs --attach HOST");
   bool warm = !options.load_url.empty();
-  if (!warm &&
-      (!options.ready_url.empty() || !options.ready_log_line.empty() || options.captures != 1)) {
+  if (!warm && (!options.ready_url.empty() || !options.warm.ready_log_line.empty() ||
+                options.captures != 1)) {
     throw UsageError(
         "--ready-url, --ready-log-line and --captures belong to the warm sequence: "
         "give --load-url too");
@@ -174,31 +166,16 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
   if (warm) {
     if (!spec.attach) throw UsageError("--load-url (the warm sequence) needs --attach HOST");
     if (options.captures < 1) throw UsageError("--captures must be at least 1");
-    if (options.warmup_requests < 0) throw UsageError("--warmup-requests must be 0 or more");
-    if (options.load_concurrency < 1) throw UsageError("--load-concurrency must be at least 1");
-    if (options.prompt_len < 1 || options.output_len < 1)
-      throw UsageError("--prompt-len and --output-len must be at least 1");
-    for (double seconds :
-         {options.ready_timeout_s, options.warmup_timeout_s, options.attach_timeout_s}) {
-      if (!(seconds > 0 && seconds <= 1e6))
-        throw UsageError(
-            "--ready-timeout, --warmup-timeout and --attach-timeout are seconds "
-            "between 0 and 1000000");
-    }
+    if (!(options.ready_timeout_s > 0 && options.ready_timeout_s <= 1e6))
+      throw UsageError("--ready-timeout is seconds between 0 and 1000000");
     try {
       load::normalize_base_url(options.load_url);
       if (!options.ready_url.empty()) load::normalize_base_url(options.ready_url);
     } catch (const load::LoadError& error) {
       throw UsageError(std::string("--load-url/--ready-url: ") + error.what());
     }
-    if (options.ready_log_line.empty() != options.ready_log_file.empty())
+    if (options.warm.ready_log_line.empty() != options.ready_log_file.empty())
       throw UsageError("--ready-log-line REGEX and --ready-log-file FILE go together");
-    if (!options.ready_log_line.empty()) {
-      RE2 check(options.ready_log_line, RE2::Quiet);
-      if (!check.ok())
-        throw UsageError(
-            fmt::format("--ready-log-line \"{}\": {}", options.ready_log_line, check.error()));
-    }
   }
   spec.export_path = "report";  // placeholder; checked for refusal only
   build_or_refuse(spec);
@@ -223,29 +200,29 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
 
   capture::LocalNcuRunner runner;
   TerminalObserver observer(ncu.path, session.ncu_version, spec.preset);
+  capture::TreeHost host = capture::local_tree_host(*spec.attach);
   if (warm) {
     capture::WarmCaptureSpec warm_spec;
     warm_spec.capture = spec;
-    warm_spec.process = selector;
-    warm_spec.attach_timeout_s = options.attach_timeout_s;
+    apply_warm_options(options.warm, warm_spec);
     // The OpenAI base URL users give ends in /v1; the health endpoint is beside it.
     std::string base = load::normalize_base_url(options.load_url);
     warm_spec.ready_url = options.ready_url.empty() ? base + "/health" : options.ready_url;
     warm_spec.ready_log_file = options.ready_log_file;
-    warm_spec.ready_log_regex = options.ready_log_line;
     warm_spec.ready_timeout_s = options.ready_timeout_s;
     warm_spec.load.base_url = base;
-    warm_spec.load.model = options.model;
-    warm_spec.load.api = options.load_api;
-    warm_spec.load.concurrency = options.load_concurrency;
-    warm_spec.load.prompt_tokens = options.prompt_len;
-    warm_spec.load.output_tokens = options.output_len;
-    warm_spec.warmup_requests = options.warmup_requests;
-    warm_spec.warmup_timeout_s = options.warmup_timeout_s;
     warm_spec.captures = options.captures;
     warm_spec.figures_json = render::load_figures_json;
+    warm_spec.host = host;
+    // N captures go into one folder (made with the first bundle), capture-1 … capture-N.
+    std::vector<std::string> bundle_paths = {output_path};
+    if (options.captures > 1) {
+      bundle_paths.clear();
+      for (int i = 1; i <= options.captures; ++i)
+        bundle_paths.push_back(output_path + fmt::format("/capture-{}", i));
+    }
     capture::WarmCaptureResult warm_result =
-        capture::run_warm_capture(warm_spec, session, runner, observer, output_path);
+        capture::run_warm_capture(warm_spec, session, observer, bundle_paths);
     nlohmann::json manifests = nlohmann::json::array();
     for (const capture::CaptureResult& one : warm_result.captures) {
       output.stdout_text += options.json ? "" : one.analysis_table;
@@ -266,14 +243,14 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
   std::unique_ptr<capture::ProcessTreeAttacher> tree;
   if (selector) {
     tree = std::make_unique<capture::ProcessTreeAttacher>(
-        ncu.path, *spec.attach, selector, [](const std::string& text) { note(text); });
+        ncu.path, *spec.attach, selector, [](const std::string& text) { note(text); }, host);
     note(fmt::format("attach: looking for the process \"{}\" among those waiting for a profiler",
                      selector->text()));
-    std::optional<int> pid = tree->find_target(options.attach_timeout_s);
+    std::optional<int> pid = tree->find_target(options.warm.attach_timeout_s);
     if (!pid) {
       tree->release_all();
       output.stderr_text += render::diagnoses_text(
-          {capture::process_not_found(*selector, *tree, options.attach_timeout_s)});
+          {capture::process_not_found(*selector, *tree, options.warm.attach_timeout_s)});
       return interrupt_received() ? ExitCode::kIncomplete : ExitCode::kCaptureFailed;
     }
     tree->release_target();
@@ -398,35 +375,17 @@ void define_capture(CLI::App& parent, Runner& runner) {
   command->add_option(
       "--attach", options->attach,
       "Attach to HOST[:PORT] (a process under `ncu --mode launch`) instead of running a command");
-  command->add_option("--attach-process", options->attach_process,
-                      "With --attach: the process of a tree to capture, NAME (part of its command "
-                      "line or a thread name, e.g. VLLM::EngineCore) or PID; the others are held "
-                      "unprofiled, and new ones followed as they appear");
-  command->add_option("--attach-timeout", options->attach_timeout_s,
-                      "Seconds to wait for the --attach-process to appear (default 120)");
+  add_warm_options(command, options->warm,
+                   "Readiness: a line matching this regex in --ready-log-file");
   command->add_option("--load-url", options->load_url,
                       "With --attach: run the warm sequence against this OpenAI-compatible server "
                       "(e.g. http://127.0.0.1:8000): start-up unprofiled, readiness, warm-up, "
                       "then each capture while requests flow");
   command->add_option("--ready-url", options->ready_url,
                       "Readiness: this URL answers 200 (default LOAD_URL/health)");
-  command->add_option("--ready-log-line", options->ready_log_line,
-                      "Readiness: a line matching this regex in --ready-log-file");
   command->add_option("--ready-log-file", options->ready_log_file,
                       "The log --ready-log-line reads");
   command->add_option("--ready-timeout", options->ready_timeout_s, "Seconds (default 600)");
-  command->add_option("--warmup-requests", options->warmup_requests,
-                      "Requests that must complete before capturing (default 16)");
-  command->add_option("--warmup-timeout", options->warmup_timeout_s, "Seconds (default 600)");
-  command->add_option("--load-concurrency", options->load_concurrency,
-                      "Requests kept in flight during each capture (default 1)");
-  command->add_option("--prompt-len", options->prompt_len, "Prompt length in tokens (default 128)");
-  command->add_option("--output-len", options->output_len,
-                      "Output tokens per request (default 64)");
-  command->add_option("--load-api", options->load_api, "completions (default) or chat")
-      ->check(CLI::IsMember({"completions", "chat"}));
-  command->add_option("--model", options->model,
-                      "The model name requests carry (default: the first of /v1/models)");
   command->add_option("--captures", options->captures,
                       "Captures in the warm sequence, one bundle each (default 1)");
   command->add_flag("--json", options->json,

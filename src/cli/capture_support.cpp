@@ -37,6 +37,64 @@ capture::NcuCommand build_or_refuse(const capture::CaptureSpec& spec) {
   }
 }
 
+void add_warm_options(CLI::App* command, WarmOptions& options, const std::string& log_line_help) {
+  command->add_option("--attach-process", options.attach_process,
+                      "The process of a tree to capture, NAME (part of its command line or a "
+                      "thread name, e.g. VLLM::EngineCore) or PID; the others are held "
+                      "unprofiled, and new ones followed as they appear");
+  command->add_option("--attach-timeout", options.attach_timeout_s,
+                      "Seconds to wait for the process to wait for a profiler (default 120)");
+  command->add_option("--ready-log-line", options.ready_log_line, log_line_help);
+  command->add_option("--warmup-requests", options.warmup_requests,
+                      "Requests that must complete before capturing (default 16)");
+  command->add_option("--warmup-timeout", options.warmup_timeout_s, "Seconds (default 600)");
+  command->add_option("--load-concurrency", options.load_concurrency,
+                      "Requests kept in flight during each capture (default 1: kernels "
+                      "isolated; 64-128 for the serving mix)");
+  command->add_option("--prompt-len", options.prompt_len, "Prompt length in tokens (default 128)");
+  command->add_option("--output-len", options.output_len, "Output tokens per request (default 64)");
+  command->add_option("--load-api", options.load_api, "completions (default) or chat")
+      ->check(CLI::IsMember({"completions", "chat"}));
+  command->add_option("--model", options.model,
+                      "The model name requests carry (default: the first of /v1/models)");
+}
+
+std::optional<capture::ProcessSelector> check_warm_options(const WarmOptions& options) {
+  if (options.warmup_requests < 0) throw UsageError("--warmup-requests must be 0 or more");
+  if (options.load_concurrency < 1) throw UsageError("--load-concurrency must be at least 1");
+  if (options.prompt_len < 1 || options.output_len < 1)
+    throw UsageError("--prompt-len and --output-len must be at least 1");
+  for (double seconds : {options.warmup_timeout_s, options.attach_timeout_s}) {
+    if (!(seconds > 0 && seconds <= 1e6))
+      throw UsageError("--warmup-timeout and --attach-timeout are seconds between 0 and 1000000");
+  }
+  if (!options.ready_log_line.empty()) {
+    RE2 check(options.ready_log_line, RE2::Quiet);
+    if (!check.ok())
+      throw UsageError(
+          fmt::format("--ready-log-line \"{}\": {}", options.ready_log_line, check.error()));
+  }
+  if (options.attach_process.empty()) return std::nullopt;
+  try {
+    return capture::parse_process_selector(options.attach_process);
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(error.what());
+  }
+}
+
+void apply_warm_options(const WarmOptions& options, capture::WarmCaptureSpec& spec) {
+  spec.process = check_warm_options(options);
+  spec.attach_timeout_s = options.attach_timeout_s;
+  spec.ready_log_regex = options.ready_log_line;
+  spec.load.model = options.model;
+  spec.load.api = options.load_api;
+  spec.load.concurrency = options.load_concurrency;
+  spec.load.prompt_tokens = options.prompt_len;
+  spec.load.output_tokens = options.output_len;
+  spec.warmup_requests = options.warmup_requests;
+  spec.warmup_timeout_s = options.warmup_timeout_s;
+}
+
 std::string render_diagnoses(const std::vector<capture::Diagnosis>& diagnoses) {
   return render::diagnoses_text(diagnoses);
 }

@@ -2,12 +2,16 @@
 // the way a shell would need them, diagnoses as text, --env parsing, refusals as usage errors.
 #pragma once
 
+#include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "capture/attach_targets.h"
 #include "capture/bundle_manifest.h"  // diagnoses_json
 #include "capture/ncu_command.h"
 #include "capture/ncu_diagnosis.h"
+#include "capture/warm_capture.h"
 #include "common/text.h"  // quoted_command, shared with kprof k8s's kubectl messages
 
 namespace kprof::cli {
@@ -21,6 +25,25 @@ capture::NcuCommand build_or_refuse(const capture::CaptureSpec& spec);
 
 // --env NAME=VALUE entries (capture, trace) as pairs; a malformed one is a usage error.
 std::vector<std::pair<std::string, std::string>> parse_env(const std::vector<std::string>& list);
+
+// The warm sequence's options that `kprof capture --attach … --load-url` and `kprof k8s sister`
+// share (where the server is and how readiness is told differ: each command has its own).
+struct WarmOptions {
+  std::string attach_process;
+  double attach_timeout_s = 120;
+  std::string ready_log_line;
+  double warmup_timeout_s = 600;
+  int warmup_requests = 16, load_concurrency = 1, prompt_len = 128, output_len = 64;
+  std::string load_api = "completions", model;
+};
+// Defines --attach-process, --attach-timeout, --ready-log-line, --warmup-requests,
+// --warmup-timeout, --load-concurrency, --prompt-len, --output-len, --load-api and --model;
+// log_line_help says where --ready-log-line looks.
+void add_warm_options(CLI::App* command, WarmOptions& options, const std::string& log_line_help);
+// Usage errors for values CLI11 does not check; the --attach-process selector when given.
+std::optional<capture::ProcessSelector> check_warm_options(const WarmOptions& options);
+// The options into the sequence's spec (process, timeouts, warm-up, the load but its URL).
+void apply_warm_options(const WarmOptions& options, capture::WarmCaptureSpec& spec);
 
 // render::diagnoses_text, for the commands that print diagnoses (capture, k8s, explain).
 std::string render_diagnoses(const std::vector<capture::Diagnosis>& diagnoses);

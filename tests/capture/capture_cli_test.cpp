@@ -781,6 +781,44 @@ TEST_F(Capture, WarmSequenceCapturesNTimesOneBundleEach) {
   EXPECT_EQ(real, 2);
 }
 
+// Seen on the H200 (tools/capture/h200-warm-check/gemm-filter): a second warm capture against
+// a tree the first one had let go found the engine first, left the front waiting, and its capture
+// attached to the front (attached_other_process). Every process waiting when the target is found,
+// and again before it is let go, is held: the capture's client can then only find the target.
+TEST_F(Capture, SecondWarmCaptureHoldsTheFrontEvenWhenTheEngineIsFoundFirst) {
+  fs::path world = dir_ / "world";
+  LaunchedTree tree(world);
+  FakeServer server(dir_);
+  setenv("FAKE_NCU_WORLD", world.c_str(), 1);
+  std::vector<std::string> args = {"--attach",   "127.0.0.1",  "--attach-process",  "serve::engine",
+                                   "--load-url", server.url(), "--warmup-requests", "2",
+                                   "-k",         "k_alpha",    "--launch-count",    "2",
+                                   "--timeout",  "60",         "--attach-timeout",  "20"};
+  auto first = capture(recording("attach_1"), args);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  fs::rename(bundle(), dir_ / "first");
+  size_t first_attaches = tree.attaches().size();
+  // The released tree: both wait again; ncu now offers the engine first.
+  setenv("FAKE_NCU_ORDER", "highest", 1);
+  auto second = capture(recording("attach_1"), args);
+  unsetenv("FAKE_NCU_ORDER");
+  unsetenv("FAKE_NCU_WORLD");
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  int front = tree.pid_on(49152), engine = tree.pid_on(49153);
+  std::vector<nlohmann::json> attaches = tree.attaches();
+  attaches.erase(attaches.begin(), attaches.begin() + static_cast<long>(first_attaches));
+  ASSERT_EQ(attaches.size(), 3u) << second.err;
+  EXPECT_EQ(attaches[0]["pid"], engine);  // found first, held
+  EXPECT_EQ(attaches[1]["pid"], front);   // then the front held too
+  EXPECT_EQ(attaches[1]["kernel_name"], "regex:^kprof_release_nothing$");
+  EXPECT_EQ(attaches[2]["pid"], engine);  // the capture's client
+  EXPECT_EQ(attaches[2]["kernel_name"], "regex:k_alpha");
+  nlohmann::json m = manifest(bundle());
+  EXPECT_EQ(m["status"], "ok") << m["diagnoses"];
+  EXPECT_FALSE(fs::exists(world / "held-49152"));
+  EXPECT_FALSE(fs::exists(world / "held-49153"));
+}
+
 TEST_F(Capture, AttachWithNothingListeningIsDiagnosed) {
   auto result =
       capture(recording("attach_nothing"), {"--attach", "127.0.0.1", "--launch-count", "1"});

@@ -17,7 +17,9 @@ PID", "Attaching to process '…' (PID)").
 FAKE_NCU_WORLD: a directory where fake_launched_tree.py registers waiting processes: an attach
 takes the lowest unheld port's process (WORLD/held-PORT while connected), logs it to
 WORLD/attach-log, marks it WORLD/attached/PID; with kprof's release filter it profiles nothing
-and waits for SIGINT, otherwise it replays the recording as that process.
+and waits for SIGINT, otherwise it replays the recording as that process. FAKE_NCU_ORDER=highest:
+the highest unheld port's process instead (on the H200 a second attach to a released tree
+connected to the engine, on the higher port, before its front).
 FAKE_NCU_LOG: a file to append {"argv": …, "env": {…}} to. FAKE_NCU_LINE_DELAY: seconds between
 lines. FAKE_NCU_HANG=1: after the output, start a child (the "target") in the same process
 group, write its pid to FAKE_NCU_HANG_PIDFILE, and wait forever."""
@@ -98,7 +100,9 @@ if world and option("--mode") == "attach":
     import atexit
     held = None
     waiting = os.path.join(world, "waiting")
-    for port in sorted(int(p) for p in os.listdir(waiting) if p.isdigit()) if os.path.isdir(waiting) else []:
+    ports = sorted((int(p) for p in os.listdir(waiting) if p.isdigit()) if os.path.isdir(waiting) else [],
+                   reverse=os.environ.get("FAKE_NCU_ORDER") == "highest")
+    for port in ports:
         pid = open(os.path.join(waiting, str(port))).read().strip()
         if not os.path.exists(f"/proc/{pid}"):
             continue
