@@ -16,11 +16,13 @@
 # usage: tools/capture/warm-check.sh OUT
 # Environment: KPROF [build-dev/kprof]  KPROF_LIBS [LD_LIBRARY_PATH for kprof alone, default
 #   none]  NCU [ncu]  PYTHON [python3]  PORT [8011]  LAUNCH_COUNT [6]  PRESET [triage]
-#   KERNEL_FILTER [none: a -k for every capture]
+#   KERNEL_FILTER [none: a -k for every capture]  ROUNDS [1 16: the warm captures' concurrencies,
+#   in order, against one server]  SERVE_ARGS [none: more serve.py options]  STARTUP [1; 0 skips
+#   the start-up capture and the grids]  TOTAL_S [540: seconds for the whole check]
 set -u -o pipefail
 
 if [ $# -ne 1 ] || [ "$1" = "-h" ] || [ "$1" = "--help" ]; then
-  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 R=$(cd "$(dirname "$0")/../.." && pwd)
@@ -35,13 +37,16 @@ PRESET=${PRESET:-triage}
 # KERNEL_FILTER: a -k for every capture (e.g. 'regex:nvjet|gemm|gemv': GEMMs, whose grids follow
 # the batch); default none (the first LAUNCH_COUNT kernels of each range).
 KFILTER=(); [ -n "${KERNEL_FILTER:-}" ] && KFILTER=(-k "$KERNEL_FILTER")
+ROUNDS=${ROUNDS:-1 16}
+read -r -a SERVE_EXTRA <<<"${SERVE_ARGS:-}"
+STARTUP=${STARTUP:-1}
 if [ -e "$OUT/summary.txt" ]; then
   echo "warm-check.sh: $OUT already holds a check; give a new directory" >&2
   exit 2
 fi
 mkdir -p "$OUT" || exit 2
 START=$(date +%s)
-TOTAL_S=540   # 9 minutes for everything, the stops included
+TOTAL_S=${TOTAL_S:-540}   # 9 minutes for everything, the stops included
 STOP_RESERVE_S=40
 TAG="kprof-warm-check-$$-$START"
 URL="http://127.0.0.1:$PORT"
@@ -115,7 +120,7 @@ start_server() { # LOG
   say "starting serve.py (hf) under ncu --mode launch"
   KPROF_WARM_CHECK_TAG=$TAG "$NCU" --mode launch --target-processes all --nvtx \
     "$PYTHON" "$R/tools/serving/serve.py" --backend hf --port "$PORT" --max-batch 16 \
-    --max-prefill-len 256 --max-len 512 --request-log "$OUT/requests.jsonl" \
+    --max-prefill-len 256 --max-len 512 --request-log "$OUT/requests.jsonl" "${SERVE_EXTRA[@]}" \
     >"$1" 2>&1 &
   LAUNCHER=$!
   for _ in $(seq 100); do grep -q "Waiting for profiler" "$1" && break; sleep 0.2; done
@@ -157,8 +162,14 @@ print(("ok" if m["progress"]["kernels_profiled"] > 0 else "FAIL") +
 EOF
   read_results "$OUT/$1.checks"
 }
-warm warm_c1 1
-warm warm_c16 16
+declare -A seen_round=()
+for c in $ROUNDS; do
+  name=warm_c$c
+  [ -n "${seen_round[$c]:-}" ] && name=warm_c${c}_again
+  seen_round[$c]=1
+  warm "$name" "$c"
+done
+[ "$STARTUP" = 1 ] || finish
 
 # 1b. The start-up capture needs an engine in start-up: a second server. It comes last because
 # on the H200 (2026-12-01) an engine detached from in the middle of its start-up died of SIGSEGV
