@@ -200,7 +200,9 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
 
   capture::LocalNcuRunner runner;
   TerminalObserver observer(ncu.path, session.ncu_version, spec.preset);
-  capture::TreeHost host = capture::local_tree_host(*spec.attach);
+  // Where an attached tree runs (only with --attach).
+  capture::TreeHost host;
+  if (spec.attach) host = capture::local_tree_host(*spec.attach);
   if (warm) {
     capture::WarmCaptureSpec warm_spec;
     warm_spec.capture = spec;
