@@ -24,6 +24,7 @@
 #include "render/capture_render.h"
 #include "render/envelope.h"
 #include "render/k8s_render.h"
+#include "render/load_render.h"
 
 namespace kprof::cli {
 namespace {
@@ -56,6 +57,12 @@ struct K8sOptions {
   size_t top = 10, name_width = 70;
   std::vector<std::string> ncu_only_given;  // ncu options on the command line, refused with --trace
   std::vector<std::string> trace_only_given;  // --trace's options, refused without it
+  // sister: the warm sequence (default) or the start-up
+  WarmOptions warm;
+  std::optional<int> server_port;
+  std::string ready_path;
+  bool startup = false;
+  std::vector<std::string> warm_only_given;  // the warm sequence's options, refused with --startup
   // sidecar
   std::string image, profile = "sysadmin", ncu_path = "ncu";
   int lifetime_s = 3600;
@@ -145,11 +152,14 @@ capture::CaptureSpec pod_capture_spec(const K8sOptions& options, const std::stri
   return spec;
 }
 
-// Progress of one capture in a pod, each line at once on stderr.
+// Progress of the captures in a pod, each line at once on stderr. index 0: the captures of a
+// warm sequence, numbered as each starts.
 class PodCaptureObserver : public capture::CaptureObserver {
  public:
-  PodCaptureObserver(int index, std::string where) : index_(index), where_(std::move(where)) {}
+  PodCaptureObserver(int index, std::string where)
+      : index_(index), counting_(index == 0), where_(std::move(where)) {}
   void started(const capture::NcuCommand& command, const std::string&) override {
+    if (counting_) ++index_;
     note(fmt::format("capture {}: attaching in {}: {}", index_, where_,
                      quoted_command(command.argv)));
   }
@@ -161,6 +171,7 @@ class PodCaptureObserver : public capture::CaptureObserver {
 
  private:
   int index_;
+  bool counting_;
   std::string where_;
 };
 
@@ -283,6 +294,80 @@ bool trace_in_pod(const K8sOptions& options, const k8s::Cluster& cluster,
   return !traced.failed;
 }
 
+// Where the sister's server takes requests and tells it is ready, from the options or the
+// Deployment; a usage error when neither says (checked before anything is created).
+struct ServerEndpoint {
+  int port = 0;
+  std::string port_from, ready_path;
+};
+ServerEndpoint server_endpoint(const K8sOptions& options, const k8s::ContainerInfo& container) {
+  ServerEndpoint endpoint;
+  if (options.server_port) {
+    if (*options.server_port < 1 || *options.server_port > 65535)
+      throw UsageError(fmt::format("--server-port {}: expected 1 to 65535", *options.server_port));
+    endpoint = {*options.server_port, "--server-port", ""};
+  } else if (container.server_port) {
+    endpoint = {*container.server_port, container.server_port_from, ""};
+  } else {
+    throw UsageError(fmt::format(
+        "container {} gives no --port and declares no containerPort: give --server-port PORT "
+        "(where it serves the OpenAI API in the pod), or --startup to capture its start-up",
+        container.name));
+  }
+  endpoint.ready_path = !options.ready_path.empty()      ? options.ready_path
+                        : !container.health_path.empty() ? container.health_path
+                                                         : "/health";
+  if (endpoint.ready_path[0] != '/')
+    throw UsageError(
+        fmt::format("--ready-path {}: expected a path such as /health", endpoint.ready_path));
+  return endpoint;
+}
+
+// The warm sequence in the sister's pod: one bundle per capture (capture-1 …), each summarised
+// as it ends. Returns false when a capture failed or the sequence stopped (diagnoses say why).
+bool warm_capture_in_sister(const K8sOptions& options, const k8s::Cluster& cluster,
+                            const k8s::PodPlacement& where, const fs::path& out_dir,
+                            const capture::CaptureSpec& spec, const ServerEndpoint& endpoint,
+                            const std::vector<std::string>& argv) {
+  capture::SessionOptions session;
+  session.timeout_s = options.timeout_s;
+  session.export_ncu = capture::locate_ncu("").path;
+  session.tool = render::tool_json(argv);
+  session.campaign = options.campaign;
+  session.cell_id = options.cell;
+  session.revision = cluster.target.revision;
+  session.analyze = analyze_for_bundle;
+  k8s::PodWarmRequest request;
+  request.warm.capture = spec;
+  apply_warm_options(options.warm, request.warm);
+  request.warm.ready_timeout_s = options.ready_timeout_s;
+  request.warm.captures = options.captures;
+  request.warm.figures_json = render::load_figures_json;
+  request.server_port = endpoint.port;
+  request.ready_path = endpoint.ready_path;
+  std::vector<std::string> bundles;
+  for (int i = 1; i <= options.captures; ++i)
+    bundles.push_back((out_dir / fmt::format("capture-{}", i)).string());
+  note(
+      fmt::format("warm capture: start-up unprofiled, then {} capture{} while requests flow to "
+                  "port {} ({}) at concurrency {}",
+                  options.captures, options.captures == 1 ? "" : "s", endpoint.port,
+                  endpoint.port_from, options.warm.load_concurrency));
+  PodCaptureObserver observer(0,
+                              fmt::format("{}/{} ({})", where.pod, where.container, where.method));
+  capture::WarmCaptureResult result =
+      k8s::warm_capture_in_pod(cluster.kubectl, where, request, session, observer, bundles);
+  int index = 0;
+  for (const capture::CaptureResult& one : result.captures) {
+    std::fputs(render::diagnoses_text(one.diagnoses).c_str(), stderr);
+    note(render::pod_capture_summary(++index, one));
+    if (!one.analysis_table.empty()) std::fputs(one.analysis_table.c_str(), stdout);
+  }
+  std::fputs(render::diagnoses_text(result.diagnoses).c_str(), stderr);
+  std::fflush(stdout);
+  return !result.failed;
+}
+
 ExitCode run_sister(const K8sOptions& options, Output& output) {
   if (options.trace) {
     if (!options.ncu_only_given.empty()) {
@@ -303,6 +388,11 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
     throw UsageError(fmt::format("{} appl{} only with --trace",
                                  fmt::join(options.trace_only_given, ", "),
                                  options.trace_only_given.size() == 1 ? "ies" : "y"));
+  } else if (options.startup && !options.warm_only_given.empty()) {
+    throw UsageError(fmt::format(
+        "{} belong{} to the warm sequence, which --startup leaves out (it captures the first "
+        "matching launches of the server's start-up)",
+        fmt::join(options.warm_only_given, ", "), options.warm_only_given.size() == 1 ? "s" : ""));
   } else if (options.ncu_image.empty())
     throw UsageError(
         "--ncu-image is required: an image holding Nsight Compute (e.g. "
@@ -345,9 +435,15 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
     }
   }
   // Refusals of the capture itself and local problems come before anything is created.
-  if (!options.trace)
+  ServerEndpoint endpoint;
+  if (!options.trace) {
     build_or_refuse(
         pod_capture_spec(options, std::string(k8s::kNcuMount) + "/ncu", assessment.safety));
+    if (!options.startup) {
+      check_warm_options(options.warm);
+      endpoint = server_endpoint(options, container);
+    }
+  }
   k8s::LocalPlan plan = prepare_output(options, "sister", sister.run_id);
   keep_interrupts();
   const std::string& ns = options.namespace_name;
@@ -392,6 +488,14 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
       throw K8sFailed(interrupt_received() ? "interrupted while waiting for the server"
                                            : "the server never printed ncu's \"Waiting "
                                              "for profiler to attach\" (--ready-timeout)");
+    if (!options.startup) {
+      capture::CaptureSpec spec =
+          pod_capture_spec(options, std::string(k8s::kNcuMount) + "/ncu", assessment.safety);
+      if (!warm_capture_in_sister(options, cluster, where, plan.out_dir, spec, endpoint,
+                                  output.argv))
+        outcome.all_ok = false;
+      return end.finish(outcome, output);
+    }
     for (int i = 1; i <= options.captures && !interrupt_received(); ++i) {
       capture::CaptureSpec spec =
           pod_capture_spec(options, std::string(k8s::kNcuMount) + "/ncu", assessment.safety);
@@ -515,7 +619,7 @@ void add_capture_options(CLI::App* command, K8sOptions& options) {
       ->capture_default_str();
   command
       ->add_option("--ready-timeout", options.ready_timeout_s,
-                   "Seconds to wait for the pod/container to be ready")
+                   "Seconds to wait for the pod/container (and, warm, the server) to be ready")
       ->capture_default_str();
   command->add_flag("--force", options.force, "Allow an unscoped --preset full");
   command->add_option("-o,--output", options.output,
@@ -538,9 +642,11 @@ void define_k8s(CLI::App& parent, Runner& runner) {
       "the Deployment, its pods and Services and recommends a method and a safety preset:\n"
       "  sister   a copy of the Deployment (same image, args, env minus CUDA_INJECTION64_PATH,\n"
       "           1 replica, labels no Service selects, ncu copied in by an initContainer, the\n"
-      "           server under `ncu --mode launch`); kprof attaches, captures, detaches (the "
-      "server\n"
-      "           keeps running), repeats --captures times, then deletes it.\n"
+      "           server under `ncu --mode launch`). kprof holds the server unprofiled through\n"
+      "           its start-up, reaches it with kubectl port-forward, waits until it is ready,\n"
+      "           sends warm-up requests, then per capture attaches while --load-concurrency\n"
+      "           requests are in flight and detaches (the server keeps running), --captures\n"
+      "           times, then deletes it. --startup captures the start-up instead.\n"
       "  sister --trace  the same copy under kprof's tracer instead of ncu (copied in from\n"
       "           --tracer-image): one window of --trace-duration seconds opened and closed with\n"
       "           kubectl exec, the traces copied out verified and ranked, then deleted.\n"
@@ -568,6 +674,8 @@ void define_k8s(CLI::App& parent, Runner& runner) {
       "nvcr.io/nvidia/cuda:13.0.0-devel-ubuntu24.04 --dry-run\n"
       "  kprof k8s sister -n serving llama-70b --ncu-image IMAGE -k 'gemm|attention' --captures 3 "
       "-o llama-run\n"
+      "  kprof k8s sister -n serving llama-70b --ncu-image IMAGE -k nvjet --load-concurrency 64 "
+      "--attach-process VLLM::EngineCore\n"
       "  kprof k8s sister -n serving llama-70b --trace --tracer-image IMAGE --trace-duration 20\n"
       "  kprof k8s cleanup --receipt llama-run/kprof-sister-receipt-….json");
 
@@ -612,6 +720,18 @@ void define_k8s(CLI::App& parent, Runner& runner) {
       ->check(CLI::Range(0.05, 1.0));
   c->add_option("--trace-duration", sister->trace_duration_s, "Seconds the trace window is open")
       ->capture_default_str();
+  c->add_flag("--startup", sister->startup,
+              "Capture the first matching launches of the server's start-up instead of the warm "
+              "sequence (no requests are sent)");
+  c->add_option("--server-port", sister->server_port,
+                "Where the server takes requests in the pod (default: its --port, else its "
+                "containerPort named http, else the first)");
+  c->add_option("--ready-path", sister->ready_path,
+                "Readiness: this path answers 200 through the port-forward (default: the "
+                "readiness probe's path, else /health)");
+  add_warm_options(c, sister->warm,
+                   "Readiness: a line matching this regex in the server container's log "
+                   "(kubectl logs), instead of --ready-path");
   c->add_option("--top", sister->top, "With --trace: kernels listed in each ranking")
       ->capture_default_str();
   c->callback([&runner, sister, c] {
@@ -623,6 +743,16 @@ void define_k8s(CLI::App& parent, Runner& runner) {
     for (const char* name : {"--tracer-image", "--tracer-dir", "--trace-duration", "--top"}) {
       if (c->get_option(name)->count() > 0) sister->trace_only_given.push_back(name);
     }
+    for (const char* name :
+         {"--server-port", "--ready-path", "--attach-process", "--attach-timeout",
+          "--ready-log-line", "--warmup-requests", "--warmup-timeout", "--load-concurrency",
+          "--prompt-len", "--output-len", "--load-api", "--model"}) {
+      if (c->get_option(name)->count() > 0) {
+        sister->warm_only_given.push_back(name);
+        sister->ncu_only_given.push_back(name);  // the tracer sends no requests either
+      }
+    }
+    if (c->get_option("--startup")->count() > 0) sister->ncu_only_given.push_back("--startup");
     runner = [sister](Output& o) { return run_sister(*sister, o); };
   });
 

@@ -95,27 +95,41 @@ Kubectl::Kubectl(std::string path, std::string context, std::string kubeconfig)
     : path_(std::move(path)), context_(std::move(context)), kubeconfig_(std::move(kubeconfig)) {}
 
 KubectlResult Kubectl::run(std::vector<std::string> args, std::chrono::milliseconds timeout) const {
-  return run(std::move(args), timeout, {});
+  return run(std::move(args), timeout, KubectlStream{});
 }
 
 KubectlResult Kubectl::run(
     std::vector<std::string> args, std::chrono::milliseconds timeout,
     const std::function<void(const std::string& line, bool from_stderr)>& on_line) const {
-  std::vector<std::string> argv = {path_};
+  KubectlStream stream;
+  stream.on_line = on_line;
+  return run(std::move(args), timeout, stream);
+}
+
+std::vector<std::string> Kubectl::global_args() const {
+  std::vector<std::string> argv;
   if (!kubeconfig_.empty()) argv.insert(argv.end(), {"--kubeconfig", kubeconfig_});
   if (!context_.empty()) argv.insert(argv.end(), {"--context", context_});
+  return argv;
+}
+
+KubectlResult Kubectl::run(std::vector<std::string> args, std::chrono::milliseconds timeout,
+                           const KubectlStream& stream) const {
+  std::vector<std::string> argv = {path_};
+  for (std::string& arg : global_args()) argv.push_back(std::move(arg));
   argv.insert(argv.end(), args.begin(), args.end());
-  calls_.push_back(argv);
   ChildRequest request;
   request.argv = argv;
   request.timeout = timeout;
-  request.survive_interrupt = cleaning_;
-  if (on_line) {
-    request.on_line = [&on_line](const std::string& line, bool from_stderr) {
-      on_line(line, from_stderr);
+  request.survive_interrupt = cleaning_ || stream.survive_interrupt;
+  request.keep_output = stream.keep_output;
+  if (stream.on_line) {
+    request.on_line = [&stream](const std::string& line, bool from_stderr) {
+      stream.on_line(line, from_stderr);
       return false;
     };
   }
+  request.on_tick = stream.on_tick;
   ChildResult child = run_child(request);
   KubectlResult result;
   result.argv = argv;

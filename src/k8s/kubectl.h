@@ -43,6 +43,17 @@ std::string condense_message(const std::string& stderr_text);
 // How a kubectl call is shown in messages: `kubectl ARGS`, quoted as a shell would need them.
 std::string shown_call(const std::vector<std::string>& argv);
 
+// What a long kubectl call (an exec'd ncu, a port-forward) is told while it runs.
+struct KubectlStream {
+  std::function<void(const std::string& line, bool from_stderr)> on_line;
+  // Called about every 100 ms; true asks for SIGINT to kubectl.
+  std::function<bool()> on_tick;
+  // Keep running when kprof is interrupted (on_tick then decides when it ends).
+  bool survive_interrupt = false;
+  // false: the output only reaches on_line (a port-forward prints a line per connection).
+  bool keep_output = true;
+};
+
 class Kubectl {
  public:
   // path: the kubectl to run; context/kubeconfig: passed when non-empty.
@@ -54,19 +65,21 @@ class Kubectl {
   KubectlResult run(
       std::vector<std::string> args, std::chrono::milliseconds timeout,
       const std::function<void(const std::string& line, bool from_stderr)>& on_line) const;
+  KubectlResult run(std::vector<std::string> args, std::chrono::milliseconds timeout,
+                    const KubectlStream& stream) const;
   // run() that throws KubectlError unless kubectl exited 0.
   KubectlResult check(std::vector<std::string> args,
                       std::chrono::milliseconds timeout = std::chrono::minutes(2)) const;
   nlohmann::json get_json(std::vector<std::string> args) const;
 
   const std::string& path() const { return path_; }
+  // The options every call starts with (--kubeconfig, --context), as given.
+  std::vector<std::string> global_args() const;
   // From now on calls run to completion even after SIGINT/SIGTERM: the cleanup.
   void cleaning() { cleaning_ = true; }
-  const std::vector<std::vector<std::string>>& calls() const { return calls_; }
 
  private:
   std::string path_, context_, kubeconfig_;
-  mutable std::vector<std::vector<std::string>> calls_;
   bool cleaning_ = false;
 };
 

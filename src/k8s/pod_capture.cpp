@@ -3,18 +3,38 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <filesystem>
+#include <memory>
+#include <sstream>
 
+#include "common/child_process.h"
 #include "common/text.h"
+#include "k8s/port_forward.h"
 
 namespace kprof::k8s {
 namespace {
 
+// The attach client in the pod: ncu stays attached until the target exits, so the script
+// detaches it (SIGINT, from inside the pod) once the report is written or kprof asks for it with
+// the stop file (a hold ends so; killing kubectl exec would leave ncu attached in the pod).
 constexpr const char* kAttachScript =
     "report=$1; shift; \"$@\" & pid=$!; "
     "while kill -0 \"$pid\" 2>/dev/null; do "
-    "if [ -s \"$report.ncu-rep\" ]; then sleep 1; kill -INT \"$pid\"; wait \"$pid\"; exit $?; fi; "
+    "if [ -s \"$report.ncu-rep\" ] || [ -e \"$report.stop\" ]; then "
+    "sleep 1; kill -INT \"$pid\"; wait \"$pid\"; exit $?; fi; "
     "sleep 0.5; done; wait \"$pid\"";
+// Creates the stop file $1 (a path kprof made up, passed as a parameter, never as shell text).
+constexpr const char* kStopScript = ": > \"$1\"";
+// A process of the pod as /proc shows it: its state letter, its command line, its threads' names
+// (exit 3 when it is gone).
+constexpr const char* kDescribeScript =
+    "d=/proc/$1; [ -d \"$d\" ] || exit 3; read -r stat < \"$d/stat\" || exit 3; "
+    "s=${stat##*) }; echo \"${s%% *}\"; tr '\\000' ' ' < \"$d/cmdline\"; echo; "
+    "for t in \"$d\"/task/*; do cat \"$t/comm\"; done";
+// After the stop file, how long the client may take to detach before kubectl itself is stopped.
+constexpr std::chrono::seconds kDetachGrace{20};
 
 // Where the pod is, as every bundle captured or traced in it records it.
 capture::ManifestKubernetes placement_block(const PodPlacement& where) {
@@ -42,26 +62,98 @@ KubectlExecRunner::KubectlExecRunner(const Kubectl& kubectl, PodPlacement where,
       label_(std::move(label)),
       note_(std::move(note)) {}
 
-ChildResult KubectlExecRunner::run(const ChildRequest& request) {
-  exec_ = {"exec", "-n", where_.namespace_name, where_.pod,     "-c",   where_.container, "--",
-           "sh",   "-c", kAttachScript,         "kprof-attach", in_pod_};
-  exec_.insert(exec_.end(), request.argv.begin(), request.argv.end());
-  std::chrono::milliseconds timeout = request.timeout.value_or(std::chrono::hours(24 * 365));
-  KubectlResult attached = kubectl_.run(exec_, timeout, [&](const std::string& line, bool err) {
+ChildResult run_attach_client(const Kubectl& kubectl, const PodPlacement& where,
+                              const std::string& in_pod, const ChildRequest& request,
+                              std::vector<std::string>* exec_argv) {
+  std::vector<std::string> exec = {
+      "exec", "-n", where.namespace_name, where.pod,      "-c",  where.container, "--",
+      "sh",   "-c", kAttachScript,        "kprof-attach", in_pod};
+  exec.insert(exec.end(), request.argv.begin(), request.argv.end());
+  if (exec_argv) *exec_argv = exec;
+  // Asked to stop (the session's or the holder's on_tick, or kprof interrupted): the stop file
+  // detaches ncu inside the pod; kubectl is stopped only if that does not end it in time.
+  std::optional<std::chrono::steady_clock::time_point> stop_written;
+  KubectlStream stream;
+  stream.on_line = [&request](const std::string& line, bool err) {
     if (request.on_line) request.on_line(line, err);
-  });
+  };
+  stream.survive_interrupt = true;
+  stream.on_tick = [&] {
+    if (!stop_written && ((request.on_tick && request.on_tick()) || interrupt_received())) {
+      KubectlStream cleanup;
+      cleanup.survive_interrupt = true;
+      kubectl.run({"exec", "-n", where.namespace_name, where.pod, "-c", where.container, "--", "sh",
+                   "-c", kStopScript, "kprof-stop", in_pod + ".stop"},
+                  std::chrono::seconds(30), cleanup);
+      stop_written = std::chrono::steady_clock::now();
+    }
+    return stop_written && std::chrono::steady_clock::now() - *stop_written > kDetachGrace;
+  };
+  std::chrono::milliseconds timeout = request.timeout.value_or(std::chrono::hours(24 * 365));
+  KubectlResult attached = kubectl.run(exec, timeout, stream);
   ChildResult result;
   result.started = attached.started;
   result.start_error = attached.started ? "" : attached.err;
   result.exit_code = attached.exit_code;
-  result.interrupted = attached.interrupted;
-  // The script's SIGINT ends the attach client with 130 once the report is written.
-  result.stop_requested = attached.exit_code == 130;
+  result.interrupted = attached.interrupted || interrupt_received();
+  // The script's SIGINT ends the attach client with 130 (report written, or the stop file).
+  result.stop_requested = attached.exit_code == 130 || stop_written.has_value();
   result.out = std::move(attached.out);
   result.err = std::move(attached.err);
   result.combined = std::move(attached.combined);
   result.elapsed = attached.elapsed;
   return result;
+}
+
+std::optional<capture::LaunchedProcess> describe_pod_process(const Kubectl& kubectl,
+                                                             const PodPlacement& where, int pid,
+                                                             bool* zombie) {
+  KubectlResult shown =
+      kubectl.run({"exec", "-n", where.namespace_name, where.pod, "-c", where.container, "--", "sh",
+                   "-c", kDescribeScript, "kprof-describe", std::to_string(pid)},
+                  std::chrono::seconds(30));
+  if (!shown.started || shown.exit_code != 0) return std::nullopt;
+  std::istringstream lines(shown.out);
+  std::string state, command_line, thread;
+  if (!std::getline(lines, state) || !std::getline(lines, command_line)) return std::nullopt;
+  capture::LaunchedProcess process;
+  process.pid = pid;
+  process.command_line = std::string(trim(command_line));
+  while (std::getline(lines, thread)) {
+    std::string name(trim(thread));
+    if (!name.empty() && std::find(process.thread_names.begin(), process.thread_names.end(),
+                                   name) == process.thread_names.end())
+      process.thread_names.push_back(name);
+  }
+  if (zombie) *zombie = state == "Z";
+  return process;
+}
+
+capture::TreeHost pod_tree_host(const Kubectl& kubectl, const PodPlacement& where) {
+  capture::TreeHost host;
+  auto holds = std::make_shared<std::atomic<int>>(0);
+  host.run_client = [&kubectl, where, holds](const ChildRequest& request) {
+    std::string in_pod = fmt::format("/tmp/kprof-{}-hold-{}", getpid(), ++*holds);
+    return run_attach_client(kubectl, where, in_pod, request, nullptr);
+  };
+  host.describe = [&kubectl, where](int pid) {
+    return describe_pod_process(kubectl, where, pid, nullptr);
+  };
+  return host;
+}
+
+ChildResult KubectlExecRunner::run(const ChildRequest& request) {
+  return run_attach_client(kubectl_, where_, in_pod_, request, &exec_);
+}
+
+std::optional<bool> KubectlExecRunner::target_still_there(const capture::AttachEndpoint&,
+                                                          const std::vector<int>& pids) {
+  if (pids.empty()) return std::nullopt;
+  for (int pid : pids) {
+    bool zombie = false;
+    if (!describe_pod_process(kubectl_, where_, pid, &zombie) || zombie) return false;
+  }
+  return true;
 }
 
 std::optional<capture::Diagnosis> KubectlExecRunner::fetch_report(const std::string& written,
@@ -90,6 +182,54 @@ capture::CaptureResult capture_in_pod(const Kubectl& kubectl, const PodPlacement
   KubectlExecRunner runner(kubectl, where, in_pod, fmt::format("capture {}", index),
                            [&observer](const std::string& text) { observer.note(text); });
   return capture::CaptureSession(spec, std::move(session), runner, observer).run(bundle_path);
+}
+
+capture::WarmCaptureResult warm_capture_in_pod(const Kubectl& kubectl, const PodPlacement& where,
+                                               PodWarmRequest request,
+                                               const capture::SessionOptions& session,
+                                               capture::CaptureObserver& observer,
+                                               const std::vector<std::string>& bundle_paths) {
+  auto note = [&observer](const std::string& text) { observer.note(text); };
+  PortForward forward(kubectl, {where.namespace_name, where.pod, request.server_port}, note);
+  try {
+    forward.start(60);
+  } catch (const KubectlError& error) {
+    capture::WarmCaptureResult result;
+    result.failed = true;
+    result.incomplete = interrupt_received();
+    result.diagnoses.push_back(
+        {"port_forward_failed", true,
+         fmt::format("the requests cannot reach the server: {}", error.what()),
+         "check that kubectl may port-forward in this namespace (RBAC: pods/portforward create) "
+         "and that the server listens on --server-port in the pod"});
+    return result;
+  }
+  note(fmt::format("requests reach {}/{} port {} through kubectl port-forward at {}", where.pod,
+                   where.container, request.server_port, forward.base_url()));
+  capture::WarmCaptureSpec& warm = request.warm;
+  warm.load.base_url = forward.base_url();
+  warm.ready_url = forward.base_url() + request.ready_path;
+  if (!warm.ready_log_regex.empty()) {
+    warm.ready_log_file = fmt::format("the log of {}/{}", where.pod, where.container);
+    warm.read_log = [&kubectl, where] {
+      KubectlResult log =
+          kubectl.run({"logs", "-n", where.namespace_name, where.pod, "-c", where.container},
+                      std::chrono::seconds(60));
+      return log.exit_code == 0 ? log.out : std::string();
+    };
+  }
+  warm.host = pod_tree_host(kubectl, where);
+  warm.runner_for = [&kubectl, &observer, where](int index) {
+    return std::make_unique<KubectlExecRunner>(
+        kubectl, where, fmt::format("/tmp/kprof-{}-capture-{}", getpid(), index),
+        fmt::format("capture {}", index),
+        [&observer](const std::string& text) { observer.note(text); });
+  };
+  warm.route = [&forward] { return forward.describe(); };
+  capture::WarmCaptureResult result =
+      capture::run_warm_capture(warm, session, observer, bundle_paths);
+  forward.stop();
+  return result;
 }
 
 PodTraceResult trace_in_pod(const Kubectl& kubectl, const PodPlacement& where,

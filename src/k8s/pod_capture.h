@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "capture/attach_targets.h"
 #include "capture/capture_session.h"
+#include "capture/warm_capture.h"
 #include "k8s/copy_out.h"
 #include "k8s/kubectl.h"
 #include "k8s/trace_window.h"
@@ -34,11 +36,9 @@ class KubectlExecRunner : public capture::NcuRunner {
   std::string export_path(const capture::EvidenceBundle&) override { return in_pod_; }
   std::optional<capture::Diagnosis> fetch_report(const std::string& written,
                                                  const std::string& local) override;
-  // 127.0.0.1 in the pod is not reachable from here.
+  // Asked of the pod's /proc through kubectl exec (127.0.0.1 there is not reachable here).
   std::optional<bool> target_still_there(const capture::AttachEndpoint&,
-                                         const std::vector<int>&) override {
-    return std::nullopt;
-  }
+                                         const std::vector<int>& pids) override;
   void describe(capture::ManifestBuilder& manifest) const override;
 
  private:
@@ -50,6 +50,22 @@ class KubectlExecRunner : public capture::NcuRunner {
   std::optional<VerifiedCopy> copy_;
 };
 
+// An ncu attach client run in the pod under the attach script, REPORT being in_pod: ends when
+// ncu does; request.on_tick (or an interrupt) writes REPORT.stop, which detaches it. exec_argv,
+// when given, receives the kubectl argv.
+ChildResult run_attach_client(const Kubectl& kubectl, const PodPlacement& where,
+                              const std::string& in_pod, const ChildRequest& request,
+                              std::vector<std::string>* exec_argv);
+// A process of the pod from its /proc (kubectl exec … sh); nullopt when it is gone or the exec
+// failed. zombie, when given, says whether it has ended but not been reaped.
+std::optional<capture::LaunchedProcess> describe_pod_process(const Kubectl& kubectl,
+                                                             const PodPlacement& where, int pid,
+                                                             bool* zombie);
+// The pod as the host of a launched tree (capture::ProcessTreeAttacher): hold clients through
+// run_attach_client (each with its own stop file), processes described by describe_pod_process.
+// kubectl must outlive it.
+capture::TreeHost pod_tree_host(const Kubectl& kubectl, const PodPlacement& where);
+
 // One capture in `where` into the bundle BUNDLE_PATH: the spec's attach endpoint is the pod's
 // own ncu launch-mode target. index numbers the report in the pod and the notes ("capture 2").
 capture::CaptureResult capture_in_pod(const Kubectl& kubectl, const PodPlacement& where,
@@ -57,6 +73,23 @@ capture::CaptureResult capture_in_pod(const Kubectl& kubectl, const PodPlacement
                                       capture::SessionOptions session, int index,
                                       const std::string& bundle_path,
                                       capture::CaptureObserver& observer);
+
+// The warm sequence (capture::run_warm_capture) on a pod's server: the hold clients and the
+// captures run in the pod, the requests reach its server_port through a kubectl port-forward
+// (readiness at ready_path there, or a line of the container's log when warm.ready_log_regex is
+// set), the forward recorded as the load block's route. warm.capture, warm.process, timeouts,
+// load (but its base_url), warm-up and captures come from the caller. When the port-forward
+// cannot start, the result has its diagnosis and no capture.
+struct PodWarmRequest {
+  capture::WarmCaptureSpec warm;
+  int server_port = 0;
+  std::string ready_path = "/health";
+};
+capture::WarmCaptureResult warm_capture_in_pod(const Kubectl& kubectl, const PodPlacement& where,
+                                               PodWarmRequest request,
+                                               const capture::SessionOptions& session,
+                                               capture::CaptureObserver& observer,
+                                               const std::vector<std::string>& bundle_paths);
 
 // What every bundle's manifest takes from the command: its tool head and labels.
 struct BundleLabels {

@@ -150,6 +150,35 @@ TargetInfo parse_target(const nlohmann::json& deployment, const nlohmann::json& 
         info.under_ncu_launch = true;
       }
     }
+    if (std::optional<double> port = flag_value(argv, "--port");
+        port && *port >= 1 && *port <= 65535 && *port == static_cast<int>(*port)) {
+      info.server_port = static_cast<int>(*port);
+      info.server_port_from = "--port";
+    }
+    // Its TCP containerPorts, the one named http first.
+    std::vector<std::pair<std::string, int>> tcp_ports;
+    const nlohmann::json& ports = member(c, "ports");
+    for (const auto& port : ports.is_array() ? ports : nlohmann::json::array()) {
+      const nlohmann::json& number = member(port, "containerPort");
+      std::string protocol = text(port, "protocol");
+      if (number.is_number_integer() && number.get<int>() >= 1 && number.get<int>() <= 65535 &&
+          (protocol.empty() || protocol == "TCP"))
+        tcp_ports.emplace_back(text(port, "name"), number.get<int>());
+    }
+    std::stable_partition(tcp_ports.begin(), tcp_ports.end(),
+                          [](const auto& port) { return port.first == "http"; });
+    if (!info.server_port && !tcp_ports.empty()) {
+      info.server_port = tcp_ports.front().second;
+      info.server_port_from =
+          tcp_ports.front().first == "http" ? "containerPort http" : "containerPort";
+    }
+    for (const char* probe : {"readinessProbe", "startupProbe", "livenessProbe"}) {
+      std::string path = text(member(member(c, probe), "httpGet"), "path");
+      if (!path.empty() && path[0] == '/') {
+        info.health_path = path;
+        break;
+      }
+    }
     target.containers.push_back(std::move(info));
   }
   for (const auto& p : items(pods)) {

@@ -30,6 +30,13 @@ struct ContainerInfo {
       gpu_memory_utilization;  // --gpu-memory-utilization (vLLM) / --mem-fraction-static (SGLang)
   std::optional<std::string> injection;  // CUDA_INJECTION64_PATH already set
   bool under_ncu_launch = false;         // command already `ncu --mode launch …`
+  // Where its server listens in the pod, for the warm capture's requests: the engine's own
+  // --port (vLLM, SGLang, trtllm-serve), else the containerPort named http, else the first TCP
+  // containerPort; server_port_from says which ("--port", "containerPort http", …).
+  std::optional<int> server_port;
+  std::string server_port_from;
+  // The HTTP path its readiness (else startup, else liveness) probe asks, e.g. /health.
+  std::string health_path;
 };
 
 struct PodInfo {

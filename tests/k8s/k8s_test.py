@@ -21,6 +21,8 @@ import unittest
 KPROF, DATA = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 HERE = os.path.dirname(os.path.abspath(__file__))
 SUPPORT = os.path.join(os.path.dirname(HERE), "support")
+REPO = os.path.dirname(os.path.dirname(HERE))
+SPDY_DICTIONARY = "/usr/share/gocode/src/github.com/moby/spdystream/spdy/dictionary.go"
 
 
 def kubectl_binaries():
@@ -59,7 +61,7 @@ def read_jsonl(path):
 class Cluster:
     """One stand-in API server, a kubeconfig for it, and the logs of what happened."""
 
-    def __init__(self, objects, *rules, attach_recording="attach_1"):
+    def __init__(self, objects, *rules, attach_recording="attach_1", server_env=None):
         self.dir = tempfile.mkdtemp(prefix="kprof-k8s-")
         # The tracer image's files (--tracer-dir's default): what the initContainer copies.
         self.image_root = os.path.join(self.dir, "images")
@@ -69,7 +71,8 @@ class Cluster:
             with open(os.path.join(lib, name), "wb") as f:
                 f.write(b"\x7fELF stand-in for " + name.encode())
         env = dict(os.environ, FAKE_ATTACH_RECORDING=os.path.join(DATA, "h200/capture-recordings", attach_recording),
-                   FAKE_IMAGE_ROOT=self.image_root, FAKE_TRACER_TRACES=os.pathsep.join(TRACER_TRACES))
+                   FAKE_IMAGE_ROOT=self.image_root, FAKE_TRACER_TRACES=os.pathsep.join(TRACER_TRACES),
+                   FAKE_POD_SERVER=os.path.join(REPO, "tools", "serving", "serve.py")) | (server_env or {})
         args = [sys.executable, os.path.join(SUPPORT, "fake_apiserver.py"), os.path.join(HERE, "data", objects),
                 self.dir, "--port-file", os.path.join(self.dir, "port")]
         for rule in rules:
@@ -187,7 +190,7 @@ class K8sTest(unittest.TestCase):
         """A Pending sister says why (the scheduler's message, an image that cannot be pulled)
         instead of waiting out --ready-timeout, and is deleted."""
         c = self.cluster("vllm_single_replica.json", "unschedulable")
-        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-k", "k_alpha",
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha",
                     "-o", "run", "--ready-timeout", "3")
         self.assertEqual(r.returncode, 10, r.stderr)
         self.assertIn("the sister pod cannot start: Unschedulable: 0/2 nodes are available: "
@@ -196,7 +199,7 @@ class K8sTest(unittest.TestCase):
         self.assertEqual(json.load(open(glob.glob(os.path.join(c.dir, "run", "kprof-sister-receipt-*.json"))[0]))["leftovers"], [])
         c = self.cluster("vllm_single_replica.json", "image-pull")
         started = time.monotonic()
-        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-k", "k_alpha", "-o", "run")
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha", "-o", "run")
         self.assertEqual(r.returncode, 10, r.stderr)
         self.assertLess(time.monotonic() - started, 60)  # not --ready-timeout's 900 s
         self.assertIn('ImagePullBackOff: container server: Back-off pulling image "vllm/vllm-openai:v0.6.3"', r.stderr)
@@ -250,7 +253,7 @@ class K8sTest(unittest.TestCase):
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertFalse(os.path.exists(os.path.join(c.dir, "pwned")))
         regex = "gemm x|'quoted';\"$(touch pwned)\""
-        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-k", regex, "-o", "run")
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", regex, "-o", "run")
         self.assertEqual(r.returncode, 0, r.stderr)
         attach = [json.loads(line) for line in open(os.path.join(c.dir, "attach-argv.jsonl"))]
         self.assertIn("regex:" + regex, attach[0])  # one argv entry inside the pod, too
@@ -258,14 +261,16 @@ class K8sTest(unittest.TestCase):
 
     def test_sister_captures_copies_verifies_and_deletes(self):
         c = self.cluster("vllm_single_replica.json")
-        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "nvcr.io/nvidia/cuda:13.0.0-devel",
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "nvcr.io/nvidia/cuda:13.0.0-devel", "--startup",
                     "-k", "k_alpha", "--captures", "2", "--preset", "basic", "-o", "run", "--campaign", "c1", "--cell", "tp8")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(verbs(c.kubectl_calls()),
                          # the target (version, deployment, pods, services), the GPU room (nodes,
                          # all pods), then the sister
                          ["version", "get", "get", "get", "get", "get", "create", "get", "logs"] +
-                         ["exec", "exec", "cp"] * 2 + ["get", "delete"])
+                         # per capture: the attach, the target's liveness read in the pod's
+                         # /proc, sha256sum, the copy
+                         ["exec", "exec", "exec", "cp"] * 2 + ["get", "delete"])
         name = json.loads(next(q for q in c.requests() if q.get("method") == "POST")["body"])["metadata"]["name"]
         self.assertEqual(c.kubectl_calls()[-2:], [["get", "deployment", "-n", "serving", "-o", "json", "--", name],
                                                   ["delete", "deployment", "-n", "serving", "--ignore-not-found",
@@ -305,23 +310,156 @@ class K8sTest(unittest.TestCase):
         deletes = [q for q in c.requests() if q.get("method") == "DELETE"]
         self.assertEqual(len(deletes), 1)
 
+    # --- the warm sequence in the sister (issue 20) ------------------------------------------
+    # The stand-in's port-forward needs SPDY/3's header dictionary (scripts/install-deps installs
+    # golang-github-docker-spdystream-dev); without it these are skipped, not passed.
+    WARM_ARGS = ("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-k", "k_alpha",
+                 "--launch-count", "2", "--preset", "basic", "--warmup-requests", "4", "--prompt-len", "8",
+                 "--output-len", "8", "--timeout", "120", "--ready-timeout", "60", "-o", "run")
+
+    def server_requests(self, c):
+        return [json.loads(line) for f in glob.glob(os.path.join(c.dir, "pods", "*", "*", "server-requests.jsonl"))
+                for line in open(f) if '"request"' in line]
+
+    @unittest.skipUnless(os.path.exists(SPDY_DICTIONARY), "no SPDY dictionary (golang-github-docker-spdystream-dev)")
+    def test_sister_warm_capture_reaches_the_server_through_port_forward(self):
+        c = self.cluster("vllm_single_replica.json", server_env={"FAKE_ATTACH_SECONDS": "2"})
+        r = c.kprof(*self.WARM_ARGS, "--load-concurrency", "2", "--captures", "2")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        name = json.loads(next(q for q in c.requests() if q.get("method") == "POST")["body"])["metadata"]["name"]
+        pod = name + "-7d9f8c6b5-x2x4q"
+        # The port-forward as kprof ran it: one argv, the server's own --port, loopback only.
+        forwards = [call for call in c.kubectl_calls() if "port-forward" in call]
+        self.assertTrue(forwards, verbs(c.kubectl_calls()))
+        self.assertEqual(forwards[0], ["port-forward", "-n", "serving", "--address", "127.0.0.1", f"pod/{pod}", "0:8000"])
+        events = c.requests()
+        sessions = [e for e in events if e.get("port_forward") == "session"]
+        self.assertEqual({e["transport"] for e in sessions}, {"websocket"})  # kubectl >= 1.31
+        holds = [e for e in events if "hold" in e]
+        captures = [e for e in events if e.get("capture") == "attached"]
+        self.assertEqual(len(captures), 2)
+        self.assertEqual([e["pid"] for e in captures], [4321, 4321])
+        # Start-up held unprofiled: the first hold came before the pod's server started, and every
+        # hold was let go (the stop file) — held again between the two captures.
+        started = next(e for e in events if e.get("pod_server") == "started")
+        self.assertLess(events.index(holds[0]), events.index(started))
+        self.assertEqual(len([h for h in holds if h["hold"] == "attached"]),
+                         len([h for h in holds if h["hold"] == "detached"]))
+        self.assertGreaterEqual(len([h for h in holds if h["hold"] == "attached"]), 2)
+        served = self.server_requests(c)
+        for i, window in enumerate(captures, 1):
+            m = json.load(open(os.path.join(c.dir, "run", f"capture-{i}", "manifest.json")))
+            self.assertEqual(m["status"], "ok", m["diagnoses"])
+            load = m["load"]
+            self.assertEqual(load["route"]["via"], "kubectl port-forward")
+            self.assertEqual((load["route"]["pod"], load["route"]["pod_port"]), (pod, 8000))
+            self.assertEqual(load["warmup"]["completed"], 4)
+            self.assertEqual(load["readiness"]["signal"], "http")
+            self.assertTrue(load["readiness"]["url"].endswith("/health"))
+            self.assertEqual((load["concurrency"], load["failed"]), (2, 0))
+            self.assertEqual(load["model"], "meta-llama/Llama-3.1-70B-Instruct")  # from /v1/models
+            self.assertEqual(m["attach"]["warm"]["capture"], i)
+            self.assertEqual(m["kubernetes"]["method"], "sister")
+            # The server's own log: requests were being served while the capture was attached.
+            during = [q for q in served if q["arrival"] < window["to"] and q["finish"] > window["from"]]
+            self.assertGreater(len(during), 0, (window, served[-3:]))
+        self.assertGreaterEqual(len(served), 4 + sum(json.load(open(os.path.join(c.dir, "run", f"capture-{i}", "manifest.json")))["load"]["sent"]
+                                                     for i in (1, 2)))
+        self.assertIn("requests reach", r.stderr)
+        receipt = self.receipt_of(c)
+        self.assertEqual((receipt["status"], receipt["leftovers"]), ("ok", []))
+        self.assertEqual(len([q for q in c.requests() if q.get("method") == "DELETE"]), 1)
+
+    @unittest.skipIf(OLD is None, "no kubectl 1.29 or 1.30 on this machine")
+    @unittest.skipUnless(os.path.exists(SPDY_DICTIONARY), "no SPDY dictionary (golang-github-docker-spdystream-dev)")
+    def test_sister_warm_capture_with_an_older_kubectl_over_spdy(self):
+        # kubectl before 1.31 upgrades the port-forward connection to SPDY/3.1 itself (no
+        # WebSocket); newer ones tunnel the same SPDY frames in a WebSocket.
+        c = self.cluster("vllm_single_replica.json")
+        r = c.kprof(*self.WARM_ARGS, kubectl=OLD)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        transports = {e["transport"] for e in c.requests() if e.get("port_forward") == "session"}
+        self.assertEqual(transports, {"spdy/3.1"})
+        m = json.load(open(os.path.join(c.dir, "run", "capture-1", "manifest.json")))
+        self.assertEqual((m["status"], m["load"]["failed"]), ("ok", 0), m["diagnoses"])
+        self.assertGreater(m["load"]["completed"], 0)
+
+    @unittest.skipUnless(os.path.exists(SPDY_DICTIONARY), "no SPDY dictionary (golang-github-docker-spdystream-dev)")
+    def test_sister_port_forward_is_started_again_while_the_server_loads(self):
+        # The pod's server starts 4 s after the hold: every readiness poll before is refused in
+        # the pod, and kubectl ends the port-forward each time ("lost connection to pod").
+        c = self.cluster("vllm_single_replica.json", "server-late:4")
+        r = c.kprof(*self.WARM_ARGS)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("port-forward: kubectl ended", r.stderr)
+        refused = [e for e in c.requests() if e.get("port_forward") == "refused"]
+        self.assertTrue(refused)
+        m = json.load(open(os.path.join(c.dir, "run", "capture-1", "manifest.json")))
+        self.assertEqual(m["status"], "ok", m["diagnoses"])
+        self.assertGreaterEqual(m["load"]["route"]["restarts"], 1)
+        self.assertGreater(m["load"]["readiness"]["waited_s"], 2)
+        # Every start on the port the first one chose.
+        forwards = [call for call in c.kubectl_calls() if "port-forward" in call]
+        self.assertGreater(len(forwards), 1)
+        local = m["load"]["route"]["local_port"]
+        self.assertTrue(all(call[-1] == f"{local}:8000" for call in forwards[1:]), forwards)
+
+    @unittest.skipUnless(os.path.exists(SPDY_DICTIONARY), "no SPDY dictionary (golang-github-docker-spdystream-dev)")
+    def test_sister_warm_capture_of_the_engine_process(self):
+        # vLLM's shape: a front, then an EngineCore once the front runs; ncu offers the engine
+        # first. The front is held too, so the capture can only be the engine's.
+        c = self.cluster("vllm_single_replica.json", "two-process", "engine-first")
+        r = c.kprof(*self.WARM_ARGS, "--attach-process", "VLLM::EngineCore")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        captures = [e for e in c.requests() if e.get("capture") == "attached"]
+        self.assertEqual([e["pid"] for e in captures], [4377])
+        m = json.load(open(os.path.join(c.dir, "run", "capture-1", "manifest.json")))
+        self.assertEqual(m["status"], "ok", m["diagnoses"])
+        self.assertEqual(m["attach"]["process"]["pid"], 4377)
+        self.assertEqual(m["attach"]["process"]["command_line"], "VLLM::EngineCore")  # read in the pod
+        held = [s["pid"] for s in m["attach"]["steps"] if s["action"] == "held"]
+        self.assertIn(4321, held)
+
+    def test_sister_without_port_forward_rights_is_diagnosed_and_deleted(self):
+        c = self.cluster("vllm_single_replica.json", "no-portforward")
+        r = c.kprof(*self.WARM_ARGS)
+        self.assertEqual(r.returncode, 7, r.stderr)
+        self.assertIn("[port_forward_failed]", r.stderr)
+        self.assertIn("pods/portforward", r.stderr)
+        receipt = self.receipt_of(c)
+        self.assertEqual(receipt["leftovers"], [])
+        self.assertEqual(len([q for q in c.requests() if q.get("method") == "DELETE"]), 1)
+
+    def test_sister_warm_options_are_checked_before_anything_is_created(self):
+        c = self.cluster("vllm_single_replica.json")
+        for extra, message in ((("--startup", "--load-concurrency", "4"), "--load-concurrency, --prompt-len, --output-len belong to the warm sequence"),
+                               (("--server-port", "0"), "--server-port 0"),
+                               (("--ready-path", "health"), "--ready-path health"),
+                               (("--ready-log-line", "("), "--ready-log-line"),
+                               (("--warmup-requests", "-1"), "--warmup-requests")):
+            with self.subTest(extra=extra):
+                r = c.kprof(*self.WARM_ARGS, *extra)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(message, r.stderr)
+        self.assertFalse([q for q in c.requests() if q.get("method") in ("POST", "DELETE", "PATCH")])
+
     def test_sister_dry_run_prints_the_deployment(self):
         c = self.cluster("vllm_single_replica.json")
-        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--dry-run")
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "--dry-run")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertTrue(r.stdout.startswith('apiVersion: "apps/v1"'))
         # kubectl itself reads the YAML back into the same object kprof prints as JSON.
         parsed = subprocess.run([NEW, "create", "--dry-run=client", "--validate=false", "-f", "-", "-o", "json"],
                                 input=r.stdout, capture_output=True, text=True, env=c.env(NEW))
         self.assertEqual(parsed.returncode, 0, parsed.stderr)
-        as_json = json.loads(c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--dry-run", "--json").stdout)
+        as_json = json.loads(c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "--dry-run", "--json").stdout)
         back = json.loads(parsed.stdout)
         self.assertEqual(back["spec"]["template"]["spec"]["containers"], as_json["spec"]["template"]["spec"]["containers"])
         self.assertFalse([q for q in c.requests() if q.get("method") in ("POST", "DELETE", "PATCH")])
 
     def test_copy_of_a_missing_file_fails_the_capture_and_still_cleans_up(self):
         c = self.cluster("vllm_single_replica.json", "cp-missing")
-        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-k", "k_alpha", "-o", "run")
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha", "-o", "run")
         self.assertEqual(r.returncode, 7, r.stderr)
         self.assertIn("[copy_failed] kubectl cp", r.stderr)
         self.assertIn("exit code 2", r.stderr)
@@ -333,7 +471,7 @@ class K8sTest(unittest.TestCase):
 
     def test_image_without_tar_is_copied_through_cat(self):
         c = self.cluster("vllm_single_replica.json", "no-tar")
-        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-k", "k_alpha", "-o", "run")
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha", "-o", "run")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("no tar for kubectl cp; copying through `cat`", r.stderr)
         m = json.load(open(os.path.join(c.dir, "run", "capture-1", "manifest.json")))
@@ -352,7 +490,7 @@ class K8sTest(unittest.TestCase):
         for sig in (signal.SIGINT, signal.SIGTERM):
             with self.subTest(signal=sig.name):
                 c = self.cluster("vllm_single_replica.json", "slow-exec:60")
-                p = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-k", "k_alpha", "-o", "run", background=True)
+                p = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha", "-o", "run", background=True)
                 self.wait_for_attach(c)
                 p.send_signal(sig)
                 out, err = p.communicate(timeout=60)
@@ -364,7 +502,7 @@ class K8sTest(unittest.TestCase):
 
     def test_killed_capture_leaves_a_receipt_that_cleanup_finishes(self):
         c = self.cluster("vllm_single_replica.json", "slow-exec:60")
-        p = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-k", "k_alpha", "-o", "run", background=True)
+        p = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha", "-o", "run", background=True)
         self.wait_for_attach(c)
         p.kill()  # SIGKILL: no chance to clean up
         p.communicate()
@@ -476,7 +614,7 @@ class K8sTest(unittest.TestCase):
     def test_sister_checks_the_output_folder_before_creating_anything(self):
         c = self.cluster("vllm_single_replica.json")
         os.makedirs(os.path.join(c.dir, "run", "capture-2"))
-        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-k", "k_alpha",
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha",
                     "--captures", "2", "-o", "run")
         self.assertEqual(r.returncode, 3, r.stderr)
         self.assertIn("capture-2: already exists", r.stderr)
@@ -485,7 +623,7 @@ class K8sTest(unittest.TestCase):
         self.assertEqual(glob.glob(os.path.join(c.dir, "run", "kprof-sister-receipt-*.json")), [])
         # A receipt kprof would overwrite is refused the same way.
         old = self.receipt(c, [])
-        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-k", "k_alpha",
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha",
                     "-o", "run2", "--receipt", old)
         self.assertEqual(r.returncode, 3, r.stderr)
         self.assertIn("already exists", r.stderr)
@@ -494,7 +632,7 @@ class K8sTest(unittest.TestCase):
     def test_sister_local_failure_after_creation_still_deletes(self):
         # capture-2's folder appears while capture 1 runs: a local error after the Deployment exists.
         c = self.cluster("vllm_single_replica.json", "slow-exec:3")
-        p = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-k", "k_alpha",
+        p = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha",
                     "--captures", "2", "-o", "run", background=True)
         self.wait_for_attach(c)
         os.makedirs(os.path.join(c.dir, "run", "capture-2"))
@@ -514,7 +652,7 @@ class K8sTest(unittest.TestCase):
     def test_sister_deletes_its_deployment_only_while_it_is_kprofs(self):
         # Someone relabelled the sister meanwhile: kprof's own end refuses to delete it too.
         c = self.cluster("vllm_single_replica.json", "unlabel-created")
-        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-k", "k_alpha", "-o", "run")
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha", "-o", "run")
         self.assertEqual(r.returncode, 10, r.stderr)
         self.assertFalse([q for q in c.requests() if q.get("method") == "DELETE"])
         receipt = json.load(open(glob.glob(os.path.join(c.dir, "run", "kprof-sister-receipt-*.json"))[0]))
@@ -528,7 +666,7 @@ class K8sTest(unittest.TestCase):
 
     def test_sister_says_what_is_left_when_the_deletion_fails(self):
         c = self.cluster("vllm_single_replica.json", "forbid:delete:deployments")
-        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-k", "k_alpha", "-o", "run")
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha", "-o", "run")
         self.assertEqual(r.returncode, 10, r.stderr)
         path = glob.glob(os.path.join(c.dir, "run", "kprof-sister-receipt-*.json"))[0]
         receipt = json.load(open(path))
@@ -600,7 +738,7 @@ class K8sTest(unittest.TestCase):
 
     def test_single_replica_safety_is_applied(self):
         c = self.cluster("vllm_single_replica.json")
-        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "-o", "run")
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-o", "run")
         self.assertEqual(r.returncode, 2)
         self.assertIn("single-replica needs one kernel regex", r.stderr)
         self.assertFalse([q for q in c.requests() if q.get("method") == "POST"])
@@ -702,6 +840,7 @@ class K8sTest(unittest.TestCase):
             ("-k", "gemm"): "--kernel-name does not apply to --trace",
             ("--preset", "full", "--captures", "2"): "--preset, --captures do not apply to --trace",
             ("--ncu-image", "img", "--launch-count", "1", "--force"): "--ncu-image, --launch-count, --force do not apply",
+            ("--load-concurrency", "4", "--startup"): "--load-concurrency, --startup do not apply to --trace",
         }
         for extra, message in cases.items():
             with self.subTest(extra=extra):
@@ -712,7 +851,7 @@ class K8sTest(unittest.TestCase):
         r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--trace")
         self.assertEqual(r.returncode, 2)
         self.assertIn("--tracer-image is required with --trace", r.stderr)
-        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--trace-duration", "5", "-k", "x")
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "--trace-duration", "5", "-k", "x")
         self.assertEqual(r.returncode, 2)
         self.assertIn("--trace-duration applies only with --trace", r.stderr)
         r = c.kprof(*self.TRACE_ARGS, "--trace-duration", "0")

@@ -39,6 +39,51 @@ TEST(Workload, ReadsTheDeployment) {
   EXPECT_TRUE(target("sglang_under_ncu_launch.json").container("server")->under_ncu_launch);
 }
 
+// Where the warm capture sends its requests and asks for readiness, from the Deployment.
+TEST(Workload, ServerPortAndHealthPathComeFromTheContainer) {
+  TargetInfo vllm_target = target("vllm_single_replica.json");
+  const ContainerInfo* vllm = vllm_target.container("");
+  ASSERT_NE(vllm, nullptr);
+  EXPECT_EQ(vllm->server_port, 8000);  // its `--port 8000`
+  EXPECT_EQ(vllm->server_port_from, "--port");
+  EXPECT_EQ(vllm->health_path, "/health");  // its readinessProbe
+  // SGLang's command gives no --port: the containerPort named http.
+  TargetInfo sglang_target = target("sglang_under_ncu_launch.json");
+  const ContainerInfo* sglang = sglang_target.container("server");
+  ASSERT_NE(sglang, nullptr);
+  EXPECT_EQ(sglang->server_port, 8000);
+  EXPECT_EQ(sglang->server_port_from, "containerPort http");
+
+  auto read = [](nlohmann::json container) {
+    nlohmann::json deployment = {
+        {"metadata", {{"name", "d"}, {"namespace", "n"}}},
+        {"spec", {{"template", {{"spec", {{"containers", nlohmann::json::array({container})}}}}}}}};
+    return parse_target(deployment, {{"items", nlohmann::json::array()}},
+                        {{"items", nlohmann::json::array()}})
+        .containers.at(0);
+  };
+  // The port named http before the first; UDP and out-of-range ports never.
+  ContainerInfo named = read({{"name", "s"},
+                              {"ports",
+                               {{{"containerPort", 9000}, {"name", "metrics"}},
+                                {{"containerPort", 30000}, {"name", "http"}}}}});
+  EXPECT_EQ(named.server_port, 30000);
+  ContainerInfo first = read({{"name", "s"},
+                              {"ports",
+                               {{{"containerPort", 5353}, {"protocol", "UDP"}},
+                                {{"containerPort", 70000}},
+                                {{"containerPort", 8080}, {"name", "api"}}}},
+                              {"livenessProbe", {{"httpGet", {{"path", "/v1/models"}}}}}});
+  EXPECT_EQ(first.server_port, 8080);
+  EXPECT_EQ(first.server_port_from, "containerPort");
+  EXPECT_EQ(first.health_path, "/v1/models");
+  // A --port that is not a port is not taken; nothing else known: no port.
+  ContainerInfo none = read({{"name", "s"}, {"args", {"--port", "http"}}});
+  EXPECT_FALSE(none.server_port);
+  EXPECT_EQ(none.health_path, "");
+  EXPECT_EQ(read({{"name", "s"}, {"args", {"--port=30000"}}}).server_port, 30000);
+}
+
 TEST(Workload, Assessment) {
   TargetInfo single = target("vllm_single_replica.json");
   nlohmann::json objects = fixture("vllm_single_replica.json");

@@ -16,6 +16,16 @@ CUDA_INJECTION64_PATH names a library present in the pod: `start` opens a window
 trace (a .partial), `stop` renames each to its final name with the recording's bytes and logs the
 tracer's window line.
 
+A sister's server under `ncu --mode launch` is a process tree (PodTree): its processes wait for a
+profiler; kprof's attach wrapper with the release filter holds one (prints ncu's "Attaching" and
+"Connected" lines at once, then waits for the stop file REPORT.stop that `sh -c SCRIPT kprof-stop
+FILE` writes), with another filter it replays the recording as the process it took. Once every
+process was attached to, the pod's server starts: serve.py --backend fake (FAKE_POD_SERVER names
+serve.py; FAKE_POD_SERVER_ARGS adds options), listening where the container's --port (else its
+containerPort) says; pods/portforward (tests/support/spdy_portforward.py) reaches it, and any other
+port is refused as a kubelet refuses it. `sh -c SCRIPT kprof-describe PID` prints a process's
+state, command line and thread names.
+
 usage: fake_apiserver.py OBJECTS.json STATE_DIR [--port-file F] [--fail RULE]...
 RULE: forbid:VERB:RESOURCE (403), no-ephemeral (404 on pods/ephemeralcontainers),
       server-version:MINOR, slow-exec:SECONDS (the attach exec waits first), cp-missing (tar
@@ -25,18 +35,25 @@ RULE: forbid:VERB:RESOURCE (403), no-ephemeral (404 on pods/ephemeralcontainers)
       refuses to start, says why in the log and writes nothing), trace-stays-partial (the last
       window never finishes), unschedulable (a created Deployment's pod stays Pending with the
       scheduler's "Insufficient nvidia.com/gpu" condition), image-pull (its pod's server
-      container waits in ImagePullBackOff).
+      container waits in ImagePullBackOff), two-process (the server is a front and an engine,
+      VLLM::EngineCore, that waits once the front runs), engine-first (an attach takes the
+      highest-port process first), server-late:SECONDS (the pod's server starts that long after
+      the last first attach), no-portforward (403 on pods/portforward).
 Nodes come from the objects file's "nodes" (GET /api/v1/nodes); GET /api/v1/pods lists every
 namespace's pods (fieldSelector status.phase!=… honoured).
 Environment: FAKE_ATTACH_RECORDING (a capture-recordings folder: ncu-stdout.txt, report.ncu-rep.zst),
 FAKE_IMAGE_ROOT (a folder standing for the images' files), FAKE_TRACER_TRACES (recorded tracer
 traces, os.pathsep-separated: one process each)."""
+import atexit
 import base64
+import ctypes
 import hashlib
 import http.server
 import io
 import json
 import shutil
+import signal
+import socket
 import os
 import re
 import socketserver
@@ -46,6 +63,9 @@ import tarfile
 import threading
 import time
 import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import spdy_portforward  # noqa: E402
 
 objects_path, state = sys.argv[1], sys.argv[2]
 args = sys.argv[3:]
@@ -96,6 +116,8 @@ RESOURCES_V1 = [
      "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["po"]},
     {"name": "pods/exec", "singularName": "", "namespaced": True, "kind": "PodExecOptions", "verbs": ["create", "get"]},
     {"name": "pods/log", "singularName": "", "namespaced": True, "kind": "Pod", "verbs": ["get"]},
+    {"name": "pods/portforward", "singularName": "", "namespaced": True, "kind": "PodPortForwardOptions",
+     "verbs": ["create", "get"]},
     {"name": "pods/ephemeralcontainers", "singularName": "", "namespaced": True, "kind": "Pod",
      "verbs": ["get", "patch", "update"]},
     {"name": "services", "singularName": "service", "namespaced": True, "kind": "Service",
@@ -239,6 +261,123 @@ def play_tracer(ns, pod_name, container, control, word):
                 log.write(f"kprof-tracer: pid {pid} window 1 (stopped by control file): {path}: {events} events; nothing dropped\n")
 
 
+RELEASE_FILTER = "regex:^kprof_release_nothing$"
+trees = {}  # (ns, pod) → PodTree
+
+
+class PodTree:
+    """A sister's server under `ncu --mode launch`, as attach clients see it: processes waiting
+    for a profiler (a front; with two-process, an engine once the front ran), and the pod's
+    server, started once each process was attached to (it blocked at its first CUDA call)."""
+
+    def __init__(self, ns, pod, container):
+        self.ns, self.pod, self.container = ns, pod, container
+        argv = container.get("command", []) + container.get("args", [])
+        if "--" in argv:
+            argv = argv[argv.index("--") + 1:]
+        self.argv = argv
+        self.procs = [{"pid": 4321, "port": 49152, "cmdline": " ".join(argv),
+                       "threads": ["python3", "cuda00001400006"], "held": False, "attached": False}]
+        self.server, self.server_port = None, None
+        self.pod_port = next((int(argv[i + 1]) for i, a in enumerate(argv[:-1]) if a == "--port"), None) or \
+            next((p["containerPort"] for p in container.get("ports", [])), None)
+        self.lock = threading.Lock()
+
+    def take(self):
+        """The waiting process an attach client gets: the lowest port no client holds."""
+        with self.lock:
+            free = [p for p in self.procs if not p["held"]]
+            if not free:
+                return None
+            proc = max(free, key=lambda p: p["port"]) if "engine-first" in rules else min(free, key=lambda p: p["port"])
+            proc["held"] = True
+            first = not proc["attached"]
+            proc["attached"] = True
+            if first and proc["pid"] == 4321 and "two-process" in rules:
+                self.procs.append({"pid": 4377, "port": 49153, "cmdline": "VLLM::EngineCore",
+                                   "threads": ["VLLM::EngineCor", "cuda00001400006"], "held": False,
+                                   "attached": False})
+            ready = all(p["attached"] for p in self.procs) and self.server is None
+        if ready:
+            delay = next((float(r.split(":")[1]) for r in rules if r.startswith("server-late:")), 0)
+            threading.Thread(target=self.start_server, args=(delay,), daemon=True).start()
+        return proc
+
+    def let_go(self, proc):
+        with self.lock:
+            proc["held"] = False
+
+    def start_server(self, delay):
+        time.sleep(delay)
+        serve = os.environ.get("FAKE_POD_SERVER", "")
+        if not serve:
+            return
+        model = next((self.argv[i + 1] for i, a in enumerate(self.argv[:-1]) if a == "--model"), "stand-in-model")
+        log = os.path.join(state, "pods", self.ns, self.pod, "server-requests.jsonl")
+        os.makedirs(os.path.dirname(log), exist_ok=True)
+        extra = os.environ.get("FAKE_POD_SERVER_ARGS", "").split()
+        # Ends with the stand-in, however it ends (the tests kill it): the death signal follows
+        # the thread that started it, so this thread stays until the server ends.
+        kill_with_parent = lambda: ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        server = subprocess.Popen([sys.executable, serve, "--backend", "fake", "--port", "0",
+                                   "--model-name", model, "--fake-ms-per-token", "5",
+                                   "--request-log", log] + extra,
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                  preexec_fn=kill_with_parent)
+        line = server.stdout.readline()
+        with self.lock:
+            self.server = server
+            if line.startswith("listening on "):
+                self.server_port = int(line.rsplit(":", 1)[1])
+        record({"pod_server": "started", "pod": self.pod, "local_port": self.server_port})
+        server.wait()
+
+    def connect(self, port):
+        """Where the pod's port leads: its server, once it listens; refused otherwise."""
+        if port == self.pod_port and self.server_port:
+            return socket.create_connection(("127.0.0.1", self.server_port), timeout=5)
+        raise OSError(f"error forwarding port {port} to pod {self.pod}, uid : failed to execute portforward in "
+                      f"network namespace \"/var/run/netns/cni-0c1d\": failed to connect to localhost:{port} inside "
+                      f"namespace \"0c1d\", IPv4: dial tcp4 127.0.0.1:{port}: connect: connection refused IPv6 dial "
+                      f"tcp6 [::1]:{port}: connect: connection refused ")
+
+    def stop(self):
+        if self.server:
+            self.server.kill()
+            self.server.wait()
+
+
+def tree_for(ns, pod_name, container_name):
+    pod = find("pods", ns, pod_name)
+    if pod is None:
+        return None
+    key = (ns, pod_name)
+    if key not in trees:
+        spec = next((c for c in pod["spec"]["containers"] if c["name"] == container_name), None)
+        if spec is None:
+            return None
+        trees[key] = PodTree(ns, pod_name, spec)
+    return trees[key]
+
+
+@atexit.register
+def stop_trees():
+    for tree in trees.values():
+        tree.stop()
+
+
+def ncu_lines_for(proc):
+    return ("==PROF== Finding attachable processes on host 127.0.0.1.\n"
+            f"==PROF== Attaching to process '/usr/bin/python3.12' ({proc['pid']}) on port {proc['port']}.\n"
+            f"==PROF== Connected to process {proc['pid']} (/usr/bin/python3.12)\n").encode()
+
+
+NO_PROCESS = (b"==PROF== Finding attachable processes on host 127.0.0.1.\n"
+              b"==WARNING== No processes found on 127.0.0.1 (ports 49152-49215).\n"
+              b"==ERROR== No attachable process found.\n"
+              b"==ERROR== An error occurred while trying to profile.\n")
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -326,6 +465,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                           f'{resource} is forbidden: User "kprof-test" cannot {verb} resource "{resource}" in API group "" in the namespace "{ns}"'))
         if sub == "exec":
             return self.exec(ns, name, query)
+        if sub == "portforward":
+            if "no-portforward" in rules:
+                return self.send_json(*status(403, "Forbidden",
+                                              f'pods "{name}" is forbidden: User "kprof-test" cannot create resource "pods/portforward" in API group "" in the namespace "{ns}"'))
+            return self.portforward(ns, name)
         if sub == "log":
             return self.logs(ns, name, query)
         if sub == "ephemeralcontainers" and "no-ephemeral" in rules:
@@ -358,6 +502,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             store[kind].remove(obj)
             if kind == "deployments":
                 prefix = name + "-"
+                for key in [k for k in trees if k[1].startswith(prefix)]:
+                    trees.pop(key).stop()
                 store["pods"][:] = [p for p in store["pods"] if not p["metadata"]["name"].startswith(prefix)]
             return self.send_json(200, {"kind": "Status", "apiVersion": "v1", "status": "Success", "details": {"name": name, "kind": kind}})
         if method == "PATCH" and sub == "ephemeralcontainers":
@@ -412,9 +558,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
         command = query.get("command", [])
         record({"exec": command, "pod": name, "container": container, "t": time.time()})
         slow = next((float(r.split(":")[1]) for r in rules if r.startswith("slow-exec:")), 0)
-        if slow and command[:1] == ["sh"]:
-            time.sleep(slow)  # a capture that takes long (tests interrupt kprof meanwhile)
-        out, err, code = run_in_pod(ns, name, container, command)
+        if slow and command[:1] == ["sh"] and RELEASE_FILTER not in command:
+            # A capture that takes long (tests interrupt kprof meanwhile); the attach wrapper's
+            # stop file ends it early, as its SIGINT ends a real ncu.
+            stop = os.path.join(pod_dir(ns, name, container), command[4].lstrip("/") + ".stop") \
+                if is_attach(command) else None
+            end = time.time() + slow
+            while time.time() < end and not (stop and os.path.exists(stop)):
+                time.sleep(0.1)
+        if is_attach(command) and RELEASE_FILTER in command:
+            out, err, code = b"", b"", self.hold(ns, name, container, command)
+        else:
+            out, err, code = run_in_pod(ns, name, container, command)
         for chunk_start in range(0, len(out), 32768):
             self.frame(b"\x01" + out[chunk_start:chunk_start + 32768])
         if err:
@@ -429,6 +584,60 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.frame(b"\x03\xe8", opcode=0x8)
         except OSError:
             pass  # the client closed first
+        self.close_connection = True
+
+    def hold(self, ns, pod, container, command):
+        """An attach client with the release filter: connected at once, detached when the stop
+        file appears (kprof's stop script) or the pod goes."""
+        tree = tree_for(ns, pod, container)
+        proc = tree.take() if tree else None
+        if proc is None:
+            self.frame(b"\x01" + NO_PROCESS)
+            return 1
+        record({"hold": "attached", "pod": pod, "pid": proc["pid"], "t": time.time()})
+        self.frame(b"\x01" + ncu_lines_for(proc))
+        stop = os.path.join(pod_dir(ns, pod, container), command[4].lstrip("/") + ".stop")
+        deadline = time.time() + 900
+        while not os.path.exists(stop) and find("pods", ns, pod) and time.time() < deadline:
+            time.sleep(0.1)
+        tree.let_go(proc)
+        record({"hold": "detached", "pod": pod, "pid": proc["pid"], "t": time.time()})
+        self.frame(b"\x01==PROF== Trying to shutdown target application\n==WARNING== No kernels were profiled.\n")
+        return 130
+
+    # --- port-forward (SPDY, tunnelled in a WebSocket or over the upgraded connection) --------
+    def portforward(self, ns, name):
+        pod = find("pods", ns, name)
+        if pod is None:
+            return self.send_json(*status(404, "NotFound", f'pods "{name}" not found'))
+        tree = tree_for(ns, name, pod["spec"]["containers"][0]["name"])
+        upgrade = (self.headers.get("Upgrade") or "").lower()
+        if upgrade == "websocket":
+            protocols = [p.strip() for p in (self.headers.get("Sec-WebSocket-Protocol") or "").split(",")]
+            if "SPDY/3.1+portforward.k8s.io" not in protocols:
+                return self.send_json(*status(400, "BadRequest", "the stand-in tunnels SPDY/3.1+portforward.k8s.io only"))
+            accept = base64.b64encode(hashlib.sha1((self.headers["Sec-WebSocket-Key"] +
+                                                    "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()).decode()
+            self.send_response(101)
+            self.send_header("Upgrade", "websocket")
+            self.send_header("Connection", "Upgrade")
+            self.send_header("Sec-WebSocket-Accept", accept)
+            self.send_header("Sec-WebSocket-Protocol", "SPDY/3.1+portforward.k8s.io")
+            self.end_headers()
+            self.wfile.flush()
+            transport = spdy_portforward.WebSocketBytes(self.rfile, self.wfile)
+        elif upgrade == "spdy/3.1":
+            self.send_response(101)
+            self.send_header("Connection", "Upgrade")
+            self.send_header("Upgrade", "SPDY/3.1")
+            self.send_header("X-Stream-Protocol-Version", "portforward.k8s.io")
+            self.end_headers()
+            self.wfile.flush()
+            transport = spdy_portforward.RawBytes(self.rfile, self.wfile)
+        else:
+            return self.send_json(*status(400, "BadRequest", "port-forward needs an upgrade"))
+        record({"port_forward": "session", "pod": name, "transport": upgrade, "t": time.time()})
+        spdy_portforward.PortForwardSession(transport, tree.connect, record).run()
         self.close_connection = True
 
     def frame(self, payload, opcode=0x2):
@@ -461,6 +670,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 def store_kind(kind):
     return {"deployments": "Deployment", "pods": "Pod", "services": "Service", "nodes": "Node"}[kind]
+
+
+def is_attach(command):
+    return command[:1] in (["sh"], ["/bin/sh"]) and command[1:2] == ["-c"] and len(command) > 4 and command[3] == "kprof-attach"
 
 
 def run_in_pod(ns, pod, container, command):
@@ -502,18 +715,40 @@ def run_in_pod(ns, pod, container, command):
                     return b"", f"tar: {member}: Cannot stat: No such file or directory\ntar: Exiting with failure status due to previous errors\n".encode(), 2
                 tar.add(path, arcname=member.lstrip("/"))
         return buffer.getvalue(), b"", 0
-    if prog in ("sh", "/bin/sh") and command[1:2] == ["-c"] and len(command) > 4 and command[3] == "kprof-attach":
+    if prog in ("sh", "/bin/sh") and command[1:2] == ["-c"] and len(command) == 5 and command[3] == "kprof-stop":
+        os.makedirs(os.path.dirname(local(command[4])), exist_ok=True)
+        open(local(command[4]), "w").close()
+        return b"", b"", 0
+    if prog in ("sh", "/bin/sh") and command[1:2] == ["-c"] and len(command) == 5 and command[3] == "kprof-describe":
+        tree = trees.get((ns, pod))
+        proc = next((p for p in tree.procs if str(p["pid"]) == command[4]), None) if tree else None
+        if proc is None:
+            return b"", b"", 3
+        return ("S\n" + proc["cmdline"] + " \n" + "".join(t + "\n" for t in proc["threads"])).encode(), b"", 0
+    if is_attach(command):
         report, ncu_argv = command[4], command[5:]
         rec = os.environ.get("FAKE_ATTACH_RECORDING", "")
         if not rec or not os.path.isdir(rec):
             return b"", b"sh: 1: ncu: not found\n", 127
         out = open(os.path.join(rec, "ncu-stdout.txt"), "rb").read()
+        tree = tree_for(ns, pod, container) if find("pods", ns, pod) else None
+        proc = tree.take() if tree else None
+        if tree and proc is None:
+            return NO_PROCESS, b"", 1
+        started = time.time()
+        if proc:
+            # The recording as the process this client took.
+            out = re.sub(rb"(Connected to process |\()\d+(\)| \()", lambda m: m.group(1) + str(proc["pid"]).encode() + m.group(2), out)
+            time.sleep(float(os.environ.get("FAKE_ATTACH_SECONDS", "0")))
+            tree.let_go(proc)
         data = subprocess.run(["zstd", "-dc", os.path.join(rec, "report.ncu-rep.zst")], check=True, capture_output=True).stdout
         os.makedirs(os.path.dirname(local(report + ".ncu-rep")), exist_ok=True)
         with open(local(report + ".ncu-rep"), "wb") as f:
             f.write(data)
         with lock, open(os.path.join(state, "attach-argv.jsonl"), "a") as f:
             f.write(json.dumps(ncu_argv) + "\n")
+        record({"capture": "attached", "pod": pod, "pid": proc["pid"] if proc else None,
+                "from": started, "to": time.time()})
         return out, b"", 130
     if prog == "ls" and command[1:2] == ["-1"] and len(command) == 3:
         path = local(command[2])

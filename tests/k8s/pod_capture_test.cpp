@@ -1,0 +1,144 @@
+// The shell kprof runs inside a pod, run for real: a kubectl stand-in that executes what follows
+// `--` on this machine, so the attach wrapper, the stop file and the /proc reader are the very
+// scripts a pod gets (the API-server stand-in of k8s_test.py only plays their effects).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "capture/attach_targets.h"
+#include "k8s/pod_capture.h"
+#include "k8s/port_forward.h"
+
+namespace kprof::k8s {
+namespace {
+namespace fs = std::filesystem;
+
+class PodScripts : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) / ("kprof-pod-scripts-" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    write_executable("kubectl",
+                     "#!/bin/sh\n"
+                     "while [ $# -gt 0 ] && [ \"$1\" != \"--\" ]; do shift; done\n"
+                     "shift\n"
+                     "exec \"$@\"\n");
+    // ncu's attach client as the wrapper sees it: connected, then attached until SIGINT (a
+    // background job of sh starts with SIGINT ignored; ncu, like this, sets its own handler).
+    write_executable("ncu",
+                     "#!/usr/bin/env python3\n"
+                     "import os, signal, sys, time\n"
+                     "stop = []\n"
+                     "signal.signal(signal.SIGINT, lambda *_: stop.append(1))\n"
+                     "print('==PROF== Connected to process 4242 (/usr/bin/python3.12)', flush=True)\n"
+                     "if len(sys.argv) > 1:\n"
+                     "    open(sys.argv[1] + '.ncu-rep', 'wb').write(b'NVR\\0report')\n"
+                     "while not stop:\n"
+                     "    time.sleep(0.05)\n"
+                     "print('==PROF== Disconnected', flush=True)\n"
+                     "sys.exit(130)\n");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  void write_executable(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+    chmod((dir_ / name).c_str(), 0755);
+  }
+  Kubectl kubectl() const { return Kubectl((dir_ / "kubectl").string(), "", ""); }
+  PodPlacement where() const {
+    PodPlacement placement;
+    placement.method = "sister";
+    placement.namespace_name = "serving";
+    placement.pod = "llama-pod";
+    placement.container = "server";
+    return placement;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(PodScripts, AHoldEndsWhenKprofWritesTheStopFile) {
+  Kubectl k = kubectl();
+  std::string report = (dir_ / "hold-1").string();
+  std::atomic<bool> connected{false}, release{false};
+  ChildRequest request;
+  request.argv = {(dir_ / "ncu").string()};
+  request.on_line = [&](const std::string& line, bool) {
+    if (line.rfind("==PROF== Connected to process 4242", 0) == 0) connected = true;
+    return false;
+  };
+  request.on_tick = [&] { return release.load(); };
+  ChildResult result;
+  std::thread client([&] { result = run_attach_client(k, where(), report, request, nullptr); });
+  for (int i = 0; i < 100 && !connected; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(connected);
+  // Still attached a while later: only the stop file ends it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_FALSE(fs::exists(report + ".stop"));
+  auto asked = std::chrono::steady_clock::now();
+  release = true;
+  client.join();
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
+  EXPECT_TRUE(fs::exists(report + ".stop"));
+  // ncu got SIGINT from inside the "pod" and exited 130, long before the grace runs out.
+  EXPECT_EQ(result.exit_code, 130) << result.combined;
+  EXPECT_TRUE(result.stop_requested);
+  EXPECT_NE(result.combined.find("==PROF== Disconnected"), std::string::npos) << result.combined;
+  EXPECT_LT(took, 10.0);
+}
+
+TEST_F(PodScripts, ACaptureDetachesOnceTheReportIsWritten) {
+  Kubectl k = kubectl();
+  std::string report = (dir_ / "capture-1").string();
+  ChildRequest request;
+  request.argv = {(dir_ / "ncu").string(), report};
+  std::vector<std::string> exec;
+  ChildResult result = run_attach_client(k, where(), report, request, &exec);
+  EXPECT_EQ(result.exit_code, 130) << result.combined;
+  EXPECT_TRUE(result.stop_requested);
+  EXPECT_TRUE(fs::exists(report + ".ncu-rep"));
+  EXPECT_FALSE(fs::exists(report + ".stop"));
+  // The exec as kubectl gets it: the report path and ncu's argv as parameters of the script.
+  ASSERT_GE(exec.size(), 12u);
+  EXPECT_EQ(std::vector<std::string>(exec.begin(), exec.begin() + 8),
+            (std::vector<std::string>{"exec", "-n", "serving", "llama-pod", "-c", "server", "--",
+                                      "sh"}));
+  EXPECT_EQ(exec[10], "kprof-attach");
+  EXPECT_EQ(exec[11], report);
+}
+
+TEST_F(PodScripts, AProcessOfThePodReadsAsThisMachinesProcReadsIt) {
+  Kubectl k = kubectl();
+  std::optional<capture::LaunchedProcess> here = capture::describe_process(getpid());
+  bool zombie = true;
+  std::optional<capture::LaunchedProcess> there =
+      describe_pod_process(k, where(), getpid(), &zombie);
+  ASSERT_TRUE(here);
+  ASSERT_TRUE(there);
+  EXPECT_FALSE(zombie);
+  EXPECT_EQ(there->pid, getpid());
+  EXPECT_EQ(there->command_line, here->command_line);
+  EXPECT_EQ(there->thread_names, here->thread_names);
+  // A pid that is not there.
+  EXPECT_FALSE(describe_pod_process(k, where(), 4194304, nullptr));
+}
+
+TEST(PortForwardLine, TheLocalPortComesFromKubectlsForwardingLine) {
+  // kubectl 1.33's lines, as `kubectl port-forward --address 127.0.0.1 pod/P 0:8000` prints them.
+  EXPECT_EQ(forwarded_local_port("Forwarding from 127.0.0.1:43933 -> 8000"), 43933);
+  EXPECT_EQ(forwarded_local_port("Handling connection for 43933"), std::nullopt);
+  EXPECT_EQ(forwarded_local_port("Forwarding from [::1]:43933 -> 8000"), std::nullopt);
+  EXPECT_EQ(forwarded_local_port("Forwarding from 127.0.0.1:0 -> 8000"), std::nullopt);
+  EXPECT_EQ(forwarded_local_port("Forwarding from 127.0.0.1:99999 -> 8000"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace kprof::k8s
