@@ -271,11 +271,12 @@ std::shared_ptr<ProcessTreeAttacher::Client> ProcessTreeAttacher::start_client()
   return client;
 }
 
-bool ProcessTreeAttacher::wait_connected(Client& client, double timeout_s) {
+bool ProcessTreeAttacher::wait_connected(Client& client, double timeout_s,
+                                         const std::atomic<bool>* abandon) {
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
   while (!client.connected && !client.ended && std::chrono::steady_clock::now() < deadline &&
-         !interrupt_received()) {
+         !interrupt_received() && !(abandon && abandon->load())) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return client.connected;
@@ -376,7 +377,33 @@ void ProcessTreeAttacher::hold_others() {
   }
 }
 
+void ProcessTreeAttacher::follow() {
+  if (!target_client_ || follower_.joinable()) return;
+  stop_following_ = false;
+  follower_ = std::thread([this] {
+    while (!stop_following_ && !interrupt_received()) {
+      std::shared_ptr<Client> client = start_client();
+      if (wait_connected(*client, 30, &stop_following_)) {
+        record("held", client->pid, client->port);
+        std::lock_guard<std::mutex> lock(mutex_);
+        clients_.push_back(client);
+        continue;
+      }
+      stop(*client, "");
+      // Nobody waits now; look again in a second.
+      for (int i = 0; i < 10 && !stop_following_ && !interrupt_received(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+}
+
+void ProcessTreeAttacher::stop_following() {
+  stop_following_ = true;
+  if (follower_.joinable()) follower_.join();
+}
+
 void ProcessTreeAttacher::release_target() {
+  stop_following();
   if (!target_client_) return;
   stop(*target_client_, "target_released");
   target_client_.reset();
@@ -412,6 +439,8 @@ void ProcessTreeAttacher::release_all() {
     std::lock_guard<std::mutex> lock(mutex_);
     clients.swap(clients_);
   }
+  // All asked at once, then waited for: in a pod each detach takes an exec and a second.
+  for (auto& client : clients) client->release = true;
   for (auto& client : clients) stop(*client, "released");
 }
 

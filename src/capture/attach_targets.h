@@ -96,6 +96,12 @@ class ProcessTreeAttacher {
   // the next attach can take any of them: on the H200 a second warm capture found the engine
   // first, left the front waiting, and its capture attached to the front.
   void hold_others();
+  // While the target is held: keeps holding, in the background, every process that starts to
+  // wait for a profiler (an engine's workers spawned during its start-up would otherwise wait
+  // there for good, and start-up with them), until stop_following(), which the caller must call
+  // before it lets go of the target (release_target does).
+  void follow();
+  void stop_following();
   // Lets go of the target's hold: the next attach client finds only the target.
   void release_target();
   // Holds the target again (nothing profiled), e.g. between two captures.
@@ -111,8 +117,9 @@ class ProcessTreeAttacher {
  private:
   struct Client;
   std::shared_ptr<Client> start_client();
-  // Waits until the client is connected (its pid known) or ended; false: it ended unconnected.
-  bool wait_connected(Client& client, double timeout_s);
+  // Waits until the client is connected (its pid known) or ended, or `abandon` becomes true;
+  // false: it ended (or was abandoned) unconnected.
+  bool wait_connected(Client& client, double timeout_s, const std::atomic<bool>* abandon = nullptr);
   void stop(Client& client, const std::string& action);
   void record(const std::string& action, int pid, std::optional<int> port);
   bool is_target(int pid, const std::string& ncu_name);
@@ -128,6 +135,8 @@ class ProcessTreeAttacher {
   std::vector<std::shared_ptr<Client>> clients_;
   std::shared_ptr<Client> target_client_;
   std::optional<int> target_pid_;
+  std::thread follower_;
+  std::atomic<bool> stop_following_{false};
 };
 
 // The manifest's attach details: the process named and matched, and every step so far.

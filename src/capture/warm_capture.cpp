@@ -50,25 +50,32 @@ std::string read_log_file(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-std::optional<std::string> wait_for_log_line(const std::function<std::string()>& read,
-                                             const std::string& regex, double timeout_s,
-                                             double* waited_s) {
+LogLineWait wait_for_log_line(const std::function<std::string()>& read, const std::string& regex,
+                              double timeout_s, const std::string& before, double poll_s) {
   RE2 pattern(regex, RE2::Quiet);
   Clock::time_point start = Clock::now();
-  std::optional<std::string> found;
-  while (!found && !interrupt_received()) {
-    std::istringstream in(read());
-    for (std::string line; std::getline(in, line);) {
-      if (RE2::PartialMatch(line, pattern)) {
-        found = line;
-        break;
-      }
-    }
-    if (found || seconds_since(start) >= timeout_s) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  LogLineWait wait;
+  auto first_match = [&](std::string_view text) -> std::optional<std::string> {
+    std::istringstream in{std::string(text)};
+    for (std::string line; std::getline(in, line);)
+      if (RE2::PartialMatch(line, pattern)) return line;
+    return std::nullopt;
+  };
+  wait.earlier = first_match(before);
+  // Where new text begins: a line being written at the first read counts once it is whole.
+  size_t seen = before.rfind('\n') == std::string::npos ? 0 : before.rfind('\n') + 1;
+  while (!interrupt_received()) {
+    std::string text = read();
+    if (text.size() < seen) seen = 0;
+    if ((wait.line = first_match(std::string_view(text).substr(seen)))) break;
+    if (seconds_since(start) >= timeout_s) break;
+    Clock::time_point next =
+        Clock::now() + std::chrono::milliseconds(static_cast<long>(poll_s * 1000));
+    while (Clock::now() < next && seconds_since(start) < timeout_s && !interrupt_received())
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  if (waited_s) *waited_s = seconds_since(start);
-  return found;
+  wait.waited_s = seconds_since(start);
+  return wait;
 }
 
 WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOptions& session,
@@ -91,6 +98,12 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
   };
   auto note = [&](const std::string& text) { observer.note(text); };
 
+  // The log as it is before anything is held: only what the server prints from now on tells
+  // that it is ready.
+  std::function<std::string()> read_log =
+      spec.read_log ? spec.read_log : [&spec] { return read_log_file(spec.ready_log_file); };
+  std::string log_before = spec.ready_log_regex.empty() ? "" : read_log();
+
   // 1. Start-up runs unprofiled: the target held with the filter that matches nothing.
   ProcessTreeAttacher tree(
       spec.capture.ncu, *spec.capture.attach, spec.process, note,
@@ -107,32 +120,48 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
          "call), check --attach HOST, or allow more time with --attach-timeout"});
   }
   step({{"step", "released_at_startup"}, {"pid", *pid}});
+  // Through readiness and warm-up, whatever else starts to wait is held too (workers spawned by
+  // the engine as it starts would otherwise wait, and its start-up with them).
+  tree.follow();
 
   // 2. Readiness.
   nlohmann::json readiness;
   if (!spec.ready_log_regex.empty()) {
-    double waited = 0;
     note(fmt::format("warm: waiting for a line matching /{}/ in {} (at most {} s)",
                      spec.ready_log_regex, spec.ready_log_file, spec.ready_timeout_s));
-    std::function<std::string()> read =
-        spec.read_log ? spec.read_log : [&spec] { return read_log_file(spec.ready_log_file); };
-    std::optional<std::string> line =
-        wait_for_log_line(read, spec.ready_log_regex, spec.ready_timeout_s, &waited);
+    LogLineWait line = wait_for_log_line(read_log, spec.ready_log_regex, spec.ready_timeout_s,
+                                         log_before, spec.log_poll_s);
     readiness = {{"signal", "log_line"},
                  {"file", spec.ready_log_file},
                  {"regex", spec.ready_log_regex},
-                 {"ready", line.has_value()},
-                 {"waited_s", waited}};
-    if (!line) {
+                 {"ready", line.line.has_value()},
+                 {"waited_s", line.waited_s}};
+    if (!line.line) {
+      if (interrupt_received()) {
+        return stop_with({"interrupted", true,
+                          fmt::format("interrupted while waiting for a line matching /{}/ in {}",
+                                      spec.ready_log_regex, spec.ready_log_file),
+                          "nothing was captured; the target keeps running (let go of it)"});
+      }
       return stop_with(
           {"warm_not_ready", true,
-           fmt::format("the server did not become ready: no line of {} matched /{}/ "
-                       "within {} s",
-                       spec.ready_log_file, spec.ready_log_regex, spec.ready_timeout_s),
-           "check the log file and the pattern (the engine's own warm-up message), "
-           "or allow more time with --ready-timeout"});
+           fmt::format("the server did not become ready: no new line of {} matched /{}/ "
+                       "within {} s{}{}",
+                       spec.ready_log_file, spec.ready_log_regex, spec.ready_timeout_s,
+                       spec.log_problem && !spec.log_problem().empty()
+                           ? " (reading it failed: " + spec.log_problem() + ")"
+                           : "",
+                       line.earlier ? fmt::format(" (the log held one from before kprof began: "
+                                                  "\"{}\")",
+                                                  *line.earlier)
+                                    : ""),
+           line.earlier ? "a server that is warm already prints no new line: wait on its health "
+                          "endpoint (" +
+                              spec.names.ready_url + ") instead"
+                        : "check the log file and the pattern (the engine's own warm-up message), "
+                          "or allow more time with --ready-timeout"});
     }
-    readiness["line"] = *line;
+    readiness["line"] = *line.line;
   } else {
     auto [base, path] = split_url(spec.ready_url);
     note(fmt::format("warm: waiting for {} to answer 200 (at most {} s)", spec.ready_url,
@@ -149,7 +178,8 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
     });
-    load::Readiness ready = load::wait_ready(base, path, spec.ready_timeout_s, &stop);
+    load::Readiness ready =
+        load::wait_ready(base, path, spec.ready_timeout_s, &stop, spec.load.api_key);
     waited.store(true);
     watcher.join();
     if (!ready.ready && interrupt_received()) {
@@ -164,13 +194,22 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
                  {"waited_s", std::round(ready.waited_s * 1000) / 1000}};
     if (!ready.ready) {
       readiness["why_not"] = ready.why_not;
-      return stop_with({"warm_not_ready", true,
-                        fmt::format("the server did not become ready: {} did not answer 200 "
-                                    "within {} s (last: {})",
-                                    spec.ready_url, spec.ready_timeout_s, ready.why_not),
-                        "check the server's log (start-up held by another unattached process? "
-                        "name it with --attach-process), the URL (--ready-url), or allow more "
-                        "time with --ready-timeout"});
+      // Through a port-forward the local error says little: what kubectl last said does.
+      std::string route_said;
+      if (spec.route) {
+        nlohmann::json route = spec.route();
+        if (route.contains("last_errors") && !route["last_errors"].empty())
+          route_said = fmt::format("; {} said: {}", route.value("via", "the route"),
+                                   route["last_errors"].back().get<std::string>());
+      }
+      return stop_with(
+          {"warm_not_ready", true,
+           fmt::format("the server did not become ready: {} did not answer 200 "
+                       "within {} s (last: {}{})",
+                       spec.ready_url, spec.ready_timeout_s, ready.why_not, route_said),
+           "check the server's log (start-up held by another unattached process? "
+           "name it with --attach-process), the health endpoint (" +
+               spec.names.ready_url + "), or allow more time with --ready-timeout"});
     }
   }
   step({{"step", "ready"}, {"readiness", readiness}});
@@ -197,7 +236,9 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
     } catch (const load::LoadError& error) {
       return stop_with({"warmup_requests_failed", true,
                         fmt::format("the warm-up requests could not be sent: {}", error.what()),
-                        "check --load-url (the server's OpenAI-compatible base URL) and --model"});
+                        "check " + spec.names.load_url +
+                            " (where the server takes OpenAI requests), --model, and KPROF_API_KEY "
+                            "for a server started with --api-key"});
     }
     warmup["sent"] = figures.sent;
     warmup["completed"] = figures.completed;
@@ -234,6 +275,7 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
                         "are kept"});
     }
     if (i > 1) step({{"step", "held_again"}, {"capture", i}});
+    tree.stop_following();
     tree.hold_others();
     tree.release_target();
     step({{"step", "detached"}, {"capture", i}});
@@ -244,7 +286,7 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
     } catch (const load::LoadError& error) {
       return stop_with({"load_requests_failed", true,
                         fmt::format("the load for capture {} could not start: {}", i, error.what()),
-                        "check --load-url and the server"});
+                        "check " + spec.names.load_url + " and the server"});
     }
     // The real attach only once requests are in flight.
     Clock::time_point start = Clock::now();

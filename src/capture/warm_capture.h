@@ -36,6 +36,8 @@ struct WarmCaptureSpec {
   // The log's text so far (unset: ready_log_file read from this machine); ready_log_file then
   // only names it in messages (a pod's container log).
   std::function<std::string()> read_log;
+  double log_poll_s = 0.2;  // between reads (a pod's log is fetched whole each time: longer)
+  std::function<std::string()> log_problem;  // why read_log came back empty last, if it failed
   double ready_timeout_s = 600;
   load::LoadSpec load;  // base_url, concurrency, lengths, api (no budget: runs per capture)
   int warmup_requests = 16;
@@ -47,6 +49,10 @@ struct WarmCaptureSpec {
   // How the requests reach the server, when not directly (a kubectl port-forward): the load
   // block's "route", asked when each manifest is built.
   std::function<nlohmann::json()> route;
+  // The caller's options that set where requests go and how readiness is asked, for the hints.
+  struct OptionNames {
+    std::string ready_url = "--ready-url", load_url = "--load-url";
+  } names;
 };
 
 struct WarmCaptureResult {
@@ -62,10 +68,17 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
                                    CaptureObserver& observer,
                                    const std::vector<std::string>& bundle_paths);
 
-// The first line of read()'s text matching regex within timeout_s (polled); nullopt: none.
-std::optional<std::string> wait_for_log_line(const std::function<std::string()>& read,
-                                             const std::string& regex, double timeout_s,
-                                             double* waited_s);
+// The first line matching regex that read()'s text gains over `before` (the text when the
+// sequence began, before the target was held) within timeout_s (polled). Only the added text
+// counts: a log appended to across runs holds an earlier run's line, and the held target could
+// not print one since. `earlier` is such a line, for the diagnosis when none came (the server may
+// be warm already). A text shorter than `before` (a log started over) is read from its start.
+struct LogLineWait {
+  std::optional<std::string> line, earlier;
+  double waited_s = 0;
+};
+LogLineWait wait_for_log_line(const std::function<std::string()>& read, const std::string& regex,
+                              double timeout_s, const std::string& before, double poll_s = 0.2);
 // A file's whole text as it is now ("" when it cannot be read).
 std::string read_log_file(const std::string& path);
 

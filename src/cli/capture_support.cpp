@@ -4,6 +4,7 @@
 #include <re2/re2.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "cli/command.h"
 #include "render/capture_render.h"
@@ -82,8 +83,20 @@ std::optional<capture::ProcessSelector> check_warm_options(const WarmOptions& op
   }
 }
 
+std::string api_key_from_environment() {
+  const char* key = std::getenv("KPROF_API_KEY");
+  if (!key) return "";
+  std::string text = key;
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f)
+      throw UsageError("KPROF_API_KEY holds a control character (a header cannot carry it)");
+  }
+  return text;
+}
+
 void apply_warm_options(const WarmOptions& options, capture::WarmCaptureSpec& spec) {
   spec.process = check_warm_options(options);
+  spec.load.api_key = api_key_from_environment();
   spec.attach_timeout_s = options.attach_timeout_s;
   spec.ready_log_regex = options.ready_log_line;
   spec.load.model = options.model;

@@ -42,8 +42,14 @@ struct WarmOptions {
 void add_warm_options(CLI::App* command, WarmOptions& options, const std::string& log_line_help);
 // Usage errors for values CLI11 does not check; the --attach-process selector when given.
 std::optional<capture::ProcessSelector> check_warm_options(const WarmOptions& options);
-// The options into the sequence's spec (process, timeouts, warm-up, the load but its URL).
+// The options into the sequence's spec (process, timeouts, warm-up, the load but its URL; the
+// API key from KPROF_API_KEY).
 void apply_warm_options(const WarmOptions& options, capture::WarmCaptureSpec& spec);
+
+// KPROF_API_KEY, or "": the key the request driver sends ("Authorization: Bearer KEY") to a
+// server started with --api-key. An environment variable, not an option: the command line shows
+// in ps, shell history and the bundle's manifest. A usage error when it holds control characters.
+std::string api_key_from_environment();
 
 // render::diagnoses_text, for the commands that print diagnoses (capture, k8s, explain).
 std::string render_diagnoses(const std::vector<capture::Diagnosis>& diagnoses);

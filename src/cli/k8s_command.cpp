@@ -324,11 +324,13 @@ ServerEndpoint server_endpoint(const K8sOptions& options, const k8s::ContainerIn
 }
 
 // The warm sequence in the sister's pod: one bundle per capture (capture-1 …), each summarised
-// as it ends. Returns false when a capture failed or the sequence stopped (diagnoses say why).
-bool warm_capture_in_sister(const K8sOptions& options, const k8s::Cluster& cluster,
-                            const k8s::PodPlacement& where, const fs::path& out_dir,
-                            const capture::CaptureSpec& spec, const ServerEndpoint& endpoint,
-                            const std::vector<std::string>& argv) {
+// as it ends. Returns false when a capture failed or the sequence stopped (diagnoses say why); a
+// port-forward kubectl refused is a Kubernetes failure (exit 10), reported through outcome.
+bool warm_capture_in_sister(Outcome& outcome, Output& output, const K8sOptions& options,
+                            const k8s::Cluster& cluster, const k8s::PodPlacement& where,
+                            const fs::path& out_dir, const capture::CaptureSpec& spec,
+                            const ServerEndpoint& endpoint, const std::string& container_api_key) {
+  const std::vector<std::string>& argv = output.argv;
   capture::SessionOptions session;
   session.timeout_s = options.timeout_s;
   session.export_ncu = capture::locate_ncu("").path;
@@ -343,6 +345,8 @@ bool warm_capture_in_sister(const K8sOptions& options, const k8s::Cluster& clust
   request.warm.ready_timeout_s = options.ready_timeout_s;
   request.warm.captures = options.captures;
   request.warm.figures_json = render::load_figures_json;
+  // The server's own --api-key, unless KPROF_API_KEY says otherwise.
+  if (request.warm.load.api_key.empty()) request.warm.load.api_key = container_api_key;
   request.server_port = endpoint.port;
   request.ready_path = endpoint.ready_path;
   std::vector<std::string> bundles;
@@ -365,6 +369,10 @@ bool warm_capture_in_sister(const K8sOptions& options, const k8s::Cluster& clust
   }
   std::fputs(render::diagnoses_text(result.diagnoses).c_str(), stderr);
   std::fflush(stdout);
+  for (const capture::Diagnosis& diagnosis : result.diagnoses) {
+    if (diagnosis.id == "port_forward_failed")
+      outcome.kubernetes_failure("kubectl port-forward to the sister failed (above)", output);
+  }
   return !result.failed;
 }
 
@@ -491,8 +499,8 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
     if (!options.startup) {
       capture::CaptureSpec spec =
           pod_capture_spec(options, std::string(k8s::kNcuMount) + "/ncu", assessment.safety);
-      if (!warm_capture_in_sister(options, cluster, where, plan.out_dir, spec, endpoint,
-                                  output.argv))
+      if (!warm_capture_in_sister(outcome, output, options, cluster, where, plan.out_dir, spec,
+                                  endpoint, container.api_key))
         outcome.all_ok = false;
       return end.finish(outcome, output);
     }

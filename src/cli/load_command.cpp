@@ -10,6 +10,7 @@
 #include <optional>
 #include <thread>
 
+#include "cli/capture_support.h"
 #include "cli/command.h"
 #include "common/child_process.h"
 #include "common/file_bytes.h"
@@ -60,6 +61,7 @@ ExitCode run_load(LoadOptions options, Output& output) {
   spec.duration_s = options.duration_s;
   if (!spec.max_requests && !spec.duration_s) spec.max_requests = 32;
   spec.ignore_eos = !options.no_ignore_eos;
+  spec.api_key = api_key_from_environment();
   // A connection the server closes while a request is written is a failed request, not a
   // SIGPIPE that ends kprof.
   std::signal(SIGPIPE, SIG_IGN);
@@ -77,7 +79,8 @@ ExitCode run_load(LoadOptions options, Output& output) {
 
   std::optional<load::Readiness> readiness;
   if (options.wait_ready_s > 0) {
-    readiness = load::wait_ready(spec.base_url, "/health", options.wait_ready_s, interrupt.flag());
+    readiness = load::wait_ready(spec.base_url, "/health", options.wait_ready_s, interrupt.flag(),
+                                 spec.api_key);
     if (!readiness->ready) {
       throw NotReady(fmt::format("{}/health did not answer 200 within {:g} s (last: {})",
                                  spec.base_url, options.wait_ready_s, readiness->why_not));
@@ -143,7 +146,8 @@ void define_load(CLI::App& parent, Runner& runner) {
       "in flight then finish. The model is the first /v1/models lists unless --model is given.\n"
       "ignore_eos and min_tokens are sent so every request generates --output-len tokens.\n"
       "Progress once a second on stderr; Ctrl-C stops sending and prints what was measured.\n"
-      "This is the request driver kprof's warm capture runs while ncu profiles.\n\n"
+      "This is the request driver kprof's warm capture runs while ncu profiles. A server\n"
+      "started with --api-key: KPROF_API_KEY=KEY in the environment (sent as a Bearer token).\n\n"
       "Exit codes: 0 every request completed; 12 some failed (by cause: HTTP status,\n"
       "connection, timeout, bad response); 2 usage; 9 the server not ready within\n"
       "--wait-ready, or /v1/models unreachable or listing no model; 11 --json not writable.\n\n"

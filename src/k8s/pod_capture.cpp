@@ -18,9 +18,14 @@ namespace {
 
 // The attach client in the pod: ncu stays attached until the target exits, so the script
 // detaches it (SIGINT, from inside the pod) once the report is written or kprof asks for it with
-// the stop file (a hold ends so; killing kubectl exec would leave ncu attached in the pod).
+// the stop file (a hold ends so; killing kubectl exec would leave ncu attached in the pod). A
+// background job of a non-interactive sh starts with SIGINT ignored, and a program may keep it
+// so (Python does): coreutils' env --default-signal=INT gives ncu the default back where env has
+// it.
 constexpr const char* kAttachScript =
-    "report=$1; shift; \"$@\" & pid=$!; "
+    "report=$1; shift; "
+    "if env --default-signal=INT true 2>/dev/null; then env --default-signal=INT \"$@\" & "
+    "else \"$@\" & fi; pid=$!; "
     "while kill -0 \"$pid\" 2>/dev/null; do "
     "if [ -s \"$report.ncu-rep\" ] || [ -e \"$report.stop\" ]; then "
     "sleep 1; kill -INT \"$pid\"; wait \"$pid\"; exit $?; fi; "
@@ -28,11 +33,11 @@ constexpr const char* kAttachScript =
 // Creates the stop file $1 (a path kprof made up, passed as a parameter, never as shell text).
 constexpr const char* kStopScript = ": > \"$1\"";
 // A process of the pod as /proc shows it: its state letter, its command line, its threads' names
-// (exit 3 when it is gone).
+// (a thread that ends meanwhile is left out). Exit 3: no such process.
 constexpr const char* kDescribeScript =
     "d=/proc/$1; [ -d \"$d\" ] || exit 3; read -r stat < \"$d/stat\" || exit 3; "
     "s=${stat##*) }; echo \"${s%% *}\"; tr '\\000' ' ' < \"$d/cmdline\"; echo; "
-    "for t in \"$d\"/task/*; do cat \"$t/comm\"; done";
+    "for t in \"$d\"/task/*; do cat \"$t/comm\" 2>/dev/null; done; exit 0";
 // After the stop file, how long the client may take to detach before kubectl itself is stopped.
 constexpr std::chrono::seconds kDetachGrace{20};
 
@@ -70,52 +75,82 @@ ChildResult run_attach_client(const Kubectl& kubectl, const PodPlacement& where,
       "sh",   "-c", kAttachScript,        "kprof-attach", in_pod};
   exec.insert(exec.end(), request.argv.begin(), request.argv.end());
   if (exec_argv) *exec_argv = exec;
-  // Asked to stop (the session's or the holder's on_tick, or kprof interrupted): the stop file
-  // detaches ncu inside the pod; kubectl is stopped only if that does not end it in time.
-  std::optional<std::chrono::steady_clock::time_point> stop_written;
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point began = Clock::now();
+  // Asked to stop (the session's or the holder's on_tick), out of time, or kprof interrupted:
+  // the stop file detaches ncu inside the pod; kubectl is stopped only if that does not end it
+  // in time.
+  std::optional<Clock::time_point> stop_written;
+  bool asked = false, timed_out = false;
+  std::string stop_failure;
+  auto write_stop = [&] {
+    KubectlStream cleanup;
+    cleanup.survive_interrupt = true;
+    KubectlResult stop =
+        kubectl.run({"exec", "-n", where.namespace_name, where.pod, "-c", where.container, "--",
+                     "sh", "-c", kStopScript, "kprof-stop", in_pod + ".stop"},
+                    std::chrono::seconds(30), cleanup);
+    if (!stop.started || stop.exit_code != 0) {
+      stop_failure = fmt::format(
+          "kprof could not write the stop file {}.stop in the pod ({}); "
+          "kubectl exec was stopped instead",
+          in_pod, condense_message(stop.err));
+    }
+  };
+  bool connected = false;
   KubectlStream stream;
-  stream.on_line = [&request](const std::string& line, bool err) {
+  stream.on_line = [&request, &connected](const std::string& line, bool err) {
+    if (line.rfind("==PROF== Connected to process", 0) == 0) connected = true;
     if (request.on_line) request.on_line(line, err);
   };
   stream.survive_interrupt = true;
   stream.on_tick = [&] {
-    if (!stop_written && ((request.on_tick && request.on_tick()) || interrupt_received())) {
-      KubectlStream cleanup;
-      cleanup.survive_interrupt = true;
-      kubectl.run({"exec", "-n", where.namespace_name, where.pod, "-c", where.container, "--", "sh",
-                   "-c", kStopScript, "kprof-stop", in_pod + ".stop"},
-                  std::chrono::seconds(30), cleanup);
-      stop_written = std::chrono::steady_clock::now();
+    if (!stop_written) {
+      if (request.on_tick && request.on_tick()) asked = true;
+      if (request.timeout && Clock::now() - began > *request.timeout) timed_out = true;
+      if (asked || timed_out || interrupt_received()) {
+        write_stop();
+        stop_written = Clock::now();
+      }
     }
-    return stop_written && std::chrono::steady_clock::now() - *stop_written > kDetachGrace;
+    return stop_written && (!stop_failure.empty() || Clock::now() - *stop_written > kDetachGrace);
   };
-  std::chrono::milliseconds timeout = request.timeout.value_or(std::chrono::hours(24 * 365));
-  KubectlResult attached = kubectl.run(exec, timeout, stream);
+  KubectlResult attached = kubectl.run(exec, std::chrono::hours(24 * 365), stream);
+  // kubectl exec ended by itself after ncu connected (the stream dropped, kubectl killed): ncu
+  // may still be attached in the pod; the stop file detaches it there too (harmless when it has
+  // ended).
+  if (!stop_written && connected && attached.exit_code != 130) write_stop();
   ChildResult result;
   result.started = attached.started;
   result.start_error = attached.started ? "" : attached.err;
   result.exit_code = attached.exit_code;
-  result.interrupted = attached.interrupted || interrupt_received();
-  // The script's SIGINT ends the attach client with 130 (report written, or the stop file).
-  result.stop_requested = attached.exit_code == 130 || stop_written.has_value();
+  result.timed_out = timed_out;
+  result.interrupted = !timed_out && (attached.interrupted || interrupt_received());
+  // The script's SIGINT ends the attach client with 130: the report written, or kprof asked.
+  result.stop_requested = !timed_out && (attached.exit_code == 130 || asked);
   result.out = std::move(attached.out);
   result.err = std::move(attached.err);
+  if (!stop_failure.empty()) result.err += "\n" + stop_failure;
   result.combined = std::move(attached.combined);
   result.elapsed = attached.elapsed;
   return result;
 }
 
-std::optional<capture::LaunchedProcess> describe_pod_process(const Kubectl& kubectl,
-                                                             const PodPlacement& where, int pid,
-                                                             bool* zombie) {
+PodProcess describe_pod_process(const Kubectl& kubectl, const PodPlacement& where, int pid) {
   KubectlResult shown =
       kubectl.run({"exec", "-n", where.namespace_name, where.pod, "-c", where.container, "--", "sh",
                    "-c", kDescribeScript, "kprof-describe", std::to_string(pid)},
                   std::chrono::seconds(30));
-  if (!shown.started || shown.exit_code != 0) return std::nullopt;
+  PodProcess found;
+  if (shown.started && shown.exit_code == 3) {
+    found.gone = true;
+    return found;
+  }
   std::istringstream lines(shown.out);
   std::string state, command_line, thread;
-  if (!std::getline(lines, state) || !std::getline(lines, command_line)) return std::nullopt;
+  if (!shown.started || shown.exit_code != 0 || !std::getline(lines, state) ||
+      !std::getline(lines, command_line))
+    return found;  // unknown: the exec failed
   capture::LaunchedProcess process;
   process.pid = pid;
   process.command_line = std::string(trim(command_line));
@@ -125,8 +160,9 @@ std::optional<capture::LaunchedProcess> describe_pod_process(const Kubectl& kube
                                    name) == process.thread_names.end())
       process.thread_names.push_back(name);
   }
-  if (zombie) *zombie = state == "Z";
-  return process;
+  found.zombie = trim(state) == "Z";
+  found.process = std::move(process);
+  return found;
 }
 
 capture::TreeHost pod_tree_host(const Kubectl& kubectl, const PodPlacement& where) {
@@ -137,7 +173,7 @@ capture::TreeHost pod_tree_host(const Kubectl& kubectl, const PodPlacement& wher
     return run_attach_client(kubectl, where, in_pod, request, nullptr);
   };
   host.describe = [&kubectl, where](int pid) {
-    return describe_pod_process(kubectl, where, pid, nullptr);
+    return describe_pod_process(kubectl, where, pid).process;
   };
   return host;
 }
@@ -149,11 +185,13 @@ ChildResult KubectlExecRunner::run(const ChildRequest& request) {
 std::optional<bool> KubectlExecRunner::target_still_there(const capture::AttachEndpoint&,
                                                           const std::vector<int>& pids) {
   if (pids.empty()) return std::nullopt;
+  bool known = true;
   for (int pid : pids) {
-    bool zombie = false;
-    if (!describe_pod_process(kubectl_, where_, pid, &zombie) || zombie) return false;
+    PodProcess process = describe_pod_process(kubectl_, where_, pid);
+    if (process.gone || process.zombie) return false;
+    known &= process.process.has_value();
   }
-  return true;
+  return known ? std::optional<bool>(true) : std::nullopt;
 }
 
 std::optional<capture::Diagnosis> KubectlExecRunner::fetch_report(const std::string& written,
@@ -197,11 +235,15 @@ capture::WarmCaptureResult warm_capture_in_pod(const Kubectl& kubectl, const Pod
     capture::WarmCaptureResult result;
     result.failed = true;
     result.incomplete = interrupt_received();
-    result.diagnoses.push_back(
-        {"port_forward_failed", true,
-         fmt::format("the requests cannot reach the server: {}", error.what()),
-         "check that kubectl may port-forward in this namespace (RBAC: pods/portforward create) "
-         "and that the server listens on --server-port in the pod"});
+    if (result.incomplete) {
+      result.diagnoses.push_back({"interrupted", true, error.what(), "nothing was captured"});
+    } else {
+      result.diagnoses.push_back(
+          {"port_forward_failed", true,
+           fmt::format("the requests cannot reach the server: {} [{}]", error.what(), error.kind),
+           "check that kubectl may port-forward in this namespace (RBAC: pods/portforward "
+           "create) and that the server listens on --server-port in the pod"});
+    }
     return result;
   }
   note(fmt::format("requests reach {}/{} port {} through kubectl port-forward at {}", where.pod,
@@ -209,15 +251,22 @@ capture::WarmCaptureResult warm_capture_in_pod(const Kubectl& kubectl, const Pod
   capture::WarmCaptureSpec& warm = request.warm;
   warm.load.base_url = forward.base_url();
   warm.ready_url = forward.base_url() + request.ready_path;
+  auto log_problem = std::make_shared<std::string>();
   if (!warm.ready_log_regex.empty()) {
     warm.ready_log_file = fmt::format("the log of {}/{}", where.pod, where.container);
-    warm.read_log = [&kubectl, where] {
+    // The whole log each time (a kubectl logs -f would hold one more stream open for the whole
+    // wait): every 2 s, and what kubectl said when it failed.
+    warm.read_log = [&kubectl, where, log_problem] {
       KubectlResult log =
           kubectl.run({"logs", "-n", where.namespace_name, where.pod, "-c", where.container},
                       std::chrono::seconds(60));
+      *log_problem = log.exit_code == 0 ? "" : condense_message(log.err);
       return log.exit_code == 0 ? log.out : std::string();
     };
+    warm.log_poll_s = 2;
+    warm.log_problem = [log_problem] { return *log_problem; };
   }
+  warm.names = {"--ready-path", "--server-port"};
   warm.host = pod_tree_host(kubectl, where);
   warm.runner_for = [&kubectl, &observer, where](int index) {
     return std::make_unique<KubectlExecRunner>(

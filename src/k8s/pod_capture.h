@@ -51,16 +51,19 @@ class KubectlExecRunner : public capture::NcuRunner {
 };
 
 // An ncu attach client run in the pod under the attach script, REPORT being in_pod: ends when
-// ncu does; request.on_tick (or an interrupt) writes REPORT.stop, which detaches it. exec_argv,
-// when given, receives the kubectl argv.
+// ncu does; request.on_tick, request.timeout (timed_out) or an interrupt writes REPORT.stop,
+// which detaches it there (kubectl exec is stopped only when that fails or takes 20 s), and so
+// does a kubectl exec that ended by itself. exec_argv, when given, receives the kubectl argv.
 ChildResult run_attach_client(const Kubectl& kubectl, const PodPlacement& where,
                               const std::string& in_pod, const ChildRequest& request,
                               std::vector<std::string>* exec_argv);
-// A process of the pod from its /proc (kubectl exec … sh); nullopt when it is gone or the exec
-// failed. zombie, when given, says whether it has ended but not been reaped.
-std::optional<capture::LaunchedProcess> describe_pod_process(const Kubectl& kubectl,
-                                                             const PodPlacement& where, int pid,
-                                                             bool* zombie);
+// A process of the pod from its /proc (kubectl exec … sh): described; gone (no such process);
+// or neither, when the exec failed and nothing can be told. zombie: ended, not yet reaped.
+struct PodProcess {
+  std::optional<capture::LaunchedProcess> process;
+  bool gone = false, zombie = false;
+};
+PodProcess describe_pod_process(const Kubectl& kubectl, const PodPlacement& where, int pid);
 // The pod as the host of a launched tree (capture::ProcessTreeAttacher): hold clients through
 // run_attach_client (each with its own stop file), processes described by describe_pod_process.
 // kubectl must outlive it.

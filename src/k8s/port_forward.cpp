@@ -60,6 +60,9 @@ void PortForward::start(double timeout_s) {
   std::string message = condense_message(errors);
   std::vector<std::string> call = {"kubectl"};
   call.insert(call.end(), first_argv_.begin(), first_argv_.end());
+  if (interrupt_received())
+    throw KubectlError("interrupted",
+                       fmt::format("interrupted while `{}` started", shown_call(call)));
   throw KubectlError(classify_failure(errors),
                      fmt::format("`{}` {}: {}", shown_call(call),
                                  ended ? "ended before forwarding"

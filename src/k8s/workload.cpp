@@ -47,6 +47,26 @@ std::optional<double> flag_value(const std::vector<std::string>& argv, const std
   return std::nullopt;
 }
 
+// The value of the last FLAG VALUE or FLAG=VALUE in argv (argparse keeps the last), if any.
+std::optional<std::string> last_flag_text(const std::vector<std::string>& argv,
+                                          const std::string& flag) {
+  std::optional<std::string> value;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (argv[i] == flag && i + 1 < argv.size()) value = argv[i + 1];
+    if (argv[i].rfind(flag + "=", 0) == 0) value = argv[i].substr(flag.size() + 1);
+  }
+  return value;
+}
+
+// A TCP port written in digits alone.
+std::optional<int> port_number(const std::string& text) {
+  if (text.empty() || text.size() > 5 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  int value = std::stoi(text);
+  return value >= 1 && value <= 65535 ? std::optional<int>(value) : std::nullopt;
+}
+
 }  // namespace
 
 bool is_dns_label(const std::string& name) {
@@ -150,11 +170,10 @@ TargetInfo parse_target(const nlohmann::json& deployment, const nlohmann::json& 
         info.under_ncu_launch = true;
       }
     }
-    if (std::optional<double> port = flag_value(argv, "--port");
-        port && *port >= 1 && *port <= 65535 && *port == static_cast<int>(*port)) {
-      info.server_port = static_cast<int>(*port);
-      info.server_port_from = "--port";
+    if (std::optional<std::string> port = last_flag_text(argv, "--port")) {
+      if ((info.server_port = port_number(*port))) info.server_port_from = "--port";
     }
+    if (std::optional<std::string> key = last_flag_text(argv, "--api-key")) info.api_key = *key;
     // Its TCP containerPorts, the one named http first.
     std::vector<std::pair<std::string, int>> tcp_ports;
     const nlohmann::json& ports = member(c, "ports");
@@ -172,9 +191,18 @@ TargetInfo parse_target(const nlohmann::json& deployment, const nlohmann::json& 
       info.server_port_from =
           tcp_ports.front().first == "http" ? "containerPort http" : "containerPort";
     }
+    // A probe's path, when it asks the server's own port (by number, or by the name of a port
+    // of that number, or none given).
     for (const char* probe : {"readinessProbe", "startupProbe", "livenessProbe"}) {
-      std::string path = text(member(member(c, probe), "httpGet"), "path");
-      if (!path.empty() && path[0] == '/') {
+      const nlohmann::json& get = member(member(c, probe), "httpGet");
+      std::string path = text(get, "path");
+      const nlohmann::json& port = member(get, "port");
+      bool same_port = port.is_null() || !info.server_port ||
+                       (port.is_number_integer() && port.get<int>() == *info.server_port);
+      for (const auto& [name, number] : tcp_ports)
+        if (port.is_string() && port.get<std::string>() == name && info.server_port == number)
+          same_port = true;
+      if (!path.empty() && path[0] == '/' && same_port) {
         info.health_path = path;
         break;
       }

@@ -35,8 +35,11 @@ struct ContainerInfo {
   // containerPort; server_port_from says which ("--port", "containerPort http", …).
   std::optional<int> server_port;
   std::string server_port_from;
-  // The HTTP path its readiness (else startup, else liveness) probe asks, e.g. /health.
+  // The HTTP path its readiness (else startup, else liveness) probe asks of that port, e.g.
+  // /health.
   std::string health_path;
+  // The engine's own --api-key (vLLM, SGLang), which the warm capture's requests must carry.
+  std::string api_key;
 };
 
 struct PodInfo {

@@ -45,8 +45,14 @@ void init_curl_once() {
 struct CurlHandle {
   CURL* curl = curl_easy_init();
   curl_slist* headers = nullptr;
-  CurlHandle() {
+  explicit CurlHandle(const std::string& api_key) {
     if (curl == nullptr) throw LoadError("libcurl could not create a handle");
+    headers = curl_slist_append(nullptr, "Content-Type: application/json");
+    // No "Expect: 100-continue" round trip before a large prompt.
+    headers = curl_slist_append(headers, "Expect:");
+    if (!api_key.empty())
+      headers = curl_slist_append(headers, ("Authorization: Bearer " + api_key).c_str());
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   }
   ~CurlHandle() {
     curl_slist_free_all(headers);
@@ -99,12 +105,6 @@ HttpResult perform(CurlHandle& h, const std::string& url, const std::string* pos
   curl_easy_setopt(h.curl, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(h.curl, CURLOPT_FOLLOWLOCATION, 0L);
   if (post_body != nullptr) {
-    if (h.headers == nullptr) {
-      h.headers = curl_slist_append(nullptr, "Content-Type: application/json");
-      // No "Expect: 100-continue" round trip before a large prompt.
-      h.headers = curl_slist_append(h.headers, "Expect:");
-    }
-    curl_easy_setopt(h.curl, CURLOPT_HTTPHEADER, h.headers);
     curl_easy_setopt(h.curl, CURLOPT_POSTFIELDS, post_body->c_str());
     curl_easy_setopt(h.curl, CURLOPT_POSTFIELDSIZE_LARGE,
                      static_cast<curl_off_t>(post_body->size()));
@@ -387,11 +387,12 @@ void RequestDriver::start() {
     if (s.started) throw std::logic_error("RequestDriver::start called twice");
   }
   init_curl_once();
-  if (s.spec.model.empty()) s.spec.model = read_served_model(s.base);
+  if (s.spec.model.empty()) s.spec.model = read_served_model(s.base, s.spec.api_key);
   // Every handle exists before any worker runs: a failure here throws out of start() with
   // nothing sent, rather than leaving a worker short in the middle of a load.
   std::vector<std::unique_ptr<CurlHandle>> handles;
-  for (int i = 0; i < s.spec.concurrency; ++i) handles.push_back(std::make_unique<CurlHandle>());
+  for (int i = 0; i < s.spec.concurrency; ++i)
+    handles.push_back(std::make_unique<CurlHandle>(s.spec.api_key));
   std::lock_guard lock(s.mutex);
   s.started = true;
   s.handles = std::move(handles);
@@ -440,13 +441,13 @@ bool RequestDriver::finished() const {
 const LoadSpec& RequestDriver::spec() const { return state_->spec; }
 
 Readiness wait_ready(const std::string& base_url, const std::string& path, double timeout_s,
-                     const std::atomic<bool>* interrupted) {
+                     const std::atomic<bool>* interrupted, const std::string& api_key) {
   init_curl_once();
   const std::string url = normalize_base_url(base_url) + path;
   const auto started = Clock::now();
   const auto waited = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
   Readiness r;
-  CurlHandle handle;
+  CurlHandle handle(api_key);
   while (true) {
     if (interrupted != nullptr && interrupted->load()) {
       r.why_not = "interrupted";
@@ -473,10 +474,10 @@ Readiness wait_ready(const std::string& base_url, const std::string& path, doubl
   return r;
 }
 
-std::string read_served_model(const std::string& base_url) {
+std::string read_served_model(const std::string& base_url, const std::string& api_key) {
   init_curl_once();
   const std::string url = normalize_base_url(base_url) + "/v1/models";
-  CurlHandle handle;
+  CurlHandle handle(api_key);
   const HttpResult reply = perform(handle, url, nullptr, 30.0);
   if (reply.code != CURLE_OK) throw LoadError(url + ": " + shorten(reply.curl_error));
   if (reply.status != 200) {

@@ -25,6 +25,9 @@ struct LoadSpec {
   std::optional<double> duration_s;          // start new requests for this long
   double request_timeout_s = 600;            // one request's limit (and stop()'s wait)
   bool ignore_eos = true;  // send ignore_eos and min_tokens so each generates output_tokens
+  // Sent as "Authorization: Bearer KEY" with every request (vLLM's and SGLang's --api-key,
+  // trtllm-serve behind a gateway); empty: none.
+  std::string api_key;
 };
 
 // Nearest rank: the smallest latency that at least p % of the completed requests did not exceed.
@@ -94,13 +97,13 @@ struct Readiness {
 // Polls GET base_url + path (about twice a second) until it answers 200, timeout_s passes or
 // *interrupted turns true (may be null).
 Readiness wait_ready(const std::string& base_url, const std::string& path, double timeout_s,
-                     const std::atomic<bool>* interrupted);
+                     const std::atomic<bool>* interrupted, const std::string& api_key = "");
 
 // "http://h:p/x/" and "http://h:p/x/v1" → "http://h:p/x" (the OpenAI base URL users give ends
 // in /v1); LoadError for what is not an http(s) URL with a host, or has spaces, query, fragment.
 std::string normalize_base_url(const std::string& base_url);
 
 // The first model id of GET base_url/v1/models; LoadError naming the URL and what was wrong.
-std::string read_served_model(const std::string& base_url);
+std::string read_served_model(const std::string& base_url, const std::string& api_key = "");
 
 }  // namespace kprof::load

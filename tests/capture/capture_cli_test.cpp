@@ -819,6 +819,53 @@ TEST_F(Capture, SecondWarmCaptureHoldsTheFrontEvenWhenTheEngineIsFoundFirst) {
   EXPECT_FALSE(fs::exists(world / "held-49153"));
 }
 
+// Readiness from a log line: the server's own "ready … (warm-up done)" line, printed after the
+// hold; a matching line already in the file before kprof began (a log appended to across runs)
+// is not taken for it, and the diagnosis names it.
+TEST_F(Capture, WarmReadinessFromALogLineCountsOnlyWhatTheLogGains) {
+  fs::path world = dir_ / "world";
+  LaunchedTree tree(world);
+  FakeServer server(dir_ / "server", {"--fake-ready-after", "3"});
+  ASSERT_FALSE(server.url().empty());
+  setenv("FAKE_NCU_WORLD", world.c_str(), 1);
+  std::vector<std::string> args = {"--attach",
+                                   "127.0.0.1",
+                                   "--load-url",
+                                   server.url(),
+                                   "-k",
+                                   "k_alpha",
+                                   "--launch-count",
+                                   "2",
+                                   "--timeout",
+                                   "60",
+                                   "--attach-timeout",
+                                   "20",
+                                   "--warmup-requests",
+                                   "2",
+                                   "--ready-log-file",
+                                   (dir_ / "server" / "serve.out").string(),
+                                   "--ready-log-line",
+                                   R"(ready after .* \(warm-up done\))",
+                                   "--ready-timeout",
+                                   "20"};
+  auto ready = capture(recording("attach_1"), args);
+  ASSERT_EQ(ready.exit_code, 0) << ready.err;
+  nlohmann::json readiness = manifest(bundle())["load"]["readiness"];
+  EXPECT_EQ(readiness["signal"], "log_line");
+  EXPECT_NE(readiness["line"].get<std::string>().find("(warm-up done)"), std::string::npos);
+
+  // The same log again: its line is from before this run, and the warm server prints no new one.
+  fs::rename(bundle(), dir_ / "first");
+  args[args.size() - 1] = "2";  // --ready-timeout
+  auto stale = capture(recording("attach_1"), args);
+  unsetenv("FAKE_NCU_WORLD");
+  EXPECT_EQ(stale.exit_code, 7) << stale.err;
+  EXPECT_NE(stale.err.find("[warm_not_ready]"), std::string::npos) << stale.err;
+  EXPECT_NE(stale.err.find("the log held one from before kprof began"), std::string::npos)
+      << stale.err;
+  EXPECT_NE(stale.err.find("--ready-url"), std::string::npos) << stale.err;
+}
+
 TEST_F(Capture, AttachWithNothingListeningIsDiagnosed) {
   auto result =
       capture(recording("attach_nothing"), {"--attach", "127.0.0.1", "--launch-count", "1"});

@@ -345,6 +345,8 @@ class K8sTest(unittest.TestCase):
         self.assertLess(events.index(holds[0]), events.index(started))
         self.assertEqual(len([h for h in holds if h["hold"] == "attached"]),
                          len([h for h in holds if h["hold"] == "detached"]))
+        # Each by kprof's stop file (not by the sister's deletion or the stand-in's deadline).
+        self.assertEqual({h["why"] for h in holds if h["hold"] == "detached"}, {"stop_file"})
         self.assertGreaterEqual(len([h for h in holds if h["hold"] == "attached"]), 2)
         served = self.server_requests(c)
         for i, window in enumerate(captures, 1):
@@ -420,11 +422,84 @@ class K8sTest(unittest.TestCase):
         held = [s["pid"] for s in m["attach"]["steps"] if s["action"] == "held"]
         self.assertIn(4321, held)
 
+    @unittest.skipUnless(os.path.exists(SPDY_DICTIONARY), "no SPDY dictionary (golang-github-docker-spdystream-dev)")
+    def test_sister_ready_from_the_server_containers_log(self):
+        # serve.py logs "engine pid N ready after S s (warm-up done)" once warm (2 s here); kprof
+        # reads it with kubectl logs instead of polling the health path.
+        c = self.cluster("vllm_single_replica.json", server_env={"FAKE_POD_SERVER_ARGS": "--fake-ready-after 2"})
+        r = c.kprof(*self.WARM_ARGS, "--ready-log-line", r"ready after .* \(warm-up done\)")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        m = json.load(open(os.path.join(c.dir, "run", "capture-1", "manifest.json")))
+        readiness = m["load"]["readiness"]
+        self.assertEqual((readiness["signal"], readiness["ready"]), ("log_line", True))
+        self.assertIn("(warm-up done)", readiness["line"])
+        self.assertGreaterEqual(readiness["waited_s"], 1.5)
+        pod = m["kubernetes"]["pod"]
+        self.assertIn(["logs", "-n", "serving", pod, "-c", "server"], c.kubectl_calls())
+        self.assertEqual(readiness["file"], f"the log of {pod}/server")
+
+    @unittest.skipUnless(os.path.exists(SPDY_DICTIONARY), "no SPDY dictionary (golang-github-docker-spdystream-dev)")
+    def test_sister_holds_a_worker_that_starts_waiting_during_start_up(self):
+        # A tensor-parallel worker waits for a profiler 2 s after the engine began, after the
+        # target was found: held in the background too, else start-up (and readiness) would wait
+        # for it until --ready-timeout.
+        c = self.cluster("vllm_single_replica.json", "two-process", "late-worker")
+        r = c.kprof(*self.WARM_ARGS, "--attach-process", "VLLM::EngineCore")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        m = json.load(open(os.path.join(c.dir, "run", "capture-1", "manifest.json")))
+        self.assertEqual(m["status"], "ok", m["diagnoses"])
+        held = [s["pid"] for s in m["attach"]["steps"] if s["action"] == "held"]
+        self.assertIn(4390, held)
+        self.assertEqual([e["pid"] for e in c.requests() if e.get("capture") == "attached"], [4377])
+        holds = [e for e in c.requests() if e.get("hold") == "detached"]
+        self.assertEqual({h["why"] for h in holds}, {"stop_file"})
+
+    @unittest.skipUnless(os.path.exists(SPDY_DICTIONARY), "no SPDY dictionary (golang-github-docker-spdystream-dev)")
+    def test_sister_warm_capture_interrupted_while_the_server_loads(self):
+        c = self.cluster("vllm_single_replica.json", "server-late:60")
+        p = c.kprof(*self.WARM_ARGS, background=True)
+        for _ in range(300):
+            if any(e.get("port_forward") == "refused" for e in c.requests()):
+                break
+            time.sleep(0.1)
+        else:
+            self.fail("kprof never polled the server")
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=90)
+        self.assertEqual(p.returncode, 8, err)
+        self.assertIn("interrupted", err)
+        holds = [e for e in c.requests() if e.get("hold") == "detached"]
+        self.assertTrue(holds)
+        self.assertEqual({h["why"] for h in holds}, {"stop_file"})  # ncu let go inside the pod
+        receipt = self.receipt_of(c)
+        self.assertEqual((receipt["status"], receipt["leftovers"]), ("interrupted", []))
+        # No kubectl port-forward of this run is left running.
+        name = json.loads(next(q for q in c.requests() if q.get("method") == "POST")["body"])["metadata"]["name"]
+        left = subprocess.run(["pgrep", "-f", f"port-forward.*pod/{name}"], capture_output=True, text=True)
+        self.assertEqual(left.stdout.strip(), "", "a kubectl port-forward outlived kprof")
+
+    @unittest.skipUnless(os.path.exists(SPDY_DICTIONARY), "no SPDY dictionary (golang-github-docker-spdystream-dev)")
+    def test_sister_requests_carry_the_servers_api_key(self):
+        # vLLM started with --api-key answers /v1 with 401 without it: kprof takes the key from
+        # the container's args (KPROF_API_KEY would override it).
+        objects = json.load(open(os.path.join(HERE, "data", "vllm_single_replica.json")))
+        objects["deployments"][0]["spec"]["template"]["spec"]["containers"][0]["args"] += ["--api-key", "sk-serving-1"]
+        path = os.path.join(tempfile.mkdtemp(prefix="kprof-k8s-objects-"), "with_key.json")
+        self.addCleanup(shutil.rmtree, os.path.dirname(path), True)
+        json.dump(objects, open(path, "w"))
+        c = self.cluster(path)
+        r = c.kprof(*self.WARM_ARGS)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        m = json.load(open(os.path.join(c.dir, "run", "capture-1", "manifest.json")))
+        self.assertEqual((m["load"]["failed"], m["load"]["warmup"]["completed"]), (0, 4))
+        self.assertNotIn("sk-serving-1", json.dumps(m["load"]))  # the key is not recorded
+
     def test_sister_without_port_forward_rights_is_diagnosed_and_deleted(self):
         c = self.cluster("vllm_single_replica.json", "no-portforward")
         r = c.kprof(*self.WARM_ARGS)
-        self.assertEqual(r.returncode, 7, r.stderr)
+        self.assertEqual(r.returncode, 10, r.stderr)  # a Kubernetes call failed
         self.assertIn("[port_forward_failed]", r.stderr)
+        self.assertIn("[forbidden]", r.stderr)
         self.assertIn("pods/portforward", r.stderr)
         receipt = self.receipt_of(c)
         self.assertEqual(receipt["leftovers"], [])

@@ -1,8 +1,12 @@
 // The shell kprof runs inside a pod, run for real: a kubectl stand-in that executes what follows
 // `--` on this machine, so the attach wrapper, the stop file and the /proc reader are the very
 // scripts a pod gets (the API-server stand-in of k8s_test.py only plays their effects).
+#include "k8s/pod_capture.h"
+
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -12,7 +16,6 @@
 #include <thread>
 
 #include "capture/attach_targets.h"
-#include "k8s/pod_capture.h"
 #include "k8s/port_forward.h"
 
 namespace kprof::k8s {
@@ -30,20 +33,22 @@ class PodScripts : public ::testing::Test {
                      "while [ $# -gt 0 ] && [ \"$1\" != \"--\" ]; do shift; done\n"
                      "shift\n"
                      "exec \"$@\"\n");
-    // ncu's attach client as the wrapper sees it: connected, then attached until SIGINT (a
-    // background job of sh starts with SIGINT ignored; ncu, like this, sets its own handler).
-    write_executable("ncu",
-                     "#!/usr/bin/env python3\n"
-                     "import os, signal, sys, time\n"
-                     "stop = []\n"
-                     "signal.signal(signal.SIGINT, lambda *_: stop.append(1))\n"
-                     "print('==PROF== Connected to process 4242 (/usr/bin/python3.12)', flush=True)\n"
-                     "if len(sys.argv) > 1:\n"
-                     "    open(sys.argv[1] + '.ncu-rep', 'wb').write(b'NVR\\0report')\n"
-                     "while not stop:\n"
-                     "    time.sleep(0.05)\n"
-                     "print('==PROF== Disconnected', flush=True)\n"
-                     "sys.exit(130)\n");
+    // ncu's attach client as the wrapper sees it: connected, then attached until SIGINT. It
+    // keeps SIGINT's disposition as it found it, as Python does (a background job of sh starts
+    // with SIGINT ignored): only the wrapper's env --default-signal=INT lets the SIGINT reach it.
+    write_executable(
+        "ncu",
+        "#!/usr/bin/env python3\n"
+        "import sys, time\n"
+        "print('==PROF== Connected to process 4242 (/usr/bin/python3.12)', flush=True)\n"
+        "if len(sys.argv) > 1:\n"
+        "    open(sys.argv[1] + '.ncu-rep', 'wb').write(b'NVR\\0report')\n"
+        "try:\n"
+        "    time.sleep(120)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('==PROF== Disconnected', flush=True)\n"
+        "    sys.exit(130)\n"
+        "sys.exit(0)\n");
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -108,27 +113,64 @@ TEST_F(PodScripts, ACaptureDetachesOnceTheReportIsWritten) {
   EXPECT_FALSE(fs::exists(report + ".stop"));
   // The exec as kubectl gets it: the report path and ncu's argv as parameters of the script.
   ASSERT_GE(exec.size(), 12u);
-  EXPECT_EQ(std::vector<std::string>(exec.begin(), exec.begin() + 8),
-            (std::vector<std::string>{"exec", "-n", "serving", "llama-pod", "-c", "server", "--",
-                                      "sh"}));
+  EXPECT_EQ(
+      std::vector<std::string>(exec.begin(), exec.begin() + 8),
+      (std::vector<std::string>{"exec", "-n", "serving", "llama-pod", "-c", "server", "--", "sh"}));
   EXPECT_EQ(exec[10], "kprof-attach");
   EXPECT_EQ(exec[11], report);
 }
 
-TEST_F(PodScripts, AProcessOfThePodReadsAsThisMachinesProcReadsIt) {
+// --timeout ends a capture in the pod the way a detach does (the stop file, SIGINT there), and
+// says it timed out: no ncu is left attached to the server.
+TEST_F(PodScripts, ATimeoutDetachesInThePodAndSaysSo) {
   Kubectl k = kubectl();
-  std::optional<capture::LaunchedProcess> here = capture::describe_process(getpid());
-  bool zombie = true;
-  std::optional<capture::LaunchedProcess> there =
-      describe_pod_process(k, where(), getpid(), &zombie);
+  std::string report = (dir_ / "capture-2").string();
+  ChildRequest request;
+  request.argv = {(dir_ / "ncu").string()};
+  request.timeout = std::chrono::milliseconds(1500);
+  auto began = std::chrono::steady_clock::now();
+  ChildResult result = run_attach_client(k, where(), report, request, nullptr);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  EXPECT_TRUE(result.timed_out);
+  EXPECT_FALSE(result.stop_requested);
+  EXPECT_TRUE(fs::exists(report + ".stop"));
+  EXPECT_NE(result.combined.find("==PROF== Disconnected"), std::string::npos) << result.combined;
+  EXPECT_LT(took, 10.0);
+}
+
+TEST_F(PodScripts, AProcessOfThePodReadsAsThisMachinesProcReadsIt) {
+  // A child with a command line of several words (not this test: under an emulator its /proc
+  // entry is the emulator's, which this process reads translated and a shell reads raw).
+  pid_t child = fork();
+  if (child == 0) {
+    execlp("sleep", "sleep", "30", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ASSERT_GT(child, 0);
+  std::optional<capture::LaunchedProcess> here;
+  for (int i = 0; i < 100 && (!here || here->command_line != "sleep 30"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    here = capture::describe_process(child);
+  }
+  Kubectl k = kubectl();
+  PodProcess there = describe_pod_process(k, where(), child);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
   ASSERT_TRUE(here);
-  ASSERT_TRUE(there);
-  EXPECT_FALSE(zombie);
-  EXPECT_EQ(there->pid, getpid());
-  EXPECT_EQ(there->command_line, here->command_line);
-  EXPECT_EQ(there->thread_names, here->thread_names);
-  // A pid that is not there.
-  EXPECT_FALSE(describe_pod_process(k, where(), 4194304, nullptr));
+  ASSERT_TRUE(there.process);
+  EXPECT_FALSE(there.zombie);
+  EXPECT_FALSE(there.gone);
+  EXPECT_EQ(there.process->pid, child);
+  EXPECT_EQ(here->command_line, "sleep 30");
+  EXPECT_EQ(there.process->command_line, here->command_line);
+  EXPECT_EQ(there.process->thread_names, here->thread_names);
+  // Gone now, which is not the same as not knowing (a kubectl that cannot exec).
+  PodProcess gone = describe_pod_process(k, where(), child);
+  EXPECT_TRUE(gone.gone);
+  EXPECT_FALSE(gone.process);
+  PodProcess unknown = describe_pod_process(Kubectl("/nonexistent/kubectl", "", ""), where(), 1);
+  EXPECT_FALSE(unknown.gone);
+  EXPECT_FALSE(unknown.process);
 }
 
 TEST(PortForwardLine, TheLocalPortComesFromKubectlsForwardingLine) {

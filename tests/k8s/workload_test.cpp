@@ -82,6 +82,26 @@ TEST(Workload, ServerPortAndHealthPathComeFromTheContainer) {
   EXPECT_FALSE(none.server_port);
   EXPECT_EQ(none.health_path, "");
   EXPECT_EQ(read({{"name", "s"}, {"args", {"--port=30000"}}}).server_port, 30000);
+  // argparse keeps the last --port; a port must be digits alone.
+  EXPECT_EQ(read({{"name", "s"}, {"args", {"--port", "8000", "--port", "9000"}}}).server_port,
+            9000);
+  EXPECT_FALSE(read({{"name", "s"}, {"args", {"--port", "8000abc"}}}).server_port);
+  EXPECT_FALSE(read({{"name", "s"}, {"args", {"--port", "-8000"}}}).server_port);
+  // A probe of another port (a metrics sidecar's) says nothing of the server's health path; one
+  // naming the server's port by name does.
+  ContainerInfo other =
+      read({{"name", "s"},
+            {"args", {"--port", "8000"}},
+            {"readinessProbe", {{"httpGet", {{"path", "/ready"}, {"port", 9090}}}}},
+            {"livenessProbe", {{"httpGet", {{"path", "/ping"}, {"port", 8000}}}}}});
+  EXPECT_EQ(other.health_path, "/ping");
+  ContainerInfo named_probe =
+      read({{"name", "s"},
+            {"ports", {{{"containerPort", 8000}, {"name", "http"}}}},
+            {"readinessProbe", {{"httpGet", {{"path", "/health"}, {"port", "http"}}}}}});
+  EXPECT_EQ(named_probe.health_path, "/health");
+  // The engine's own --api-key, for the warm capture's requests.
+  EXPECT_EQ(read({{"name", "s"}, {"args", {"--api-key", "sk-1"}}}).api_key, "sk-1");
 }
 
 TEST(Workload, Assessment) {

@@ -125,6 +125,40 @@ TEST(RequestDriver, ChatCompletions) {
   for (const auto& r : server.requests()) EXPECT_EQ(r["endpoint"], "/v1/chat/completions");
 }
 
+// A server started with --api-key (vLLM's, and serve.py's stand-in of it) answers its /v1 routes
+// 401 without the key; every request of the driver carries it, /v1/models included.
+TEST(RequestDriver, TheApiKeyGoesWithEveryRequest) {
+  START_SERVER(server, {"--fake-ms-per-token", "1", "--api-key", "sk-test-7"});
+  LoadSpec without = spec_for(server, 2, 4);
+  EXPECT_THROW(
+      {
+        try {
+          RequestDriver(without).start();
+        } catch (const LoadError& error) {
+          EXPECT_NE(std::string(error.what()).find("HTTP 401"), std::string::npos) << error.what();
+          throw;
+        }
+      },
+      LoadError);
+  EXPECT_EQ(read_served_model(server.url(), "sk-test-7"), "kprof-llama-random");
+  LoadSpec with = spec_for(server, 2, 4);
+  with.api_key = "sk-test-7";
+  RequestDriver driver(with);
+  driver.start();
+  const LoadFigures f = run_to_end(driver);
+  EXPECT_EQ(f.completed, 4);
+  EXPECT_EQ(f.failed, 0);
+  // The wrong key: every request is a 401.
+  LoadSpec wrong = spec_for(server, 1, 2);
+  wrong.model = "kprof-llama-random";
+  wrong.api_key = "sk-other";
+  RequestDriver refused(wrong);
+  refused.start();
+  const LoadFigures r = run_to_end(refused);
+  EXPECT_EQ(r.failed, 2);
+  EXPECT_EQ(r.failures_by_cause.at("HTTP 401"), 2);
+}
+
 TEST(RequestDriver, FailuresCountedByCauseWithThreeExamples) {
   START_SERVER(server, {"--fake-ms-per-token", "1", "--fake-fail-every", "4"});
   RequestDriver driver(spec_for(server, 2, 20));

@@ -37,7 +37,8 @@ RULE: forbid:VERB:RESOURCE (403), no-ephemeral (404 on pods/ephemeralcontainers)
       scheduler's "Insufficient nvidia.com/gpu" condition), image-pull (its pod's server
       container waits in ImagePullBackOff), two-process (the server is a front and an engine,
       VLLM::EngineCore, that waits once the front runs), engine-first (an attach takes the
-      highest-port process first), server-late:SECONDS (the pod's server starts that long after
+      highest-port process first), late-worker (with two-process: a tensor-parallel worker
+      starts waiting 2 s after the engine first ran, and the server waits for it), server-late:SECONDS (the pod's server starts that long after
       the last first attach), no-portforward (403 on pods/portforward).
 Nodes come from the objects file's "nodes" (GET /api/v1/nodes); GET /api/v1/pods lists every
 namespace's pods (fieldSelector status.phase!=… honoured).
@@ -279,6 +280,7 @@ class PodTree:
         self.procs = [{"pid": 4321, "port": 49152, "cmdline": " ".join(argv),
                        "threads": ["python3", "cuda00001400006"], "held": False, "attached": False}]
         self.server, self.server_port = None, None
+        self.pending_workers = 0
         self.pod_port = next((int(argv[i + 1]) for i, a in enumerate(argv[:-1]) if a == "--port"), None) or \
             next((p["containerPort"] for p in container.get("ports", [])), None)
         self.lock = threading.Lock()
@@ -297,11 +299,23 @@ class PodTree:
                 self.procs.append({"pid": 4377, "port": 49153, "cmdline": "VLLM::EngineCore",
                                    "threads": ["VLLM::EngineCor", "cuda00001400006"], "held": False,
                                    "attached": False})
-            ready = all(p["attached"] for p in self.procs) and self.server is None
+                if "late-worker" in rules:
+                    self.pending_workers = 1
+            if first and proc["pid"] == 4377 and self.pending_workers:
+                threading.Thread(target=self.add_worker, daemon=True).start()
+            ready = all(p["attached"] for p in self.procs) and not self.pending_workers and self.server is None
         if ready:
             delay = next((float(r.split(":")[1]) for r in rules if r.startswith("server-late:")), 0)
             threading.Thread(target=self.start_server, args=(delay,), daemon=True).start()
         return proc
+
+    def add_worker(self):
+        time.sleep(2)
+        with self.lock:
+            self.procs.append({"pid": 4390, "port": 49154, "cmdline": "VLLM::Worker_TP1",
+                               "threads": ["VLLM::Worker_TP", "cuda00001400006"], "held": False,
+                               "attached": False})
+            self.pending_workers = 0
 
     def let_go(self, proc):
         with self.lock:
@@ -316,6 +330,9 @@ class PodTree:
         log = os.path.join(state, "pods", self.ns, self.pod, "server-requests.jsonl")
         os.makedirs(os.path.dirname(log), exist_ok=True)
         extra = os.environ.get("FAKE_POD_SERVER_ARGS", "").split()
+        key = next((self.argv[i + 1] for i, a in enumerate(self.argv[:-1]) if a == "--api-key"), None)
+        if key:
+            extra += ["--api-key", key]  # the engine's own --api-key, as vLLM takes it
         # Ends with the stand-in, however it ends (the tests kill it): the death signal follows
         # the thread that started it, so this thread stays until the server ends.
         kill_with_parent = lambda: ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
@@ -330,6 +347,12 @@ class PodTree:
             if line.startswith("listening on "):
                 self.server_port = int(line.rsplit(":", 1)[1])
         record({"pod_server": "started", "pod": self.pod, "local_port": self.server_port})
+        # What it prints is the container's log (kubectl logs), as a pod's stdout is.
+        with open(pod_log(self.ns, self.pod, self.container["name"]), "a") as log_file:
+            log_file.write(line)
+            for out in server.stdout:
+                log_file.write(out)
+                log_file.flush()
         server.wait()
 
     def connect(self, port):
@@ -601,7 +624,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         while not os.path.exists(stop) and find("pods", ns, pod) and time.time() < deadline:
             time.sleep(0.1)
         tree.let_go(proc)
-        record({"hold": "detached", "pod": pod, "pid": proc["pid"], "t": time.time()})
+        why = "stop_file" if os.path.exists(stop) else "pod_gone" if not find("pods", ns, pod) else "deadline"
+        record({"hold": "detached", "pod": pod, "pid": proc["pid"], "t": time.time(), "why": why})
         self.frame(b"\x01==PROF== Trying to shutdown target application\n==WARNING== No kernels were profiled.\n")
         return 130
 

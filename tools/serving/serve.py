@@ -96,6 +96,7 @@ def build_parser():
                    "default: no EOS, every request generates max_tokens")
     p.add_argument("--request-log", default=None, help="append one JSON line per request and profile call")
     p.add_argument("--access-log", action="store_true", help="log every HTTP request line")
+    p.add_argument("--api-key", default=None, help="as vLLM's: the /v1 routes answer 401 without 'Authorization: Bearer KEY'")
     # model (hf)
     g = p.add_argument_group("model (hf backend)")
     g.add_argument("--layers", type=positive_int, default=8)
@@ -633,6 +634,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 raise HttpError(404, f"no route {path}", "NotFoundError")
             if route[0] != method:
                 raise HttpError(405, f"{path} takes {route[0]}", "MethodNotAllowed")
+            # As vLLM's --api-key: the /v1 routes want "Authorization: Bearer KEY".
+            key = front.args.api_key
+            if key and path.startswith("/v1/") and self.headers.get("Authorization", "") != f"Bearer {key}":
+                raise HttpError(401, "Unauthorized", "AuthenticationError")
             status, result = route[1](front, body)
         except HttpError as e:
             status, result = e.status, e.body()
