@@ -198,9 +198,9 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
       std::string route_said;
       if (spec.route) {
         nlohmann::json route = spec.route();
-        if (route.contains("last_errors") && !route["last_errors"].empty())
-          route_said = fmt::format("; {} said: {}", route.value("via", "the route"),
-                                   route["last_errors"].back().get<std::string>());
+        std::string problem = route.value("last_problem", "");
+        if (!problem.empty())
+          route_said = fmt::format("; {} said: {}", route.value("via", "the route"), problem);
       }
       return stop_with(
           {"warm_not_ready", true,

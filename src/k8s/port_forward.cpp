@@ -84,7 +84,7 @@ nlohmann::json PortForward::describe() const {
   return {
       {"via", "kubectl port-forward"}, {"kubectl_argv", first_argv_},      {"pod", spec_.pod},
       {"pod_port", spec_.pod_port},    {"local_port", local_port_.load()}, {"restarts", restarts_},
-      {"last_errors", errors_}};
+      {"last_errors", errors_},        {"last_problem", last_problem_}};
 }
 
 void PortForward::supervise() {
@@ -103,9 +103,14 @@ void PortForward::supervise() {
         }
         return;
       }
+      // klog's lines as their message ("an error occurred forwarding …: … connection refused").
+      std::string text = condense_message(line);
+      if (text.empty()) return;
       std::lock_guard<std::mutex> lock(mutex_);
-      if (std::string text(trim(line)); !text.empty()) errors_.push_back(text);
+      errors_.push_back(text);
       if (errors_.size() > kErrorLinesKept) errors_.erase(errors_.begin());
+      // kubectl's own last word says only that it ended; the line before it says why.
+      if (text.find("lost connection to pod") == std::string::npos) last_problem_ = text;
     };
     stream.on_tick = [this] { return stopping_.load(); };
     Clock::time_point began = Clock::now();

@@ -45,7 +45,8 @@ class PortForward {
   int local_port() const { return local_port_; }
   std::string base_url() const;  // http://127.0.0.1:LOCAL
   // For the manifest: the argv of the first start, the ports, how often kubectl ended and was
-  // started again, and the last few lines it printed on stderr.
+  // started again, the last few lines it printed on stderr (klog's as their message) and the
+  // last that said why (e.g. the refused connection in the pod).
   nlohmann::json describe() const;
 
  private:
@@ -64,6 +65,7 @@ class PortForward {
   std::vector<std::string> first_argv_;
   int restarts_ = 0;
   std::vector<std::string> errors_;  // kubectl's last stderr lines, newest last
+  std::string last_problem_;         // the last of them that says why (not just that it ended)
 };
 
 }  // namespace kprof::k8s

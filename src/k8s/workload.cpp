@@ -171,7 +171,7 @@ TargetInfo parse_target(const nlohmann::json& deployment, const nlohmann::json& 
       }
     }
     if (std::optional<std::string> port = last_flag_text(argv, "--port")) {
-      if ((info.server_port = port_number(*port))) info.server_port_from = "--port";
+      if ((info.server_port = port_number(*port))) info.server_port_from = "its --port";
     }
     if (std::optional<std::string> key = last_flag_text(argv, "--api-key")) info.api_key = *key;
     // Its TCP containerPorts, the one named http first.
@@ -188,8 +188,8 @@ TargetInfo parse_target(const nlohmann::json& deployment, const nlohmann::json& 
                           [](const auto& port) { return port.first == "http"; });
     if (!info.server_port && !tcp_ports.empty()) {
       info.server_port = tcp_ports.front().second;
-      info.server_port_from =
-          tcp_ports.front().first == "http" ? "containerPort http" : "containerPort";
+      info.server_port_from = tcp_ports.front().first == "http" ? "its containerPort named http"
+                                                                : "its first containerPort";
     }
     // A probe's path, when it asks the server's own port (by number, or by the name of a port
     // of that number, or none given).

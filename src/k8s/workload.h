@@ -32,7 +32,7 @@ struct ContainerInfo {
   bool under_ncu_launch = false;         // command already `ncu --mode launch …`
   // Where its server listens in the pod, for the warm capture's requests: the engine's own
   // --port (vLLM, SGLang, trtllm-serve), else the containerPort named http, else the first TCP
-  // containerPort; server_port_from says which ("--port", "containerPort http", …).
+  // containerPort; server_port_from says which ("its --port", "its containerPort named http", …).
   std::optional<int> server_port;
   std::string server_port_from;
   // The HTTP path its readiness (else startup, else liveness) probe asks of that port, e.g.

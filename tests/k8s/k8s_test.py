@@ -399,12 +399,26 @@ class K8sTest(unittest.TestCase):
         m = json.load(open(os.path.join(c.dir, "run", "capture-1", "manifest.json")))
         self.assertEqual(m["status"], "ok", m["diagnoses"])
         self.assertGreaterEqual(m["load"]["route"]["restarts"], 1)
+        self.assertIn("connect: connection refused", m["load"]["route"]["last_problem"])
         self.assertGreater(m["load"]["readiness"]["waited_s"], 2)
         # Every start on the port the first one chose.
         forwards = [call for call in c.kubectl_calls() if "port-forward" in call]
         self.assertGreater(len(forwards), 1)
         local = m["load"]["route"]["local_port"]
         self.assertTrue(all(call[-1] == f"{local}:8000" for call in forwards[1:]), forwards)
+
+    @unittest.skipUnless(os.path.exists(SPDY_DICTIONARY), "no SPDY dictionary (golang-github-docker-spdystream-dev)")
+    def test_sister_server_that_never_listens_is_diagnosed_with_what_the_pod_said(self):
+        c = self.cluster("vllm_single_replica.json", "server-late:600")
+        args = [a if a != "60" else "4" for a in self.WARM_ARGS]  # --ready-timeout 4
+        r = c.kprof(*args)
+        self.assertEqual(r.returncode, 7, r.stderr)
+        self.assertIn("[warm_not_ready]", r.stderr)
+        # The local error through the port-forward says little; the pod's refusal says why.
+        self.assertIn("kubectl port-forward said: an error occurred forwarding", r.stderr)
+        self.assertIn("connection refused", r.stderr)
+        self.assertIn("--ready-path", r.stderr)  # the sister's option, not capture's --ready-url
+        self.assertEqual(self.receipt_of(c)["leftovers"], [])
 
     @unittest.skipUnless(os.path.exists(SPDY_DICTIONARY), "no SPDY dictionary (golang-github-docker-spdystream-dev)")
     def test_sister_warm_capture_of_the_engine_process(self):

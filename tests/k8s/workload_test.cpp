@@ -45,14 +45,14 @@ TEST(Workload, ServerPortAndHealthPathComeFromTheContainer) {
   const ContainerInfo* vllm = vllm_target.container("");
   ASSERT_NE(vllm, nullptr);
   EXPECT_EQ(vllm->server_port, 8000);  // its `--port 8000`
-  EXPECT_EQ(vllm->server_port_from, "--port");
+  EXPECT_EQ(vllm->server_port_from, "its --port");
   EXPECT_EQ(vllm->health_path, "/health");  // its readinessProbe
   // SGLang's command gives no --port: the containerPort named http.
   TargetInfo sglang_target = target("sglang_under_ncu_launch.json");
   const ContainerInfo* sglang = sglang_target.container("server");
   ASSERT_NE(sglang, nullptr);
   EXPECT_EQ(sglang->server_port, 8000);
-  EXPECT_EQ(sglang->server_port_from, "containerPort http");
+  EXPECT_EQ(sglang->server_port_from, "its containerPort named http");
 
   auto read = [](nlohmann::json container) {
     nlohmann::json deployment = {
@@ -75,7 +75,7 @@ TEST(Workload, ServerPortAndHealthPathComeFromTheContainer) {
                                 {{"containerPort", 8080}, {"name", "api"}}}},
                               {"livenessProbe", {{"httpGet", {{"path", "/v1/models"}}}}}});
   EXPECT_EQ(first.server_port, 8080);
-  EXPECT_EQ(first.server_port_from, "containerPort");
+  EXPECT_EQ(first.server_port_from, "its first containerPort");
   EXPECT_EQ(first.health_path, "/v1/models");
   // A --port that is not a port is not taken; nothing else known: no port.
   ContainerInfo none = read({{"name", "s"}, {"args", {"--port", "http"}}});

@@ -5,8 +5,9 @@ a one-replica vLLM Deployment `llama-70b` in namespace `serving` — on 127.0.0.
 creates runs a process tree that ncu attach clients hold; its pod's server is the OpenAI stand-in
 (tools/serving/serve.py --backend fake) reached by `kubectl port-forward`; a capture replays a
 real ncu attach run recorded on the H200 (data/h200/capture-recordings/attach_1: kernels k_alpha
-and k_beta). Everything real but the cluster: your kubectl, kprof, the shell kprof runs in pods is
-played by the stand-in.
+and k_beta). As a model server does, the pod's server listens 3 s after the hold lets it start
+(connections before are refused in the pod) and answers /health 503 for 3 s more. Everything real
+but the cluster: your kubectl and kprof; the shell kprof runs in pods is played by the stand-in.
 
 usage: tools/k8s/demo-cluster.py DIR     (DIR: a new folder for its state and kubeconfig)
 Prints the KUBECONFIG to export, then serves until Ctrl-C."""
@@ -26,11 +27,11 @@ os.makedirs(state)
 env = dict(os.environ,
            FAKE_ATTACH_RECORDING=os.path.join(root, "data/h200/capture-recordings/attach_1"),
            FAKE_POD_SERVER=os.path.join(root, "tools/serving/serve.py"),
-           FAKE_ATTACH_SECONDS="2")
+           FAKE_ATTACH_SECONDS="2", FAKE_POD_SERVER_ARGS="--fake-ready-after 3")
 port_file = os.path.join(state, "port")
 server = subprocess.Popen([sys.executable, os.path.join(root, "tests/support/fake_apiserver.py"),
                            os.path.join(root, "tests/k8s/data/vllm_single_replica.json"), state,
-                           "--port-file", port_file], env=env,
+                           "--port-file", port_file, "--fail", "server-late:3"], env=env,
                           stderr=open(os.path.join(state, "server.log"), "w"))
 for _ in range(100):
     if os.path.exists(port_file) or server.poll() is not None:
