@@ -1,16 +1,27 @@
 // libFuzzer target for reading kubectl's JSON (Deployment, pods, Services) and everything kprof
 // derives from it: the assessment, the sister Deployment and kprof's checks of it. Input: one
-// JSON document {"deployment": …, "pods": …, "services": …}.
+// JSON document {"deployment": …, "pods": …, "services": …}. Every input is also read as what
+// the pod's /proc reader printed and as kubectl port-forward's output lines.
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string_view>
 
+#include "k8s/pod_capture.h"
+#include "k8s/port_forward.h"
 #include "k8s/workload.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
+  kprof::k8s::parse_pod_process(4321, std::string(text));
+  std::string lines(text);
+  for (size_t start = 0; start < lines.size();) {
+    size_t end = lines.find('\n', start);
+    if (end == std::string::npos) end = lines.size();
+    kprof::k8s::forwarded_local_port(lines.substr(start, end - start));
+    start = end + 1;
+  }
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) return 0;
   auto field = [&](const char* key) { return doc.contains(key) ? doc[key] : nlohmann::json(); };

@@ -11,6 +11,7 @@
 
 #include "common/child_process.h"
 #include "common/text.h"
+#include "common/utf8.h"
 #include "k8s/port_forward.h"
 
 namespace kprof::k8s {
@@ -136,6 +137,25 @@ ChildResult run_attach_client(const Kubectl& kubectl, const PodPlacement& where,
   return result;
 }
 
+PodProcess parse_pod_process(int pid, const std::string& text) {
+  PodProcess found;
+  std::istringstream lines(text);
+  std::string state, command_line, thread;
+  if (!std::getline(lines, state) || !std::getline(lines, command_line)) return found;
+  capture::LaunchedProcess process;
+  process.pid = pid;
+  process.command_line = to_valid_utf8(trim(command_line));
+  while (std::getline(lines, thread)) {
+    std::string name = to_valid_utf8(trim(thread));
+    if (!name.empty() && std::find(process.thread_names.begin(), process.thread_names.end(),
+                                   name) == process.thread_names.end())
+      process.thread_names.push_back(name);
+  }
+  found.zombie = trim(state) == "Z";
+  found.process = std::move(process);
+  return found;
+}
+
 PodProcess describe_pod_process(const Kubectl& kubectl, const PodPlacement& where, int pid) {
   KubectlResult shown =
       kubectl.run({"exec", "-n", where.namespace_name, where.pod, "-c", where.container, "--", "sh",
@@ -146,23 +166,8 @@ PodProcess describe_pod_process(const Kubectl& kubectl, const PodPlacement& wher
     found.gone = true;
     return found;
   }
-  std::istringstream lines(shown.out);
-  std::string state, command_line, thread;
-  if (!shown.started || shown.exit_code != 0 || !std::getline(lines, state) ||
-      !std::getline(lines, command_line))
-    return found;  // unknown: the exec failed
-  capture::LaunchedProcess process;
-  process.pid = pid;
-  process.command_line = std::string(trim(command_line));
-  while (std::getline(lines, thread)) {
-    std::string name(trim(thread));
-    if (!name.empty() && std::find(process.thread_names.begin(), process.thread_names.end(),
-                                   name) == process.thread_names.end())
-      process.thread_names.push_back(name);
-  }
-  found.zombie = trim(state) == "Z";
-  found.process = std::move(process);
-  return found;
+  if (!shown.started || shown.exit_code != 0) return found;  // unknown: the exec failed
+  return parse_pod_process(pid, shown.out);
 }
 
 capture::TreeHost pod_tree_host(const Kubectl& kubectl, const PodPlacement& where) {

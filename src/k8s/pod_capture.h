@@ -64,6 +64,9 @@ struct PodProcess {
   bool gone = false, zombie = false;
 };
 PodProcess describe_pod_process(const Kubectl& kubectl, const PodPlacement& where, int pid);
+// What the describe script printed (state letter, command line, thread names, a line each) as a
+// process: nothing described when it printed less. Text made valid UTF-8 (it is the pod's).
+PodProcess parse_pod_process(int pid, const std::string& text);
 // The pod as the host of a launched tree (capture::ProcessTreeAttacher): hold clients through
 // run_attach_client (each with its own stop file), processes described by describe_pod_process.
 // kubectl must outlive it.
