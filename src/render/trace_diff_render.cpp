@@ -32,6 +32,13 @@ std::string p_text(const std::optional<double>& p) {
   return *p < 1e-4 ? "<1e-4" : fmt::format("{:.4f}", *p);
 }
 
+// A p-value to 10 significant digits: the incomplete beta's continued fraction and libm's
+// lgamma/exp agree no further between builds (x86-64 and aarch64 differed in the 14th digit).
+json p_json(const std::optional<double>& p) {
+  if (!p) return nullptr;
+  return std::stod(fmt::format("{:.10g}", *p));
+}
+
 json side_json(const timeline::SampleSummary& s) {
   return {{"count", s.count},
           {"total_us", s.total_us},
@@ -44,7 +51,7 @@ json comparison_json(const Comparison& c, bool with_stage) {
               {"before", side_json(c.before)},
               {"after", side_json(c.after)},
               {"change_pct", optional_json(c.change_pct)},
-              {"p_value", optional_json(c.p_value)},
+              {"p_value", p_json(c.p_value)},
               {"change", timeline::trace_change_name(c.change)}};
   if (with_stage) out["stage"] = c.stage;
   return out;
