@@ -89,7 +89,9 @@ TEST(OpenInputFile, DecompressesZstdIntoMemory) {
 // Another program truncating a mapped report is a SIGBUS when its lost pages are read: one line
 // naming the file and exit 3, as any unreadable input, not a crash.
 TEST(OpenInputFileDeathTest, AFileTruncatedUnderTheMappingIsAnErrorNamingIt) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");  // the child runs the test again: its own file
+  // The child runs the test again (its own file); under an emulator, which the kernel cannot
+  // start the test binary again without, it is forked instead.
+  GTEST_FLAG_SET(death_test_style, testing::emulated() ? "fast" : "threadsafe");
   std::string path = ::testing::TempDir() + "/kprof-shrinks-" + std::to_string(::getpid());
   std::ofstream(path, std::ios::binary) << std::string(1 << 20, 'x');
   EXPECT_EXIT(

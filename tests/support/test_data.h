@@ -3,6 +3,7 @@
 
 #include <zlib.h>
 
+#include <cstdlib>
 #include <string>
 
 namespace kprof::testing {
@@ -21,6 +22,13 @@ inline std::string read_gzip_text(const std::string& path) {
   while ((n = gzread(in, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<size_t>(n));
   gzclose(in);
   return text;
+}
+
+// True when the tests run under an emulator (a cross build's ctest: qemu-user), where a few
+// things only a native process can do are not there: GTEST_SKIP() with the reason there.
+inline bool emulated() {
+  const char* value = std::getenv("KPROF_TEST_EMULATED");
+  return value && *value == '1';
 }
 
 }  // namespace kprof::testing
