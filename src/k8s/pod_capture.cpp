@@ -19,17 +19,24 @@ namespace {
 
 // The attach client in the pod: ncu stays attached until the target exits, so the script
 // detaches it (SIGINT, from inside the pod) once the report is written or kprof asks for it with
-// the stop file (a hold ends so; killing kubectl exec would leave ncu attached in the pod). A
-// background job of a non-interactive sh starts with SIGINT ignored, and a program may keep it
-// so (Python does): coreutils' env --default-signal=INT gives ncu the default back where env has
-// it.
+// the stop file (a hold ends so; killing kubectl exec would leave ncu attached in the pod).
+// `ncu` is a shell script that runs the real ncu as its child (in Nsight Compute's folder and
+// CUDA's bin/ alike): a SIGINT to the script alone leaves ncu attached (seen on the H200,
+// tools/k8s/attach-wrapper-check.py), so ncu runs in a process group of its own (setsid) and the
+// whole group gets the SIGINT, as kprof's local runner does; without setsid, the script and its
+// children. A background job of a non-interactive sh also starts with SIGINT ignored, which a
+// program may keep (Python does): coreutils' env --default-signal=INT gives it back.
 constexpr const char* kAttachScript =
-    "report=$1; shift; "
-    "if env --default-signal=INT true 2>/dev/null; then env --default-signal=INT \"$@\" & "
-    "else \"$@\" & fi; pid=$!; "
+    "report=$1; shift; group=; "
+    "if env --default-signal=INT env >/dev/null 2>&1; then set -- env --default-signal=INT \"$@\"; "
+    "fi; "
+    "if command -v setsid >/dev/null 2>&1; then set -- setsid \"$@\"; group=1; fi; "
+    "\"$@\" & pid=$!; "
     "while kill -0 \"$pid\" 2>/dev/null; do "
-    "if [ -s \"$report.ncu-rep\" ] || [ -e \"$report.stop\" ]; then "
-    "sleep 1; kill -INT \"$pid\"; wait \"$pid\"; exit $?; fi; "
+    "if [ -s \"$report.ncu-rep\" ] || [ -e \"$report.stop\" ]; then sleep 1; "
+    "if [ -n \"$group\" ]; then kill -s INT -- \"-$pid\"; else kill -s INT \"$pid\" "
+    "$(cat /proc/\"$pid\"/task/*/children 2>/dev/null); fi; "
+    "wait \"$pid\"; exit $?; fi; "
     "sleep 0.5; done; wait \"$pid\"";
 // Creates the stop file $1 (a path kprof made up, passed as a parameter, never as shell text).
 constexpr const char* kStopScript = ": > \"$1\"";

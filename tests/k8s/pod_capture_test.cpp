@@ -33,11 +33,12 @@ class PodScripts : public ::testing::Test {
                      "while [ $# -gt 0 ] && [ \"$1\" != \"--\" ]; do shift; done\n"
                      "shift\n"
                      "exec \"$@\"\n");
-    // ncu's attach client as the wrapper sees it: connected, then attached until SIGINT. It
-    // keeps SIGINT's disposition as it found it, as Python does (a background job of sh starts
-    // with SIGINT ignored): only the wrapper's env --default-signal=INT lets the SIGINT reach it.
+    // ncu's attach client as the wrapper sees it. `ncu` is a shell script that runs the real one
+    // as its child, as Nsight Compute's is (a SIGINT to the script alone leaves it attached); the
+    // real one is connected, then attached until SIGINT, and keeps SIGINT's disposition as it
+    // found it, as Python does (a background job of sh starts with SIGINT ignored).
     write_executable(
-        "ncu",
+        "ncu-binary",
         "#!/usr/bin/env python3\n"
         "import sys, time\n"
         "print('==PROF== Connected to process 4242 (/usr/bin/python3.12)', flush=True)\n"
@@ -49,6 +50,7 @@ class PodScripts : public ::testing::Test {
         "    print('==PROF== Disconnected', flush=True)\n"
         "    sys.exit(130)\n"
         "sys.exit(0)\n");
+    write_executable("ncu", "#!/bin/sh\n\"$(dirname \"$0\")/ncu-binary\" \"$@\"\n");
   }
   void TearDown() override { fs::remove_all(dir_); }
 
