@@ -175,21 +175,29 @@ class PodCaptureObserver : public capture::CaptureObserver {
   std::string where_;
 };
 
-// One attach capture in the pod, copied out with its digest checked, into one bundle.
-// Returns false when the capture failed (the bundle says why).
-bool capture_in_pod(const K8sOptions& options, const k8s::Cluster& cluster,
-                    const k8s::PodPlacement& where, const fs::path& out_dir,
-                    const capture::CaptureSpec& spec, int index,
-                    const std::vector<std::string>& argv) {
+// What every capture in a pod records and runs beside ncu: the timeout, ncu's own CSV exports
+// when this machine has an ncu (the report is read locally), the manifest's head and labels, the
+// analysis.
+capture::SessionOptions pod_session(const K8sOptions& options, const k8s::Cluster& cluster,
+                                    const std::vector<std::string>& argv) {
   capture::SessionOptions session;
   session.timeout_s = options.timeout_s;
-  // ncu's own CSV exports when this machine has an ncu (the report is read locally).
   session.export_ncu = capture::locate_ncu("").path;
   session.tool = render::tool_json(argv);
   session.campaign = options.campaign;
   session.cell_id = options.cell;
   session.revision = cluster.target.revision;
   session.analyze = analyze_for_bundle;
+  return session;
+}
+
+// One attach capture in the pod, copied out with its digest checked, into one bundle.
+// Returns false when the capture failed (the bundle says why).
+bool capture_in_pod(const K8sOptions& options, const k8s::Cluster& cluster,
+                    const k8s::PodPlacement& where, const fs::path& out_dir,
+                    const capture::CaptureSpec& spec, int index,
+                    const std::vector<std::string>& argv) {
+  capture::SessionOptions session = pod_session(options, cluster, argv);
   PodCaptureObserver observer(index,
                               fmt::format("{}/{} ({})", where.pod, where.container, where.method));
   capture::CaptureResult result =
@@ -330,15 +338,7 @@ bool warm_capture_in_sister(Outcome& outcome, Output& output, const K8sOptions& 
                             const k8s::Cluster& cluster, const k8s::PodPlacement& where,
                             const fs::path& out_dir, const capture::CaptureSpec& spec,
                             const ServerEndpoint& endpoint, const std::string& container_api_key) {
-  const std::vector<std::string>& argv = output.argv;
-  capture::SessionOptions session;
-  session.timeout_s = options.timeout_s;
-  session.export_ncu = capture::locate_ncu("").path;
-  session.tool = render::tool_json(argv);
-  session.campaign = options.campaign;
-  session.cell_id = options.cell;
-  session.revision = cluster.target.revision;
-  session.analyze = analyze_for_bundle;
+  capture::SessionOptions session = pod_session(options, cluster, output.argv);
   k8s::PodWarmRequest request;
   request.warm.capture = spec;
   apply_warm_options(options.warm, request.warm);

@@ -565,18 +565,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send_json(*status(404, "NotFound", f'pods "{name}" not found'))
         if (self.headers.get("Upgrade") or "").lower() != "websocket":
             return self.send_json(*status(400, "BadRequest", "the stand-in speaks WebSocket exec only"))
-        protocols = [p.strip() for p in (self.headers.get("Sec-WebSocket-Protocol") or "").split(",")]
-        chosen = next((p for p in ("v5.channel.k8s.io", "v4.channel.k8s.io") if p in protocols), None)
-        accept = base64.b64encode(hashlib.sha1((self.headers["Sec-WebSocket-Key"] +
-                                                "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()).decode()
-        self.send_response(101)
-        self.send_header("Upgrade", "websocket")
-        self.send_header("Connection", "Upgrade")
-        self.send_header("Sec-WebSocket-Accept", accept)
-        if chosen:
-            self.send_header("Sec-WebSocket-Protocol", chosen)
-        self.end_headers()
-        self.wfile.flush()
+        chosen = next((p for p in ("v5.channel.k8s.io", "v4.channel.k8s.io") if p in self.protocols()), None)
+        self.accept_websocket(chosen)
         container = query.get("container", [pod["spec"]["containers"][0]["name"]])[0]
         command = query.get("command", [])
         record({"exec": command, "pod": name, "container": container, "t": time.time()})
@@ -609,6 +599,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
             pass  # the client closed first
         self.close_connection = True
 
+    def protocols(self):
+        return [p.strip() for p in (self.headers.get("Sec-WebSocket-Protocol") or "").split(",")]
+
+    def accept_websocket(self, protocol):
+        """RFC 6455's 101 answer, with the subprotocol chosen (None: none)."""
+        accept = base64.b64encode(hashlib.sha1((self.headers["Sec-WebSocket-Key"] +
+                                                "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()).decode()
+        self.send_response(101)
+        self.send_header("Upgrade", "websocket")
+        self.send_header("Connection", "Upgrade")
+        self.send_header("Sec-WebSocket-Accept", accept)
+        if protocol:
+            self.send_header("Sec-WebSocket-Protocol", protocol)
+        self.end_headers()
+        self.wfile.flush()
+
     def hold(self, ns, pod, container, command):
         """An attach client with the release filter: connected at once, detached when the stop
         file appears (kprof's stop script) or the pod goes."""
@@ -637,18 +643,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         tree = tree_for(ns, name, pod["spec"]["containers"][0]["name"])
         upgrade = (self.headers.get("Upgrade") or "").lower()
         if upgrade == "websocket":
-            protocols = [p.strip() for p in (self.headers.get("Sec-WebSocket-Protocol") or "").split(",")]
-            if "SPDY/3.1+portforward.k8s.io" not in protocols:
+            if "SPDY/3.1+portforward.k8s.io" not in self.protocols():
                 return self.send_json(*status(400, "BadRequest", "the stand-in tunnels SPDY/3.1+portforward.k8s.io only"))
-            accept = base64.b64encode(hashlib.sha1((self.headers["Sec-WebSocket-Key"] +
-                                                    "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()).decode()
-            self.send_response(101)
-            self.send_header("Upgrade", "websocket")
-            self.send_header("Connection", "Upgrade")
-            self.send_header("Sec-WebSocket-Accept", accept)
-            self.send_header("Sec-WebSocket-Protocol", "SPDY/3.1+portforward.k8s.io")
-            self.end_headers()
-            self.wfile.flush()
+            self.accept_websocket("SPDY/3.1+portforward.k8s.io")
             transport = spdy_portforward.WebSocketBytes(self.rfile, self.wfile)
         elif upgrade == "spdy/3.1":
             self.send_response(101)
