@@ -381,18 +381,22 @@ void ProcessTreeAttacher::follow() {
   if (!target_client_ || follower_.joinable()) return;
   stop_following_ = false;
   follower_ = std::thread([this] {
+    // Nobody waiting: look again after 1 s, then less often, up to every 8 s (in a pod each look
+    // is a kubectl exec, through a model load of minutes).
+    int idle_s = 1;
     while (!stop_following_ && !interrupt_received()) {
       std::shared_ptr<Client> client = start_client();
       if (wait_connected(*client, 30, &stop_following_)) {
         record("held", client->pid, client->port);
         std::lock_guard<std::mutex> lock(mutex_);
         clients_.push_back(client);
+        idle_s = 1;
         continue;
       }
       stop(*client, "");
-      // Nobody waits now; look again in a second.
-      for (int i = 0; i < 10 && !stop_following_ && !interrupt_received(); ++i)
+      for (int i = 0; i < idle_s * 10 && !stop_following_ && !interrupt_received(); ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      idle_s = std::min(idle_s * 2, 8);
     }
   });
 }
