@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 
@@ -18,8 +19,32 @@ VerifiedCopy copy_verified(const Kubectl& kubectl, const PodContainer& where,
                            const std::function<void(const std::string&)>& note) {
   const std::string& ns = where.namespace_name;
   VerifiedCopy result;
-  KubectlResult digest = kubectl.run(
-      {"exec", "-n", ns, where.pod, "-c", where.container, "--", "sha256sum", pod_path});
+  // sha256sum's line is 64 hex digits, two spaces, the path. kubectl exec can come back 0 with
+  // its output cut (seen once in CI against the stand-in: nothing printed) — an empty digest
+  // would then "match" the empty digest of no copy at all, so a line that is not a digest is
+  // read again, then a failure.
+  auto is_digest = [](const std::string& out) {
+    return out.size() >= 64 && std::all_of(out.begin(), out.begin() + 64, [](char c) {
+             return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+           });
+  };
+  KubectlResult digest;
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    digest = kubectl.run(
+        {"exec", "-n", ns, where.pod, "-c", where.container, "--", "sha256sum", pod_path});
+    if (digest.exit_code != 0 || is_digest(digest.out)) break;
+    note(fmt::format("{}: sha256sum in the pod printed no digest ({}), asking again", label,
+                     condense_message(digest.out + "\n" + digest.err)));
+  }
+  if (digest.exit_code == 0 && !is_digest(digest.out)) {
+    result.failure = capture::Diagnosis{
+        "copy_failed", true,
+        fmt::format("sha256sum of {} in the pod printed no digest twice ({}): the copy cannot be "
+                    "verified",
+                    pod_path, condense_message(digest.out + "\n" + digest.err)),
+        "check that the container has sha256sum (coreutils or busybox) and copy the file by hand"};
+    return result;
+  }
   if (digest.exit_code != 0) {
     result.failure = capture::Diagnosis{
         what == "report" ? "report_missing_in_pod" : what + "_missing_in_pod", true,

@@ -558,6 +558,23 @@ class K8sTest(unittest.TestCase):
         receipt = json.load(open(glob.glob(os.path.join(c.dir, "run", "kprof-sister-receipt-*.json"))[0]))
         self.assertEqual(receipt["leftovers"], [])
 
+    def test_a_digest_that_does_not_come_back_is_not_taken_for_a_match(self):
+        # sha256sum's output lost on the way (exit 0, nothing printed): asked again; twice, and
+        # the copy cannot be verified — never an empty digest "matching" the empty one of no copy.
+        c = self.cluster("vllm_single_replica.json", "digest-lost")
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha", "-o", "run")
+        self.assertEqual(r.returncode, 7, r.stderr)
+        self.assertIn("[copy_failed] sha256sum of", r.stderr)
+        self.assertIn("printed no digest twice", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(c.dir, "run", "capture-1", "report.ncu-rep")))
+        c2 = self.cluster("vllm_single_replica.json", "digest-lost-once")
+        r = c2.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha", "-o", "run")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("printed no digest (), asking again", r.stderr)
+        m = json.load(open(os.path.join(c2.dir, "run", "capture-1", "manifest.json")))
+        self.assertEqual(m["kubernetes"]["sha256_in_pod"], m["kubernetes"]["sha256_copied"])
+        self.assertEqual(len(m["kubernetes"]["sha256_in_pod"]), 64)
+
     def test_image_without_tar_is_copied_through_cat(self):
         c = self.cluster("vllm_single_replica.json", "no-tar")
         r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha", "-o", "run")

@@ -39,7 +39,9 @@ RULE: forbid:VERB:RESOURCE (403), no-ephemeral (404 on pods/ephemeralcontainers)
       VLLM::EngineCore, that waits once the front runs), engine-first (an attach takes the
       highest-port process first), late-worker (with two-process: a tensor-parallel worker
       starts waiting 2 s after the engine first ran, and the server waits for it), server-late:SECONDS (the pod's server starts that long after
-      the last first attach), no-portforward (403 on pods/portforward).
+      the last first attach), no-portforward (403 on pods/portforward), digest-lost (sha256sum
+      exits 0 printing nothing, as an exec whose output was cut), digest-lost-once (the first
+      time only).
 Nodes come from the objects file's "nodes" (GET /api/v1/nodes); GET /api/v1/pods lists every
 namespace's pods (fieldSelector status.phase!=… honoured).
 Environment: FAKE_ATTACH_RECORDING (a capture-recordings folder: ncu-stdout.txt, report.ncu-rep.zst),
@@ -263,6 +265,7 @@ def play_tracer(ns, pod_name, container, control, word):
 
 
 RELEASE_FILTER = "regex:^kprof_release_nothing$"
+lost_once = []  # digest-lost-once: the first sha256sum came back empty
 trees = {}  # (ns, pod) → PodTree
 
 
@@ -704,6 +707,11 @@ def run_in_pod(ns, pod, container, command):
     if not command:
         return b"", b"no command\n", 1
     prog = command[0]
+    if prog == "sha256sum" and len(command) == 2 and "digest-lost" in rules:
+        return b"", b"", 0  # an exec that came back 0 with its output cut
+    if prog == "sha256sum" and len(command) == 2 and "digest-lost-once" in rules and not lost_once:
+        lost_once.append(1)
+        return b"", b"", 0
     if prog == "sha256sum" and len(command) == 2:
         path = local(command[1])
         if not os.path.isfile(path):
