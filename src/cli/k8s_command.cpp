@@ -87,6 +87,7 @@ std::string kubectl_path(const std::string& given) {
 struct Outcome {
   bool all_ok = true;
   bool kubernetes_failed = false;
+  bool incomplete = false;  // a capture ran past --timeout (bundle .incomplete): exit 8
   void kubernetes_failure(const std::string& message, Output& output) {
     all_ok = false;
     kubernetes_failed = true;
@@ -191,9 +192,9 @@ capture::SessionOptions pod_session(const K8sOptions& options, const k8s::Cluste
   return session;
 }
 
-// One attach capture in the pod, copied out with its digest checked, into one bundle.
-// Returns false when the capture failed (the bundle says why).
-bool capture_in_pod(const K8sOptions& options, const k8s::Cluster& cluster,
+// One attach capture in the pod, copied out with its digest checked, into one bundle; a failed
+// or incomplete one is recorded in outcome (the bundle says why).
+void capture_in_pod(Outcome& outcome, const K8sOptions& options, const k8s::Cluster& cluster,
                     const k8s::PodPlacement& where, const fs::path& out_dir,
                     const capture::CaptureSpec& spec, int index,
                     const std::vector<std::string>& argv) {
@@ -207,7 +208,8 @@ bool capture_in_pod(const K8sOptions& options, const k8s::Cluster& cluster,
   note(render::pod_capture_summary(index, result));
   if (!result.analysis_table.empty()) std::fputs(result.analysis_table.c_str(), stdout);
   std::fflush(stdout);
-  return !result.failed;
+  if (result.failed) outcome.all_ok = false;
+  if (result.incomplete) outcome.incomplete = true;
 }
 
 k8s::LocalPlan prepare_output(const K8sOptions& options, const std::string& kind,
@@ -255,6 +257,7 @@ class OperationEnd {
     if (!clean) outcome.kubernetes_failed = true;
     if (receipt_.status() == "interrupted") return ExitCode::kIncomplete;
     if (outcome.kubernetes_failed) return ExitCode::kK8sFailed;
+    if (outcome.incomplete) return ExitCode::kIncomplete;
     return outcome.all_ok ? ExitCode::kOk : ExitCode::kCaptureFailed;
   }
 
@@ -373,6 +376,7 @@ bool warm_capture_in_sister(Outcome& outcome, Output& output, const K8sOptions& 
     if (diagnosis.id == "port_forward_failed")
       outcome.kubernetes_failure("kubectl port-forward to the sister failed (above)", output);
   }
+  if (result.incomplete) outcome.incomplete = true;
   return !result.failed;
 }
 
@@ -507,8 +511,7 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
     for (int i = 1; i <= options.captures && !interrupt_received(); ++i) {
       capture::CaptureSpec spec =
           pod_capture_spec(options, std::string(k8s::kNcuMount) + "/ncu", assessment.safety);
-      if (!capture_in_pod(options, cluster, where, plan.out_dir, spec, i, output.argv))
-        outcome.all_ok = false;
+      capture_in_pod(outcome, options, cluster, where, plan.out_dir, spec, i, output.argv);
     }
   } catch (const k8s::KubectlError& error) {
     outcome.kubernetes_failure(render::describe_kubectl_error(error), output);
@@ -578,8 +581,7 @@ ExitCode run_sidecar(const K8sOptions& options, Output& output) {
                             fs::absolute(receipt.path()).string()};
     for (int i = 1; i <= options.captures && !interrupt_received(); ++i) {
       capture::CaptureSpec spec = pod_capture_spec(options, options.ncu_path, assessment.safety);
-      if (!capture_in_pod(options, cluster, where, plan.out_dir, spec, i, output.argv))
-        outcome.all_ok = false;
+      capture_in_pod(outcome, options, cluster, where, plan.out_dir, spec, i, output.argv);
     }
   } catch (const k8s::KubectlError& error) {
     outcome.kubernetes_failure(render::describe_kubectl_error(error), output);
@@ -672,10 +674,10 @@ void define_k8s(CLI::App& parent, Runner& runner) {
       "kprof.dev/run=RUN of the receipt); receipts are validated whole before anything is done.\n\n"
       "Exit codes: 0 ok; 2 refused (options, names Kubernetes cannot have); 3 output folder,\n"
       "bundle or receipt already there or unwritable (checked before creating anything); 4 not a\n"
-      "valid receipt; 7 a capture failed; 8 interrupted (cleanup done, receipt written); 9 "
-      "kubectl\n"
-      "not found; 10 a Kubernetes call failed (not found, forbidden, ephemeral containers\n"
-      "disabled, …: the message says which and what to do) or something created is left.\n\n"
+      "valid receipt; 7 a capture failed; 8 interrupted (cleanup done, receipt written) or a\n"
+      "capture ran past --timeout (its bundle .incomplete); 9 kubectl not found; 10 a\n"
+      "Kubernetes call failed (not found, forbidden, ephemeral containers disabled, …: the\n"
+      "message says which and what to do) or something created is left.\n\n"
       "Examples:\n"
       "  kprof k8s preflight -n serving llama-70b\n"
       "  kprof k8s sister -n serving llama-70b --ncu-image "

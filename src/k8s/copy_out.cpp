@@ -94,16 +94,27 @@ VerifiedCopy copy_verified(const Kubectl& kubectl, const PodContainer& where,
       return result;
     }
     outside = fs::exists(local_path) ? sha256_file_hex(local_path) : "";
-    if (outside != inside)
+    if (outside.empty() && attempt == 1)
+      note(fmt::format("{}: kubectl cp exited 0 but wrote no file, copying again", label));
+    else if (outside != inside && attempt == 1)
       note(fmt::format("{}: copy digest {} ≠ pod's {} (truncated?), copying again", label,
                        outside.substr(0, 12), inside.substr(0, 12)));
   }
-  if (!outside.empty() && outside != inside) {
+  if (outside.empty()) {
+    // kubectl cp exited 0 and wrote nothing (its tar stream cut to nothing unpacks to no file).
+    result.failure = capture::Diagnosis{
+        "copy_failed", true,
+        fmt::format("kubectl cp of {} exited 0 twice and wrote no file", pod_path),
+        "check that the file is still in the pod (kubectl exec … ls -l) and copy it by hand"};
+  } else if (outside != inside) {
     result.failure = capture::Diagnosis{
         "copy_corrupted", true,
         fmt::format("the copied {}'s SHA-256 differs from the pod's twice", what),
         "copy it by hand (kubectl exec … cat > file) and compare sha256sum"};
-    fs::remove(local_path);
+  }
+  if (result.failure) {
+    std::error_code ignored;
+    fs::remove(local_path, ignored);
   }
   return result;
 }

@@ -575,6 +575,35 @@ class K8sTest(unittest.TestCase):
         self.assertEqual(m["kubernetes"]["sha256_in_pod"], m["kubernetes"]["sha256_copied"])
         self.assertEqual(len(m["kubernetes"]["sha256_in_pod"]), 64)
 
+    def test_a_capture_past_its_timeout_detaches_and_is_incomplete(self):
+        # --timeout in the pod: the stop file (ncu detaches there), the bundle .incomplete with
+        # the timeout diagnosis, exit 8 as for a local capture — and the sister still deleted.
+        c = self.cluster("vllm_single_replica.json", server_env={"FAKE_ATTACH_SECONDS": "4"})
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha",
+                    "--timeout", "1", "-o", "run")
+        self.assertEqual(r.returncode, 8, r.stderr)
+        self.assertIn("[timeout]", r.stderr)
+        m = json.load(open(os.path.join(c.dir, "run", "capture-1.incomplete", "manifest.json")))
+        self.assertEqual(m["status"], "incomplete")
+        self.assertFalse(os.path.exists(os.path.join(c.dir, "run", "capture-1")))
+        stops = [call for call in c.kubectl_calls() if "kprof-stop" in call]
+        self.assertEqual(len(stops), 1, verbs(c.kubectl_calls()))
+        receipt = json.load(open(glob.glob(os.path.join(c.dir, "run", "kprof-sister-receipt-*.json"))[0]))
+        self.assertEqual(receipt["leftovers"], [])
+
+    def test_a_copy_that_writes_nothing_is_not_a_capture(self):
+        # kubectl cp exits 0 with no file (its tar stream lost on the way): copied again, then the
+        # capture fails — never a bundle naming a report that is not there.
+        c = self.cluster("vllm_single_replica.json", "cp-empty")
+        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha", "-o", "run")
+        self.assertEqual(r.returncode, 7, r.stderr)
+        self.assertIn("kubectl cp exited 0 but wrote no file, copying again", r.stderr)
+        self.assertIn("[copy_failed] kubectl cp of", r.stderr)
+        self.assertIn("exited 0 twice and wrote no file", r.stderr)
+        m = json.load(open(os.path.join(c.dir, "run", "capture-1", "manifest.json")))
+        self.assertEqual(m["status"], "failed")
+        self.assertFalse(os.path.exists(os.path.join(c.dir, "run", "capture-1", "report.ncu-rep")))
+
     def test_image_without_tar_is_copied_through_cat(self):
         c = self.cluster("vllm_single_replica.json", "no-tar")
         r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha", "-o", "run")

@@ -41,7 +41,7 @@ RULE: forbid:VERB:RESOURCE (403), no-ephemeral (404 on pods/ephemeralcontainers)
       starts waiting 2 s after the engine first ran, and the server waits for it), server-late:SECONDS (the pod's server starts that long after
       the last first attach), no-portforward (403 on pods/portforward), digest-lost (sha256sum
       exits 0 printing nothing, as an exec whose output was cut), digest-lost-once (the first
-      time only).
+      time only), cp-empty (kubectl cp's tar stream comes back empty and exits 0: no file).
 Nodes come from the objects file's "nodes" (GET /api/v1/nodes); GET /api/v1/pods lists every
 namespace's pods (fieldSelector status.phase!=… honoured).
 Environment: FAKE_ATTACH_RECORDING (a capture-recordings folder: ncu-stdout.txt, report.ncu-rep.zst),
@@ -731,6 +731,8 @@ def run_in_pod(ns, pod, container, command):
         return open(path, "rb").read(), b"", 0
     if prog == "tar" and "cp-missing" in rules:
         return b"", f"tar: {command[-1]}: Cannot stat: No such file or directory\ntar: Exiting with failure status due to previous errors\n".encode(), 2
+    if prog == "tar" and command[1:3] == ["cf", "-"] and "cp-empty" in rules:
+        return b"", b"", 0  # the exec's output cut to nothing, and still exit 0
     if prog == "tar" and command[1:3] == ["cf", "-"]:
         rest = command[3:]
         base = "/"
