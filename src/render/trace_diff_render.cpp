@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "common/text.h"
 #include "common/utf8.h"
@@ -34,9 +35,11 @@ std::string p_text(const std::optional<double>& p) {
 
 // A p-value to 10 significant digits: the incomplete beta's continued fraction and libm's
 // lgamma/exp agree no further between builds (x86-64 and aarch64 differed in the 14th digit).
+// strtod, not stod: a subnormal p (thousands of launches, |t| near 50) sets ERANGE, on which
+// std::stod throws out_of_range and `kprof diff` would fail instead of printing p ≈ 0.
 json p_json(const std::optional<double>& p) {
   if (!p) return nullptr;
-  return std::stod(fmt::format("{:.10g}", *p));
+  return std::strtod(fmt::format("{:.10g}", *p).c_str(), nullptr);
 }
 
 json side_json(const timeline::SampleSummary& s) {
