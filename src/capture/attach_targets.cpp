@@ -110,7 +110,10 @@ LaunchedProcess describe(const std::string& proc_root, int pid,
   std::string dir = proc_root + "/" + std::to_string(pid);
   std::string cmdline = read_text(dir + "/cmdline");
   while (!cmdline.empty() && cmdline.back() == '\0') cmdline.pop_back();
+  // One line, as in a pod (kDescribeScript): a `python3 -c` script's newlines made spaces too,
+  // so --attach-process matches the same text here and there.
   std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+  std::replace(cmdline.begin(), cmdline.end(), '\n', ' ');
   process.command_line = cmdline;
   std::error_code error;
   std::vector<int> tasks;

@@ -23,9 +23,11 @@ namespace {
 // `ncu` is a shell script that runs the real ncu as its child (in Nsight Compute's folder and
 // CUDA's bin/ alike): a SIGINT to the script alone leaves ncu attached (seen on the H200,
 // tools/k8s/attach-wrapper-check.py), so ncu runs in a process group of its own (setsid) and the
-// whole group gets the SIGINT, as kprof's local runner does; without setsid, the script and its
-// children. A background job of a non-interactive sh also starts with SIGINT ignored, which a
-// program may keep (Python does): coreutils' env --default-signal=INT gives it back.
+// whole group gets the SIGINT, as kprof's local runner does; without setsid (or when the group
+// cannot be signalled), the script and its children. setsid also takes ncu out of the wrapper's
+// session: a wrapper killed with its exec does not take ncu with it (the stop file detaches it). A
+// background job of a non-interactive sh also starts with SIGINT ignored, which a program may keep
+// (Python does): coreutils' env --default-signal=INT gives it back.
 constexpr const char* kAttachScript =
     "report=$1; shift; group=; "
     "if env --default-signal=INT env >/dev/null 2>&1; then set -- env --default-signal=INT \"$@\"; "
@@ -34,17 +36,18 @@ constexpr const char* kAttachScript =
     "\"$@\" & pid=$!; "
     "while kill -0 \"$pid\" 2>/dev/null; do "
     "if [ -s \"$report.ncu-rep\" ] || [ -e \"$report.stop\" ]; then sleep 1; "
-    "if [ -n \"$group\" ]; then kill -s INT -- \"-$pid\"; else kill -s INT \"$pid\" "
+    "if [ -z \"$group\" ] || ! kill -s INT -- \"-$pid\" 2>/dev/null; then kill -s INT \"$pid\" "
     "$(cat /proc/\"$pid\"/task/*/children 2>/dev/null); fi; "
     "wait \"$pid\"; exit $?; fi; "
     "sleep 0.5; done; wait \"$pid\"";
 // Creates the stop file $1 (a path kprof made up, passed as a parameter, never as shell text).
 constexpr const char* kStopScript = ": > \"$1\"";
-// A process of the pod as /proc shows it: its state letter, its command line, its threads' names
-// (a thread that ends meanwhile is left out). Exit 3: no such process.
+// A process of the pod as /proc shows it: its state letter, its command line on one line (NULs
+// and the newlines of a `python -c` script made spaces), its threads' names (a thread that ends
+// meanwhile is left out). Exit 3: no such process.
 constexpr const char* kDescribeScript =
     "d=/proc/$1; [ -d \"$d\" ] || exit 3; read -r stat < \"$d/stat\" || exit 3; "
-    "s=${stat##*) }; echo \"${s%% *}\"; tr '\\000' ' ' < \"$d/cmdline\"; echo; "
+    "s=${stat##*) }; echo \"${s%% *}\"; tr '\\000\\n' '  ' < \"$d/cmdline\"; echo; "
     "for t in \"$d\"/task/*; do cat \"$t/comm\" 2>/dev/null; done; exit 0";
 // After the stop file, how long the client may take to detach before kubectl itself is stopped.
 constexpr std::chrono::seconds kDetachGrace{20};

@@ -141,29 +141,33 @@ TEST_F(PodScripts, ATimeoutDetachesInThePodAndSaysSo) {
 }
 
 TEST_F(PodScripts, AProcessOfThePodReadsAsThisMachinesProcReadsIt) {
-  // A child with a command line of several words (not this test: under an emulator its /proc
-  // entry is the emulator's, which this process reads translated and a shell reads raw).
+  // A child with a command line of several words, one of them a script of two lines, as
+  // `python3 -c` gets (not this test: under an emulator its /proc entry is the emulator's, which
+  // this process reads translated and a shell reads raw). Its own process group: the sleep it
+  // starts ends with it.
+  const std::string expected = "sh -c sleep 30 exit 0";
   pid_t child = fork();
   if (child == 0) {
-    execlp("sleep", "sleep", "30", static_cast<char*>(nullptr));
+    setpgid(0, 0);
+    execlp("sh", "sh", "-c", "sleep 30\nexit 0", static_cast<char*>(nullptr));
     _exit(127);
   }
   ASSERT_GT(child, 0);
   std::optional<capture::LaunchedProcess> here;
-  for (int i = 0; i < 100 && (!here || here->command_line != "sleep 30"); ++i) {
+  for (int i = 0; i < 100 && (!here || here->command_line != expected); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     here = capture::describe_process(child);
   }
   Kubectl k = kubectl();
   PodProcess there = describe_pod_process(k, where(), child);
-  kill(child, SIGKILL);
+  kill(-child, SIGKILL);
   waitpid(child, nullptr, 0);
   ASSERT_TRUE(here);
   ASSERT_TRUE(there.process);
   EXPECT_FALSE(there.zombie);
   EXPECT_FALSE(there.gone);
   EXPECT_EQ(there.process->pid, child);
-  EXPECT_EQ(here->command_line, "sleep 30");
+  EXPECT_EQ(here->command_line, expected);  // the newline a space, here as there
   EXPECT_EQ(there.process->command_line, here->command_line);
   EXPECT_EQ(there.process->thread_names, here->thread_names);
   // Gone now, which is not the same as not knowing (a kubectl that cannot exec).
