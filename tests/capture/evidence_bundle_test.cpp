@@ -10,18 +10,14 @@
 #include <fstream>
 
 #include "common/error.h"
+#include "support/scratch_dir.h"
 
 namespace kprof::capture {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string fresh_dir(const std::string& name) {
-  std::string dir = ::testing::TempDir() + "/kprof-" + std::to_string(::getpid()) + "-" + name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using kprof::testing::fresh_dir;
 
 TEST(EvidenceBundle, AFolderThatCannotBeMadeIsAWriteFailure) {
   std::string dir = fresh_dir("bundle-under-file");

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "support/run_process.h"
+#include "support/scratch_dir.h"
 #include "support/test_data.h"
 
 namespace kprof {
@@ -19,7 +20,7 @@ testing::ProcessResult kprof(std::vector<std::string> args) {
 }
 
 std::string table_file(const std::string& name, const std::string& text) {
-  std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "-" + name;
+  std::string path = testing::scratch_dir() + "/" + name;
   std::ofstream(path) << text;
   return path;
 }

@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "support/run_process.h"
+#include "support/scratch_dir.h"
 #include "support/test_data.h"
 
 namespace kprof {
@@ -141,13 +142,7 @@ TEST(ZstdDecompress, CorruptedStreamIsInvalid) {
   EXPECT_THROW(zstd_decompress("x.zst", compressed), InputError);
 }
 
-// A fresh folder per test, so that what a test leaves behind can be listed exactly.
-std::string fresh_dir(const std::string& name) {
-  std::string dir = ::testing::TempDir() + "/kprof-" + std::to_string(::getpid()) + "-" + name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+using kprof::testing::fresh_dir;
 
 std::vector<std::string> entries(const std::string& dir) {
   std::vector<std::string> names;

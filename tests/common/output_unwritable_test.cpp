@@ -11,6 +11,7 @@
 
 #include "support/confined_fs.h"
 #include "support/run_process.h"
+#include "support/scratch_dir.h"
 #include "support/test_data.h"
 
 namespace kprof {
@@ -24,12 +25,7 @@ testing::ProcessResult kprof(std::vector<std::string> args) {
   return testing::run_process(args);
 }
 
-std::string fresh_dir(const std::string& name) {
-  std::string dir = ::testing::TempDir() + "/kprof-" + std::to_string(::getpid()) + "-" + name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using kprof::testing::fresh_dir;
 
 std::vector<std::string> entries(const std::string& dir) {
   std::vector<std::string> names;

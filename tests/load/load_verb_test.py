@@ -7,6 +7,7 @@ line, readiness, and the JSON valid against docs/kprof.load.schema.json (python3
 usage: load_verb_test.py KPROF SERVE_PY LOAD_PY SCHEMA"""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -57,6 +58,7 @@ class Server:
         except ProcessLookupError:
             pass
         self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def kprof(*args, timeout=120):

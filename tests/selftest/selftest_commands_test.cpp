@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "selftest/calibration_json.h"
 #include "support/run_process.h"
+#include "support/scratch_dir.h"
 #include "support/test_data.h"
 
 namespace kprof::selftest {
@@ -42,13 +43,7 @@ class ScopedEnv {
   const char* name_;
 };
 
-std::string fresh_dir(const std::string& name) {
-  std::string dir =
-      ::testing::TempDir() + "/kprof-selftest-cli-" + name + "-" + std::to_string(getpid());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using kprof::testing::fresh_dir;
 
 testing::ProcessResult kprof(std::vector<std::string> args) {
   args.insert(args.begin(), KPROF_BINARY);

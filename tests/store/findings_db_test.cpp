@@ -15,6 +15,7 @@
 
 #include "support/confined_fs.h"
 #include "support/run_process.h"
+#include "support/scratch_dir.h"
 #include "support/test_data.h"
 
 namespace kprof {
@@ -31,9 +32,10 @@ testing::ProcessResult kprof(std::vector<std::string> args) {
   return testing::run_process(args);
 }
 
-// Unique per test process: two test runs on one machine must not share a database file.
+// In the test process's own scratch folder: two test runs on one machine must not share a
+// database file, and none is left behind.
 std::string fresh_db(const std::string& name) {
-  std::string path = ::testing::TempDir() + "/" + std::to_string(::getpid()) + "-" + name;
+  std::string path = testing::scratch_dir() + "/" + name;
   for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
   return path;
 }
@@ -43,12 +45,7 @@ std::string read_bytes(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-std::string fresh_dir(const std::string& name) {
-  std::string dir = ::testing::TempDir() + "/kprof-" + std::to_string(::getpid()) + "-" + name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using kprof::testing::fresh_dir;
 
 std::vector<std::string> entries(const std::string& dir) {
   std::vector<std::string> names;

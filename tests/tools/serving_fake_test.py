@@ -12,10 +12,12 @@ tools/serving/load.py is driven against it too: what it reports (sent, completed
 flight, latencies) is checked against the server's own request log.
 
 usage: serving_fake_test.py SERVE_PY LOAD_PY  (exit 77 only when they or loopback sockets are missing)"""
+import atexit
 import json
 import os
 import py_compile
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -30,6 +32,7 @@ import urllib.request
 SERVE = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else ""
 LOAD = os.path.abspath(sys.argv[2]) if len(sys.argv) > 2 else ""
 TMP = tempfile.mkdtemp(prefix="kprof-serving-")
+atexit.register(shutil.rmtree, TMP, ignore_errors=True)
 POISON = os.path.join(TMP, "poison")
 
 
