@@ -39,14 +39,6 @@ bool selects(const std::map<std::string, std::string>& selector,
   });
 }
 
-std::optional<double> flag_value(const std::vector<std::string>& argv, const std::string& flag) {
-  for (size_t i = 0; i < argv.size(); ++i) {
-    if (argv[i] == flag && i + 1 < argv.size()) return std::atof(argv[i + 1].c_str());
-    if (argv[i].rfind(flag + "=", 0) == 0) return std::atof(argv[i].c_str() + flag.size() + 1);
-  }
-  return std::nullopt;
-}
-
 // The value of the last FLAG VALUE or FLAG=VALUE in argv (argparse keeps the last), if any.
 std::optional<std::string> last_flag_text(const std::vector<std::string>& argv,
                                           const std::string& flag) {
@@ -56,6 +48,12 @@ std::optional<std::string> last_flag_text(const std::vector<std::string>& argv,
     if (argv[i].rfind(flag + "=", 0) == 0) value = argv[i].substr(flag.size() + 1);
   }
   return value;
+}
+
+std::optional<double> flag_value(const std::vector<std::string>& argv, const std::string& flag) {
+  std::optional<std::string> text = last_flag_text(argv, flag);
+  if (!text) return std::nullopt;
+  return std::atof(text->c_str());
 }
 
 // A TCP port written in digits alone.

@@ -87,6 +87,12 @@ TEST(Workload, ServerPortAndHealthPathComeFromTheContainer) {
             9000);
   EXPECT_FALSE(read({{"name", "s"}, {"args", {"--port", "8000abc"}}}).server_port);
   EXPECT_FALSE(read({{"name", "s"}, {"args", {"--port", "-8000"}}}).server_port);
+  // The same for every flag read from the command line.
+  EXPECT_DOUBLE_EQ(
+      *read({{"name", "s"},
+             {"args", {"--gpu-memory-utilization", "0.5", "--gpu-memory-utilization=0.9"}}})
+           .gpu_memory_utilization,
+      0.9);
   // A probe of another port (a metrics sidecar's) says nothing of the server's health path; one
   // naming the server's port by name does.
   ContainerInfo other =
