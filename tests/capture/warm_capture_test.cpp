@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -35,13 +36,19 @@ class GrowingLog {
 
 const char* kReady = R"(Application startup complete)";
 
+// The server's log changing while the sequence waits on it.
+std::thread after_300_ms(std::function<void()> change) {
+  return std::thread([change = std::move(change)] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    change();
+  });
+}
+
 TEST(LogLineReadiness, ALineTheLogGainsIsTheSignal) {
   GrowingLog log("INFO loading weights\n");
   std::string before = log.read();
-  std::thread writer([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    log.append("INFO:     Application startup complete.\n");
-  });
+  std::thread writer =
+      after_300_ms([&] { log.append("INFO:     Application startup complete.\n"); });
   LogLineWait wait = wait_for_log_line([&] { return log.read(); }, kReady, 10, before);
   writer.join();
   ASSERT_TRUE(wait.line);
@@ -63,10 +70,7 @@ TEST(LogLineReadiness, ALineFromBeforeTheSequenceIsNotTheSignalButIsNamed) {
 TEST(LogLineReadiness, ALineHalfWrittenAtTheStartCountsOnceWhole) {
   GrowingLog log("INFO loading\nINFO:     Application startup");
   std::string before = log.read();
-  std::thread writer([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    log.append(" complete.\n");
-  });
+  std::thread writer = after_300_ms([&] { log.append(" complete.\n"); });
   LogLineWait wait = wait_for_log_line([&] { return log.read(); }, kReady, 10, before);
   writer.join();
   ASSERT_TRUE(wait.line);
@@ -77,10 +81,8 @@ TEST(LogLineReadiness, ALogThatStartsOverIsReadFromItsStart) {
   // The file replaced by a new run's (shorter) log, which then says it is ready.
   GrowingLog log(std::string(4096, 'x') + "\nINFO:     Application startup complete.\n");
   std::string before = log.read();
-  std::thread writer([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    log.replace("INFO:     Application startup complete.\n");
-  });
+  std::thread writer =
+      after_300_ms([&] { log.replace("INFO:     Application startup complete.\n"); });
   LogLineWait wait = wait_for_log_line([&] { return log.read(); }, kReady, 10, before);
   writer.join();
   ASSERT_TRUE(wait.line);

@@ -133,6 +133,12 @@ class K8sTest(unittest.TestCase):
         self.addCleanup(cluster.close)
         return cluster
 
+    # A sister capturing the first matching launches (no warm sequence), as most tests drive it.
+    STARTUP_ARGS = ("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha")
+
+    def receipt_of(self, c, folder="run"):
+        return json.load(open(glob.glob(os.path.join(c.dir, folder, "kprof-sister-receipt-*.json"))[0]))
+
     def test_preflight_reads_the_target_and_recommends(self):
         c = self.cluster("vllm_single_replica.json")
         r = c.kprof("k8s", "preflight", "-n", "serving", "llama-70b")
@@ -190,16 +196,16 @@ class K8sTest(unittest.TestCase):
         """A Pending sister says why (the scheduler's message, an image that cannot be pulled)
         instead of waiting out --ready-timeout, and is deleted."""
         c = self.cluster("vllm_single_replica.json", "unschedulable")
-        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha",
+        r = c.kprof(*self.STARTUP_ARGS,
                     "-o", "run", "--ready-timeout", "3")
         self.assertEqual(r.returncode, 10, r.stderr)
         self.assertIn("the sister pod cannot start: Unschedulable: 0/2 nodes are available: "
                       "2 Insufficient nvidia.com/gpu.", r.stderr)
         self.assertIn("free them", r.stderr)
-        self.assertEqual(json.load(open(glob.glob(os.path.join(c.dir, "run", "kprof-sister-receipt-*.json"))[0]))["leftovers"], [])
+        self.assertEqual(self.receipt_of(c)["leftovers"], [])
         c = self.cluster("vllm_single_replica.json", "image-pull")
         started = time.monotonic()
-        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha", "-o", "run")
+        r = c.kprof(*self.STARTUP_ARGS, "-o", "run")
         self.assertEqual(r.returncode, 10, r.stderr)
         self.assertLess(time.monotonic() - started, 60)  # not --ready-timeout's 900 s
         self.assertIn('ImagePullBackOff: container server: Back-off pulling image "vllm/vllm-openai:v0.6.3"', r.stderr)
@@ -303,7 +309,7 @@ class K8sTest(unittest.TestCase):
             raw = subprocess.run(["zstd", "-dc", os.path.join(DATA, "h200/capture-recordings/attach_1/raw.csv.zst")],
                                  capture_output=True, check=True).stdout
             self.assertEqual(open(os.path.join(bundle, "raw.csv"), "rb").read(), raw)  # ncu's export, local ncu
-        receipt = json.load(open(glob.glob(os.path.join(c.dir, "run", "kprof-sister-receipt-*.json"))[0]))
+        receipt = self.receipt_of(c)
         self.assertEqual(receipt["status"], "ok")
         self.assertEqual(receipt["leftovers"], [])
         self.assertIsNotNone(receipt["objects"][0]["deleted_at"])
@@ -548,27 +554,27 @@ class K8sTest(unittest.TestCase):
 
     def test_copy_of_a_missing_file_fails_the_capture_and_still_cleans_up(self):
         c = self.cluster("vllm_single_replica.json", "cp-missing")
-        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha", "-o", "run")
+        r = c.kprof(*self.STARTUP_ARGS, "-o", "run")
         self.assertEqual(r.returncode, 7, r.stderr)
         self.assertIn("[copy_failed] kubectl cp", r.stderr)
         self.assertIn("exit code 2", r.stderr)
         m = json.load(open(os.path.join(c.dir, "run", "capture-1", "manifest.json")))
         self.assertEqual(m["status"], "failed")
         self.assertFalse(os.path.exists(os.path.join(c.dir, "run", "capture-1", "report.ncu-rep")))
-        receipt = json.load(open(glob.glob(os.path.join(c.dir, "run", "kprof-sister-receipt-*.json"))[0]))
+        receipt = self.receipt_of(c)
         self.assertEqual(receipt["leftovers"], [])
 
     def test_a_digest_that_does_not_come_back_is_not_taken_for_a_match(self):
         # sha256sum's output lost on the way (exit 0, nothing printed): asked again; twice, and
         # the copy cannot be verified — never an empty digest "matching" the empty one of no copy.
         c = self.cluster("vllm_single_replica.json", "digest-lost")
-        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha", "-o", "run")
+        r = c.kprof(*self.STARTUP_ARGS, "-o", "run")
         self.assertEqual(r.returncode, 7, r.stderr)
         self.assertIn("[copy_failed] sha256sum of", r.stderr)
         self.assertIn("printed no digest twice", r.stderr)
         self.assertFalse(os.path.exists(os.path.join(c.dir, "run", "capture-1", "report.ncu-rep")))
         c2 = self.cluster("vllm_single_replica.json", "digest-lost-once")
-        r = c2.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha", "-o", "run")
+        r = c2.kprof(*self.STARTUP_ARGS, "-o", "run")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("printed no digest (), asking again", r.stderr)
         m = json.load(open(os.path.join(c2.dir, "run", "capture-1", "manifest.json")))
@@ -579,7 +585,7 @@ class K8sTest(unittest.TestCase):
         # --timeout in the pod: the stop file (ncu detaches there), the bundle .incomplete with
         # the timeout diagnosis, exit 8 as for a local capture — and the sister still deleted.
         c = self.cluster("vllm_single_replica.json", server_env={"FAKE_ATTACH_SECONDS": "4"})
-        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha",
+        r = c.kprof(*self.STARTUP_ARGS,
                     "--timeout", "1", "-o", "run")
         self.assertEqual(r.returncode, 8, r.stderr)
         self.assertIn("[timeout]", r.stderr)
@@ -588,14 +594,14 @@ class K8sTest(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(c.dir, "run", "capture-1")))
         stops = [call for call in c.kubectl_calls() if "kprof-stop" in call]
         self.assertEqual(len(stops), 1, verbs(c.kubectl_calls()))
-        receipt = json.load(open(glob.glob(os.path.join(c.dir, "run", "kprof-sister-receipt-*.json"))[0]))
+        receipt = self.receipt_of(c)
         self.assertEqual(receipt["leftovers"], [])
 
     def test_a_copy_that_writes_nothing_is_not_a_capture(self):
         # kubectl cp exits 0 with no file (its tar stream lost on the way): copied again, then the
         # capture fails — never a bundle naming a report that is not there.
         c = self.cluster("vllm_single_replica.json", "cp-empty")
-        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha", "-o", "run")
+        r = c.kprof(*self.STARTUP_ARGS, "-o", "run")
         self.assertEqual(r.returncode, 7, r.stderr)
         self.assertIn("kubectl cp exited 0 but wrote no file, copying again", r.stderr)
         self.assertIn("[copy_failed] kubectl cp of", r.stderr)
@@ -606,7 +612,7 @@ class K8sTest(unittest.TestCase):
 
     def test_image_without_tar_is_copied_through_cat(self):
         c = self.cluster("vllm_single_replica.json", "no-tar")
-        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha", "-o", "run")
+        r = c.kprof(*self.STARTUP_ARGS, "-o", "run")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("no tar for kubectl cp; copying through `cat`", r.stderr)
         m = json.load(open(os.path.join(c.dir, "run", "capture-1", "manifest.json")))
@@ -625,19 +631,19 @@ class K8sTest(unittest.TestCase):
         for sig in (signal.SIGINT, signal.SIGTERM):
             with self.subTest(signal=sig.name):
                 c = self.cluster("vllm_single_replica.json", "slow-exec:60")
-                p = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha", "-o", "run", background=True)
+                p = c.kprof(*self.STARTUP_ARGS, "-o", "run", background=True)
                 self.wait_for_attach(c)
                 p.send_signal(sig)
                 out, err = p.communicate(timeout=60)
                 self.assertEqual(p.returncode, 8, err)
-                receipt = json.load(open(glob.glob(os.path.join(c.dir, "run", "kprof-sister-receipt-*.json"))[0]))
+                receipt = self.receipt_of(c)
                 self.assertEqual(receipt["status"], "interrupted")
                 self.assertEqual(receipt["leftovers"], [])
                 self.assertTrue([q for q in c.requests() if q.get("method") == "DELETE"])
 
     def test_killed_capture_leaves_a_receipt_that_cleanup_finishes(self):
         c = self.cluster("vllm_single_replica.json", "slow-exec:60")
-        p = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha", "-o", "run", background=True)
+        p = c.kprof(*self.STARTUP_ARGS, "-o", "run", background=True)
         self.wait_for_attach(c)
         p.kill()  # SIGKILL: no chance to clean up
         p.communicate()
@@ -749,7 +755,7 @@ class K8sTest(unittest.TestCase):
     def test_sister_checks_the_output_folder_before_creating_anything(self):
         c = self.cluster("vllm_single_replica.json")
         os.makedirs(os.path.join(c.dir, "run", "capture-2"))
-        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha",
+        r = c.kprof(*self.STARTUP_ARGS,
                     "--captures", "2", "-o", "run")
         self.assertEqual(r.returncode, 3, r.stderr)
         self.assertIn("capture-2: already exists", r.stderr)
@@ -758,7 +764,7 @@ class K8sTest(unittest.TestCase):
         self.assertEqual(glob.glob(os.path.join(c.dir, "run", "kprof-sister-receipt-*.json")), [])
         # A receipt kprof would overwrite is refused the same way.
         old = self.receipt(c, [])
-        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha",
+        r = c.kprof(*self.STARTUP_ARGS,
                     "-o", "run2", "--receipt", old)
         self.assertEqual(r.returncode, 3, r.stderr)
         self.assertIn("already exists", r.stderr)
@@ -767,7 +773,7 @@ class K8sTest(unittest.TestCase):
     def test_sister_local_failure_after_creation_still_deletes(self):
         # capture-2's folder appears while capture 1 runs: a local error after the Deployment exists.
         c = self.cluster("vllm_single_replica.json", "slow-exec:3")
-        p = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha",
+        p = c.kprof(*self.STARTUP_ARGS,
                     "--captures", "2", "-o", "run", background=True)
         self.wait_for_attach(c)
         os.makedirs(os.path.join(c.dir, "run", "capture-2"))
@@ -787,10 +793,10 @@ class K8sTest(unittest.TestCase):
     def test_sister_deletes_its_deployment_only_while_it_is_kprofs(self):
         # Someone relabelled the sister meanwhile: kprof's own end refuses to delete it too.
         c = self.cluster("vllm_single_replica.json", "unlabel-created")
-        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha", "-o", "run")
+        r = c.kprof(*self.STARTUP_ARGS, "-o", "run")
         self.assertEqual(r.returncode, 10, r.stderr)
         self.assertFalse([q for q in c.requests() if q.get("method") == "DELETE"])
-        receipt = json.load(open(glob.glob(os.path.join(c.dir, "run", "kprof-sister-receipt-*.json"))[0]))
+        receipt = self.receipt_of(c)
         name = receipt["objects"][0]["name"]
         self.assertEqual(receipt["status"], "failed")
         self.assertEqual([o["name"] for o in receipt["leftovers"]], [name])
@@ -801,7 +807,7 @@ class K8sTest(unittest.TestCase):
 
     def test_sister_says_what_is_left_when_the_deletion_fails(self):
         c = self.cluster("vllm_single_replica.json", "forbid:delete:deployments")
-        r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "-k", "k_alpha", "-o", "run")
+        r = c.kprof(*self.STARTUP_ARGS, "-o", "run")
         self.assertEqual(r.returncode, 10, r.stderr)
         path = glob.glob(os.path.join(c.dir, "run", "kprof-sister-receipt-*.json"))[0]
         receipt = json.load(open(path))
@@ -880,9 +886,6 @@ class K8sTest(unittest.TestCase):
 
     # --- sister --trace -------------------------------------------------------------------------
     TRACE_ARGS = ("k8s", "sister", "-n", "serving", "llama-70b", "--trace", "--tracer-image", "ghcr.io/example/kprof-tracer:1")
-
-    def receipt_of(self, c, folder="run"):
-        return json.load(open(glob.glob(os.path.join(c.dir, folder, "kprof-sister-receipt-*.json"))[0]))
 
     def test_sister_trace_opens_a_window_copies_ranks_and_deletes(self):
         c = self.cluster("vllm_single_replica.json")
