@@ -440,7 +440,8 @@ class K8sTest(unittest.TestCase):
         self.assertEqual(m["attach"]["process"]["pid"], 4377)
         self.assertEqual(m["attach"]["process"]["command_line"], "VLLM::EngineCore")  # read in the pod
         held = [s["pid"] for s in m["attach"]["steps"] if s["action"] == "held"]
-        self.assertIn(4321, held)
+        # Once in CI (not reproduced since) the front was not among the steps held: say what was.
+        self.assertIn(4321, held, json.dumps([(s["action"], s["pid"], s["at_s"]) for s in m["attach"]["steps"]]) + "\n" + r.stderr)
 
     @unittest.skipUnless(os.path.exists(SPDY_DICTIONARY), "no SPDY dictionary (golang-github-docker-spdystream-dev)")
     def test_sister_ready_from_the_server_containers_log(self):
