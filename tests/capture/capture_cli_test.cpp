@@ -926,6 +926,10 @@ TEST_F(Capture, CtrlCStopsNcuAndItsTargetAndMarksTheBundleIncomplete) {
   ChildRequest request;
   request.argv = {KPROF_BINARY, "capture", "-o", bundle(), "-k", "^k_", "--", "./suite"};
   request.timeout = std::chrono::seconds(60);
+  // kprof may take its own grace (SIGKILL 5 s after SIGINT) and 2 s more for the pipes before
+  // it exits: the test waits well past that before it kills kprof, so a loaded machine is not
+  // read as kprof ignoring Ctrl-C.
+  request.grace = std::chrono::seconds(30);
   // SIGINT to kprof (as a terminal's Ctrl-C would) once the profiled program is running.
   request.on_tick = [&] { return fs::exists(pidfile); };
   ChildResult result = run_child(request);

@@ -248,6 +248,10 @@ TEST_F(TraceCommand, CtrlCStopsTheWholeProcessGroupAndListsWhatWasWritten) {
                   "time.sleep(60)\n",
                   pidfile};
   request.timeout = std::chrono::seconds(60);
+  // kprof may take its own grace (SIGKILL 5 s after SIGINT) and 2 s more for the pipes before
+  // it exits: the test waits well past that before it kills kprof, so a loaded machine is not
+  // read as kprof ignoring Ctrl-C.
+  request.grace = std::chrono::seconds(30);
   // SIGINT to kprof (as a terminal's Ctrl-C would) once the program runs.
   request.on_tick = [&] { return fs::exists(pidfile); };
   kprof::ChildResult result = kprof::run_child(request);
