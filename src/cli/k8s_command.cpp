@@ -734,8 +734,9 @@ void define_k8s(CLI::App& parent, Runner& runner) {
               "Capture the first matching launches of the server's start-up instead of the warm "
               "sequence (no requests are sent)");
   c->add_option("--server-port", sister->server_port,
-                "Where the server takes requests in the pod (default: its --port, else its "
-                "containerPort named http, else the first)");
+                "Where the server takes requests in the pod (default: its --port, also read "
+                "from a `sh -c` script's words, else its containerPort named http, else the "
+                "first)");
   c->add_option("--ready-path", sister->ready_path,
                 "Readiness: this path answers 200 through the port-forward (default: the "
                 "readiness probe's path, else /health)");

@@ -56,6 +56,68 @@ std::optional<double> flag_value(const std::vector<std::string>& argv, const std
   return std::atof(text->c_str());
 }
 
+// The words of a `sh -c SCRIPT` script as the shell would split them, without running or
+// expanding anything: quotes and backslashes are honoured, `;`, `&`, `|` and line breaks end a
+// word (so `cd /app && exec vllm serve --port 8000` gives `--port` `8000`), and a word with an
+// expansion ($PORT) keeps its text, which no flag reader takes for a number. Only to read the
+// engine's flags out of a script that starts it; the script itself is never changed or run.
+std::vector<std::string> shell_script_words(const std::string& script) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  auto end_word = [&] {
+    if (in_word) words.push_back(word);
+    word.clear();
+    in_word = false;
+  };
+  for (size_t i = 0; i < script.size(); ++i) {
+    char c = script[i];
+    if (c == ' ' || c == '\t' || c == '\n' || c == ';' || c == '&' || c == '|') {
+      end_word();
+    } else if (c == '\\') {
+      if (i + 1 < script.size() && script[i + 1] != '\n') {  // a backslash-newline joins lines
+        in_word = true;
+        word += script[i + 1];
+      }
+      ++i;
+    } else if (c == '\'') {
+      in_word = true;
+      size_t close = script.find('\'', i + 1);
+      if (close == std::string::npos) close = script.size();
+      word += script.substr(i + 1, close - i - 1);
+      i = close;
+    } else if (c == '"') {
+      in_word = true;
+      for (++i; i < script.size() && script[i] != '"'; ++i) {
+        if (script[i] == '\\' && i + 1 < script.size() &&
+            std::string_view("$`\"\\\n").find(script[i + 1]) != std::string_view::npos) {
+          ++i;
+          if (script[i] == '\n') continue;
+        }
+        word += script[i];
+      }
+    } else {
+      in_word = true;
+      word += c;
+    }
+  }
+  end_word();
+  return words;
+}
+
+// The script of a container started as `sh -c SCRIPT` (bash, dash, `-lc`, `-e -c`…), if it is.
+std::optional<std::string> shell_script(const std::vector<std::string>& argv) {
+  if (argv.empty()) return std::nullopt;
+  static const std::set<std::string_view> kShells = {"sh", "bash", "dash", "ash", "zsh"};
+  if (!kShells.count(path_basename(argv[0]))) return std::nullopt;
+  for (size_t i = 1; i + 1 < argv.size(); ++i) {
+    const std::string& option = argv[i];
+    if (option.size() < 2 || option[0] != '-' || option[1] == '-') return std::nullopt;
+    if (option.find('c') != std::string::npos) return argv[i + 1];
+  }
+  return std::nullopt;
+}
+
 // A TCP port written in digits alone.
 std::optional<int> port_number(const std::string& text) {
   if (text.empty() || text.size() > 5 ||
@@ -157,6 +219,12 @@ TargetInfo parse_target(const nlohmann::json& deployment, const nlohmann::json& 
     info.gpus = gpus.is_string() ? gpus.get<std::string>() : gpus.is_number() ? gpus.dump() : "";
     std::vector<std::string> argv = info.command;
     argv.insert(argv.end(), info.args.begin(), info.args.end());
+    // A server started by a script (`sh -c "vllm serve … --port 8000"`): its flags are in the
+    // script's words.
+    if (std::optional<std::string> script = shell_script(argv)) {
+      info.started_by_script = true;
+      for (std::string& word : shell_script_words(*script)) argv.push_back(std::move(word));
+    }
     // vLLM's argparse takes the underscore spelling too.
     for (const char* flag : {"--gpu-memory-utilization", "--gpu_memory_utilization",
                              "--mem-fraction-static", "--mem_fraction_static"}) {
@@ -169,7 +237,9 @@ TargetInfo parse_target(const nlohmann::json& deployment, const nlohmann::json& 
       }
     }
     if (std::optional<std::string> port = last_flag_text(argv, "--port")) {
-      if ((info.server_port = port_number(*port))) info.server_port_from = "its --port";
+      if ((info.server_port = port_number(*port)))
+        info.server_port_from =
+            info.started_by_script ? "its --port (in its sh -c script)" : "its --port";
     }
     if (std::optional<std::string> key = last_flag_text(argv, "--api-key")) info.api_key = *key;
     // Its TCP containerPorts, the one named http first.
@@ -432,7 +502,7 @@ namespace {
 
 // The engine's memory fraction flag, rewritten in the container's command and args (`--flag V`
 // or `--flag=V`); an engine whose command gives none cannot be told, which is refused.
-void set_memory_fraction(nlohmann::json& c, double fraction) {
+void set_memory_fraction(nlohmann::json& c, double fraction, bool started_by_script) {
   std::string value = fmt::format("{:g}", fraction);
   bool rewritten = false;
   for (const char* field : {"command", "args"}) {
@@ -452,6 +522,12 @@ void set_memory_fraction(nlohmann::json& c, double fraction) {
         }
       }
     }
+  }
+  if (!rewritten && started_by_script) {
+    throw std::invalid_argument(
+        "--memory-fraction: the server is started by a `sh -c` script, which kprof reads but "
+        "does not rewrite; give the engine's --gpu-memory-utilization (vLLM) or "
+        "--mem-fraction-static (SGLang) as its own argument, or leave --memory-fraction out");
   }
   if (!rewritten) {
     throw std::invalid_argument(
@@ -553,7 +629,8 @@ nlohmann::json sister_deployment_unchecked(const TargetInfo& target, const Siste
   }
   if (options.memory_fraction) {
     for (auto& c : pod["containers"]) {
-      if (c.value("name", "") == server->name) set_memory_fraction(c, *options.memory_fraction);
+      if (c.value("name", "") == server->name)
+        set_memory_fraction(c, *options.memory_fraction, server->started_by_script);
     }
   }
   const char* volume = options.trace ? "kprof-tracer" : "kprof-ncu";

@@ -30,6 +30,8 @@ struct ContainerInfo {
       gpu_memory_utilization;  // --gpu-memory-utilization (vLLM) / --mem-fraction-static (SGLang)
   std::optional<std::string> injection;  // CUDA_INJECTION64_PATH already set
   bool under_ncu_launch = false;         // command already `ncu --mode launch …`
+  // Started as `sh -c SCRIPT` (bash, dash…): the flags below were read from the script's words.
+  bool started_by_script = false;
   // Where its server listens in the pod, for the warm capture's requests: the engine's own
   // --port (vLLM, SGLang, trtllm-serve), else the containerPort named http, else the first TCP
   // containerPort; server_port_from says which ("its --port", "its containerPort named http", …).

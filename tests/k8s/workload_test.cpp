@@ -108,6 +108,43 @@ TEST(Workload, ServerPortAndHealthPathComeFromTheContainer) {
   EXPECT_EQ(named_probe.health_path, "/health");
   // The engine's own --api-key, for the warm capture's requests.
   EXPECT_EQ(read({{"name", "s"}, {"args", {"--api-key", "sk-1"}}}).api_key, "sk-1");
+
+  // A server started by a shell script: its flags are read from the script's words, split as
+  // the shell splits them (nothing run, nothing expanded).
+  ContainerInfo scripted =
+      read({{"name", "s"},
+            {"command", {"/bin/sh", "-c"}},
+            {"args", {"cd /app && exec vllm serve m --port 8000 --api-key 'sk 1';echo done"}},
+            {"ports", {{{"containerPort", 9999}, {"name", "http"}}}}});
+  EXPECT_TRUE(scripted.started_by_script);
+  EXPECT_EQ(scripted.server_port, 8000);  // not the containerPort: the engine's own flag
+  EXPECT_EQ(scripted.server_port_from, "its --port (in its sh -c script)");
+  EXPECT_EQ(scripted.api_key, "sk 1");
+  EXPECT_EQ(read({{"name", "s"}, {"command", {"bash", "-lc", "vllm serve m --port=\"9000\""}}})
+                .server_port,
+            9000);
+  EXPECT_EQ(read({{"name", "s"},
+                  {"command", {"sh", "-e", "-c", "vllm serve m \\\n  --port 8001 \\\n  -tp 2"}}})
+                .server_port,
+            8001);  // lines joined by backslash-newline
+  EXPECT_EQ(read({{"name", "s"}, {"command", {"sh", "-c", "vllm serve m --port \"80\"'01'"}}})
+                .server_port,
+            8001);  // one word from quoted parts
+  // An expansion is not a port: the containerPort is taken instead.
+  ContainerInfo expanded = read({{"name", "s"},
+                                 {"command", {"sh", "-c", "vllm serve m --port $PORT"}},
+                                 {"ports", {{{"containerPort", 8080}}}}});
+  EXPECT_EQ(expanded.server_port, 8080);
+  EXPECT_EQ(expanded.server_port_from, "its first containerPort");
+  // A quoted `--port 8000` is one word, and only a shell's -c script is read.
+  EXPECT_FALSE(read({{"name", "s"}, {"command", {"sh", "-c", "echo '--port 8000'"}}}).server_port);
+  ContainerInfo python = read({{"name", "s"}, {"command", {"python3", "-c", "x --port 8000"}}});
+  EXPECT_FALSE(python.server_port);
+  EXPECT_FALSE(python.started_by_script);
+  EXPECT_DOUBLE_EQ(
+      *read({{"name", "s"}, {"command", {"sh", "-c", "vllm serve m --gpu-memory-utilization 0.8"}}})
+           .gpu_memory_utilization,
+      0.8);
 }
 
 TEST(Workload, Assessment) {
@@ -381,6 +418,18 @@ TEST(Workload, SisterMemoryFractionRewritesTheEnginesFlag) {
             nlohmann::json({"--mem-fraction-static=0.45"}));
   command["args"] = nlohmann::json::array();
   EXPECT_THROW(sister_deployment(sglang, options), std::invalid_argument);
+  // A flag inside a `sh -c` script is read, never rewritten: refused, saying so.
+  command["command"] = {"sh", "-c",
+                        "exec python3 -m sglang.launch_server --mem-fraction-static 0.9"};
+  sglang.containers[0].command = command["command"].get<std::vector<std::string>>();
+  sglang.containers[0].started_by_script = true;
+  try {
+    sister_deployment(sglang, options);
+    ADD_FAILURE() << "a memory fraction inside a script was not refused";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("does not rewrite"), std::string::npos)
+        << error.what();
+  }
 }
 
 }  // namespace
