@@ -48,6 +48,11 @@ ManifestBuilder& ManifestBuilder::times(std::string started_at, std::string ende
   return *this;
 }
 
+ManifestBuilder& ManifestBuilder::ncu_never_ran() {
+  doc_["ncu"] = nullptr;
+  return *this;
+}
+
 ManifestBuilder& ManifestBuilder::ncu(ManifestNcu ncu) {
   doc_["ncu"] = {{"path", ncu.path},     {"version", ncu.version},
                  {"argv", ncu.argv},     {"exit_code", or_null(ncu.exit_code)},

@@ -50,6 +50,7 @@ class ManifestBuilder {
   ManifestBuilder& times(std::string started_at, std::string ended_at,
                          std::optional<double> elapsed_s = std::nullopt);
   ManifestBuilder& ncu(ManifestNcu ncu);
+  ManifestBuilder& ncu_never_ran();  // ncu: null (a warm sequence stopped before its capture)
   ManifestBuilder& scope(const CaptureSpec& spec);
   ManifestBuilder& progress(const NcuProgress& progress);
   ManifestBuilder& warnings(std::vector<std::string> warnings);

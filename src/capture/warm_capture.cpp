@@ -12,8 +12,11 @@
 #include <stdexcept>
 #include <thread>
 
+#include "capture/bundle_manifest.h"
+#include "capture/evidence_bundle.h"
 #include "common/child_process.h"
 #include "common/error.h"
+#include "common/text.h"
 
 namespace kprof::capture {
 namespace {
@@ -78,6 +81,34 @@ LogLineWait wait_for_log_line(const std::function<std::string()>& read, const st
   return wait;
 }
 
+CaptureResult write_stopped_bundle(const CaptureSpec& spec, const SessionOptions& session,
+                                   NcuRunner& runner, const StoppedSequence& stopped,
+                                   const std::string& bundle_path) {
+  EvidenceBundle bundle(bundle_path);
+  ManifestBuilder manifest(session.tool);
+  manifest.labels(session.campaign, session.cell_id, session.revision)
+      .times(stopped.started_at, utc_time(), stopped.elapsed_s)
+      .ncu_never_ran()
+      .scope(spec)
+      .progress(NcuProgress{})
+      .warnings({})
+      .diagnoses(stopped.diagnoses)
+      .load(stopped.load);
+  if (spec.attach) manifest.attach(*spec.attach, stopped.attach_details);
+  runner.describe(manifest);
+  if (interrupt_received()) manifest.incomplete("interrupted");
+  manifest.failed();  // nothing was captured, whatever the diagnoses say
+  CaptureResult outcome;
+  outcome.incomplete = manifest.is_incomplete();
+  outcome.failed = true;
+  outcome.status = manifest.status();
+  outcome.manifest = manifest.build();
+  outcome.diagnoses = stopped.diagnoses;
+  outcome.bundle_path =
+      outcome.incomplete ? bundle.abandon(outcome.manifest) : bundle.commit(outcome.manifest);
+  return outcome;
+}
+
 WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOptions& session,
                                    CaptureObserver& observer,
                                    const std::vector<std::string>& bundle_paths) {
@@ -85,15 +116,47 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
     throw std::logic_error("run_warm_capture: one bundle path per capture");
   WarmCaptureResult result;
   Clock::time_point began = Clock::now();
+  std::string started_at = utc_time();
   nlohmann::json sequence = nlohmann::json::array();
   auto step = [&](nlohmann::json entry) {
     entry["at_s"] = seconds_since(began);
     sequence.push_back(std::move(entry));
   };
+  // What the steps learned, for the captures' bundles (or the one of a sequence that stops).
+  nlohmann::json readiness, warmup;
+  const ProcessTreeAttacher* held_tree = nullptr;
   auto stop_with = [&](Diagnosis diagnosis) {
     result.failed = true;
     result.incomplete = interrupt_received();
     result.diagnoses.push_back(std::move(diagnosis));
+    if (result.captures.empty()) {
+      StoppedSequence stopped;
+      stopped.diagnoses = result.diagnoses;
+      stopped.started_at = started_at;
+      stopped.elapsed_s = seconds_since(began);
+      if (held_tree) stopped.attach_details = attach_details(*held_tree, spec.process);
+      stopped.attach_details["warm"] = {
+          {"captures", spec.captures}, {"stopped_before_capture", 1}, {"sequence", sequence}};
+      if (!readiness.is_null()) stopped.load["readiness"] = readiness;
+      if (!warmup.is_null()) stopped.load["warmup"] = warmup;
+      if (spec.route) {
+        nlohmann::json route = spec.route();
+        if (route.value("local_port", 0) > 0) stopped.load["route"] = std::move(route);
+      }
+      std::unique_ptr<NcuRunner> runner =
+          spec.runner_for ? spec.runner_for(1) : std::make_unique<LocalNcuRunner>();
+      try {
+        result.stopped =
+            write_stopped_bundle(spec.capture, session, *runner, stopped, bundle_paths.front());
+      } catch (const InputError& error) {
+        // The diagnosis is what matters here; a bundle that cannot be written is said beside it.
+        result.diagnoses.push_back({"bundle_not_written", false,
+                                    fmt::format("the bundle of the stopped sequence was not "
+                                                "written: {}",
+                                                error.what()),
+                                    "the diagnoses above are all there is of this run"});
+      }
+    }
     return result;
   };
   auto note = [&](const std::string& text) { observer.note(text); };
@@ -108,6 +171,7 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
   ProcessTreeAttacher tree(
       spec.capture.ncu, *spec.capture.attach, spec.process, note,
       spec.host.run_client ? spec.host : local_tree_host(*spec.capture.attach));
+  held_tree = &tree;
   note("warm: holding the target unprofiled while it starts (kernel filter matching nothing)");
   std::optional<int> pid = tree.find_target(spec.attach_timeout_s);
   if (!pid) {
@@ -125,7 +189,6 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
   tree.follow();
 
   // 2. Readiness.
-  nlohmann::json readiness;
   if (!spec.ready_log_regex.empty()) {
     note(fmt::format("warm: waiting for a line matching /{}/ in {} (at most {} s)",
                      spec.ready_log_regex, spec.ready_log_file, spec.ready_timeout_s));
@@ -216,7 +279,7 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
   note(fmt::format("warm: ready after {} s", readiness["waited_s"].get<double>()));
 
   // 3. Warm-up requests, all of which must complete.
-  nlohmann::json warmup = {{"requested", spec.warmup_requests}};
+  warmup = {{"requested", spec.warmup_requests}};
   std::string model = spec.load.model;
   if (spec.warmup_requests > 0) {
     load::LoadSpec warm = spec.load;

@@ -60,7 +60,29 @@ struct WarmCaptureResult {
   std::vector<Diagnosis> diagnoses;  // the sequence's own, when it stopped before a capture
   std::vector<std::string> bundle_paths;
   bool failed = false, incomplete = false;
+  // Stopped before its first capture: the bundle of what it did (write_stopped_bundle), at the
+  // first bundle path.
+  std::optional<CaptureResult> stopped;
 };
+
+// What a warm sequence knew when it stopped before its first capture.
+struct StoppedSequence {
+  std::vector<Diagnosis> diagnoses;  // why it stopped
+  std::string started_at;            // utc_time() when the sequence began
+  double elapsed_s = 0;
+  // The attach block's details (the holds, the sequence's steps) and the load block (readiness,
+  // warm-up, the route), as far as the sequence got.
+  nlohmann::json attach_details = nlohmann::json::object();
+  nlohmann::json load = nlohmann::json::object();
+};
+
+// The bundle of a warm sequence that stopped before its first capture, so that what it learned
+// is kept like any capture's: status failed (incomplete when interrupted), its diagnoses, the
+// holds and steps, readiness and warm-up, where it ran (runner.describe: the kubernetes block);
+// ncu null and nothing profiled, as the capture's ncu never ran. No report, no analysis.
+CaptureResult write_stopped_bundle(const CaptureSpec& spec, const SessionOptions& session,
+                                   NcuRunner& runner, const StoppedSequence& stopped,
+                                   const std::string& bundle_path);
 
 // Runs the sequence, capture i into bundle_paths[i - 1] (spec.captures of them; their folder
 // exists). Notes go to observer.note.

@@ -232,11 +232,15 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
       output.stderr_text += render::diagnoses_text(one.diagnoses);
       output.stderr_text += "kprof: " + render::capture_summary(one) + "\n";
     }
+    if (warm_result.stopped) manifests.push_back(warm_result.stopped->manifest);
     if (options.json)
       output.stdout_text =
           (options.captures == 1 && manifests.size() == 1 ? manifests[0] : manifests).dump(1) +
           "\n";
     output.stderr_text += render::diagnoses_text(warm_result.diagnoses);
+    if (warm_result.stopped)
+      output.stderr_text +=
+          "kprof: " + render::stopped_sequence_summary(*warm_result.stopped) + "\n";
     if (warm_result.incomplete || interrupt_received()) return ExitCode::kIncomplete;
     return warm_result.failed ? ExitCode::kCaptureFailed : ExitCode::kOk;
   }

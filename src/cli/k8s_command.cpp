@@ -371,6 +371,7 @@ bool warm_capture_in_sister(Outcome& outcome, Output& output, const K8sOptions& 
     if (!one.analysis_table.empty()) std::fputs(one.analysis_table.c_str(), stdout);
   }
   std::fputs(render::diagnoses_text(result.diagnoses).c_str(), stderr);
+  if (result.stopped) note(render::stopped_sequence_summary(*result.stopped));
   std::fflush(stdout);
   for (const capture::Diagnosis& diagnosis : result.diagnoses) {
     if (diagnosis.id == "port_forward_failed")

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/child_process.h"
+#include "common/error.h"
 #include "common/text.h"
 #include "common/utf8.h"
 #include "k8s/port_forward.h"
@@ -220,9 +221,12 @@ void KubectlExecRunner::describe(capture::ManifestBuilder& manifest) const {
   capture::ManifestKubernetes k = placement_block(where_);
   k.kubectl = kubectl_.path();
   k.kubectl_exec = exec_;
-  k.report_in_pod = in_pod_ + ".ncu-rep";
-  k.sha256_in_pod = copy_ ? copy_->sha256_in_pod : "";
-  k.sha256_copied = copy_ ? copy_->sha256_copied : "";
+  // ncu ran in the pod (else a warm sequence stopped before its capture: no report anywhere).
+  if (!exec_.empty()) {
+    k.report_in_pod = in_pod_ + ".ncu-rep";
+    k.sha256_in_pod = copy_ ? copy_->sha256_in_pod : "";
+    k.sha256_copied = copy_ ? copy_->sha256_copied : "";
+  }
   manifest.kubernetes(std::move(k));
 }
 
@@ -244,6 +248,8 @@ capture::WarmCaptureResult warm_capture_in_pod(const Kubectl& kubectl, const Pod
                                                const std::vector<std::string>& bundle_paths) {
   auto note = [&observer](const std::string& text) { observer.note(text); };
   PortForward forward(kubectl, {where.namespace_name, where.pod, request.server_port}, note);
+  std::string started_at = utc_time();
+  auto began = std::chrono::steady_clock::now();
   try {
     forward.start(60);
   } catch (const KubectlError& error) {
@@ -258,6 +264,26 @@ capture::WarmCaptureResult warm_capture_in_pod(const Kubectl& kubectl, const Pod
            fmt::format("the requests cannot reach the server: {} [{}]", error.what(), error.kind),
            "check that kubectl may port-forward in this namespace (RBAC: pods/portforward "
            "create) and that the server listens on --server-port in the pod"});
+    }
+    // Its bundle, as any stopped sequence's: nothing was held yet, the server runs on unheld.
+    capture::StoppedSequence stopped;
+    stopped.diagnoses = result.diagnoses;
+    stopped.started_at = started_at;
+    stopped.elapsed_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    stopped.attach_details["warm"] = {{"captures", request.warm.captures},
+                                      {"stopped_before_capture", 1},
+                                      {"sequence", nlohmann::json::array()}};
+    KubectlExecRunner runner(kubectl, where, fmt::format("/tmp/kprof-{}-capture-1", getpid()),
+                             "capture 1", note);
+    try {
+      result.stopped = capture::write_stopped_bundle(request.warm.capture, session, runner, stopped,
+                                                     bundle_paths.front());
+    } catch (const InputError& error) {
+      result.diagnoses.push_back(
+          {"bundle_not_written", false,
+           fmt::format("the bundle of the stopped sequence was not written: {}", error.what()),
+           "the diagnoses above are all there is of this run"});
     }
     return result;
   }

@@ -39,4 +39,12 @@ std::string pod_capture_summary(int index, const capture::CaptureResult& result)
                      result.bundle_path);
 }
 
+std::string stopped_sequence_summary(const capture::CaptureResult& stopped) {
+  return fmt::format(
+      "warm sequence {} after {:.1f} s, before its first capture (nothing profiled); what it did "
+      "and why it stopped: bundle {}",
+      stopped.incomplete ? "interrupted" : "stopped", stopped.manifest.value("elapsed_s", 0.0),
+      stopped.bundle_path);
+}
+
 }  // namespace kprof::render

@@ -18,5 +18,7 @@ std::string diagnoses_text(const std::vector<capture::Diagnosis>& diagnoses);
 std::string capture_summary(const capture::CaptureResult& result);
 // "capture 2 done: 2 kernels profiled; bundle PATH" (failed).
 std::string pod_capture_summary(int index, const capture::CaptureResult& result);
+// The line naming the bundle of a warm sequence that stopped before its first capture.
+std::string stopped_sequence_summary(const capture::CaptureResult& stopped);
 
 }  // namespace kprof::render

@@ -704,7 +704,7 @@ TEST_F(Capture, EachWarmStepThatDoesNotHappenIsDiagnosed) {
   struct Case {
     std::vector<std::string> server_args, args;
     const char* diagnosis;
-    bool bundle;
+    bool captured;  // it stopped during a capture (else before: the sequence's own bundle)
   };
   const std::vector<Case> cases = {
       {{}, {"--ready-url", "URL/no-such-path", "--ready-timeout", "2"}, "warm_not_ready", false},
@@ -740,10 +740,32 @@ TEST_F(Capture, EachWarmStepThatDoesNotHappenIsDiagnosed) {
     EXPECT_EQ(result.exit_code, 7) << result.err;
     EXPECT_NE(result.err.find(std::string("[") + c.diagnosis + "]"), std::string::npos)
         << result.err;
-    EXPECT_EQ(fs::exists(bundle() + "/manifest.json"), c.bundle) << result.err;
-    if (c.bundle) {
-      std::vector<std::string> ids = diagnosis_ids(manifest(bundle()));
-      EXPECT_NE(std::find(ids.begin(), ids.end(), c.diagnosis), ids.end());
+    // Every case leaves a bundle saying why, and the summary names it.
+    ASSERT_TRUE(fs::exists(bundle() + "/manifest.json")) << result.err;
+    nlohmann::json m = manifest(bundle());
+    std::vector<std::string> ids = diagnosis_ids(m);
+    EXPECT_NE(std::find(ids.begin(), ids.end(), c.diagnosis), ids.end()) << m.dump(1);
+    EXPECT_EQ(m["status"], "failed");
+    EXPECT_FALSE(m["attach"]["steps"].empty()) << m.dump(1);  // the holds, let go since
+    if (std::string(c.diagnosis) == "warm_not_ready") {
+      EXPECT_EQ(m["load"]["readiness"]["ready"], false) << m.dump(1);
+    }
+    if (std::string(c.diagnosis) == "warmup_requests_failed") {
+      EXPECT_GT(m["load"]["warmup"]["failed"].get<int>(), 0) << m.dump(1);
+    }
+    if (!c.captured) {
+      EXPECT_TRUE(m["ncu"].is_null()) << m.dump(1);  // the capture's ncu never ran
+      EXPECT_EQ(m["progress"]["kernels_profiled"], 0);
+      EXPECT_EQ(m["attach"]["warm"]["stopped_before_capture"], 1);
+      EXPECT_FALSE(fs::exists(bundle() + "/report.ncu-rep"));
+      EXPECT_NE(result.err.find("before its first capture (nothing profiled); what it did and "
+                                "why it stopped: bundle " +
+                                bundle()),
+                std::string::npos)
+          << result.err;
+    } else {
+      EXPECT_FALSE(m["ncu"].is_null());
+      EXPECT_FALSE(m["attach"]["warm"].contains("stopped_before_capture"));
     }
     // Every hold let go.
     EXPECT_FALSE(fs::exists(world / "held-49152"));

@@ -425,8 +425,26 @@ class K8sTest(unittest.TestCase):
         self.assertIn("connection refused", r.stderr)
         self.assertIn("--ready-path", r.stderr)  # the sister's option, not capture's --ready-url
         self.assertEqual(self.receipt_of(c)["leftovers"], [])
+        m = self.stopped_bundle(c, r)
+        self.assertEqual(m["load"]["readiness"]["ready"], False)
+        self.assertIn("connection refused", m["load"]["route"]["last_problem"])
+        self.assertIn("target_found", [s["action"] for s in m["attach"]["steps"]])
 
     @unittest.skipUnless(os.path.exists(SPDY_DICTIONARY), "no SPDY dictionary (golang-github-docker-spdystream-dev)")
+    def stopped_bundle(self, c, r):
+        """The bundle of a warm sequence that stopped before its first capture, checked."""
+        folder = os.path.join(c.dir, "run", "capture-1")
+        self.assertIn("before its first capture (nothing profiled); what it did and why it stopped: bundle run/capture-1\n", r.stderr)
+        self.assertEqual(sorted(os.listdir(folder)), ["manifest.json"])
+        m = json.load(open(os.path.join(folder, "manifest.json")))
+        self.assertEqual(m["status"], "failed")
+        self.assertIsNone(m["ncu"])
+        self.assertEqual(m["attach"]["warm"]["stopped_before_capture"], 1)
+        self.assertEqual((m["kubernetes"]["method"], m["kubernetes"]["namespace"]), ("sister", "serving"))
+        self.assertTrue(m["kubernetes"]["pod"].startswith("llama-70b-kprof-"), m["kubernetes"])
+        self.assertNotIn("report_in_pod", m["kubernetes"])
+        return m
+
     def test_sister_warm_capture_of_the_engine_process(self):
         # vLLM's shape: a front, then an EngineCore once the front runs; ncu offers the engine
         # first. The front is held too, so the capture can only be the engine's.
@@ -525,6 +543,9 @@ class K8sTest(unittest.TestCase):
         receipt = self.receipt_of(c)
         self.assertEqual(receipt["leftovers"], [])
         self.assertEqual(len([q for q in c.requests() if q.get("method") == "DELETE"]), 1)
+        # Stopped before its first capture: its bundle says why and where, and holds no report.
+        m = self.stopped_bundle(c, r)
+        self.assertIn("port_forward_failed", [d["id"] for d in m["diagnoses"]])
 
     def test_sister_warm_options_are_checked_before_anything_is_created(self):
         c = self.cluster("vllm_single_replica.json")

@@ -389,6 +389,18 @@ TEST_F(OutputSchemas, CommittedBundlesAndOneWrittenNow) {
   }
   traced["trace"] = {{"duration_s", 5}};
   EXPECT_EQ(violation("bundle", traced), "");
+
+  // A warm sequence that stopped before its first capture (no process waited): its own bundle,
+  // ncu null and nothing profiled, is a bundle too.
+  setenv("FAKE_NCU_RECORDING", data_path("h200/capture-recordings/attach_nothing").c_str(), 1);
+  std::string stopped = (dir_ / "stopped").string();
+  testing::ProcessResult warm = testing::run_process(
+      {KPROF_BINARY, "capture", "-o", stopped, "--attach", "127.0.0.1", "--load-url",
+       "http://127.0.0.1:9/v1", "--attach-timeout", "1", "-k", "^k_"});
+  ASSERT_EQ(warm.exit_code, 7) << warm.err;
+  json stopped_manifest = json::parse(read_file(stopped + "/manifest.json"));
+  EXPECT_TRUE(stopped_manifest["ncu"].is_null()) << stopped_manifest.dump(1);
+  expect_valid("bundle", stopped_manifest, "a stopped warm sequence's");
 }
 
 TEST_F(OutputSchemas, CleanupReceipts) {
