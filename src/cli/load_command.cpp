@@ -107,7 +107,8 @@ ExitCode run_load(LoadOptions options, Output& output) {
     }
   }
   const bool interrupted = interrupt.interrupted() && !driver->finished();
-  const load::LoadFigures figures = driver->stop();
+  // Ctrl-C ends the run now: what is in flight is cut off (cancelled), not waited for.
+  const load::LoadFigures figures = interrupted ? driver->abandon() : driver->stop();
 
   const std::string text = render::load_text(figures, interrupted);
   if (!options.json_path.empty()) {
@@ -145,7 +146,8 @@ void define_load(CLI::App& parent, Runner& runner) {
       "OpenAI-compatible server, until -n requests are sent or --duration has passed; the ones\n"
       "in flight then finish. The model is the first /v1/models lists unless --model is given.\n"
       "ignore_eos and min_tokens are sent so every request generates --output-len tokens.\n"
-      "Progress once a second on stderr; Ctrl-C stops sending and prints what was measured.\n"
+      "Progress once a second on stderr; Ctrl-C stops sending, cuts off the requests in\n"
+      "flight (counted as cancelled, within a second) and prints what was measured.\n"
       "This is the request driver kprof's warm capture runs while ncu profiles. A server\n"
       "started with --api-key: KPROF_API_KEY=KEY in the environment (sent as a Bearer token).\n\n"
       "Exit codes: 0 every request completed; 12 some failed (by cause: HTTP status,\n"

@@ -88,9 +88,16 @@ struct HttpResult {
   std::string body;
 };
 
-// GET or POST (a non-empty body) on a prepared handle; the handle keeps its connection.
+// curl's progress callback (about once a second, and on every chunk): non-zero aborts the
+// transfer with CURLE_ABORTED_BY_CALLBACK.
+int cancel_when_asked(void* cancel, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<const std::atomic<bool>*>(cancel)->load() ? 1 : 0;
+}
+
+// GET or POST (a non-empty body) on a prepared handle; the handle keeps its connection. `cancel`
+// (may be null) turning true cuts the transfer off.
 HttpResult perform(CurlHandle& h, const std::string& url, const std::string* post_body,
-                   double timeout_s) {
+                   double timeout_s, const std::atomic<bool>* cancel = nullptr) {
   HttpResult result;
   char error_buffer[CURL_ERROR_SIZE] = {};
   curl_easy_setopt(h.curl, CURLOPT_URL, url.c_str());
@@ -110,6 +117,11 @@ HttpResult perform(CurlHandle& h, const std::string& url, const std::string* pos
                      static_cast<curl_off_t>(post_body->size()));
   } else {
     curl_easy_setopt(h.curl, CURLOPT_HTTPGET, 1L);
+  }
+  curl_easy_setopt(h.curl, CURLOPT_NOPROGRESS, cancel != nullptr ? 0L : 1L);
+  if (cancel != nullptr) {
+    curl_easy_setopt(h.curl, CURLOPT_XFERINFOFUNCTION, cancel_when_asked);
+    curl_easy_setopt(h.curl, CURLOPT_XFERINFODATA, const_cast<std::atomic<bool>*>(cancel));
   }
   result.code = curl_easy_perform(h.curl);
   curl_easy_setopt(h.curl, CURLOPT_ERRORBUFFER, nullptr);
@@ -213,7 +225,8 @@ struct RequestDriver::State {
   std::vector<std::thread> workers;
   std::optional<LoadFigures> figures;
 
-  std::atomic<std::int64_t> sent{0}, completed{0}, failed{0};
+  std::atomic<std::int64_t> sent{0}, completed{0}, failed{0}, cancelled{0};
+  std::atomic<bool> cancel_in_flight{false};  // abandon(): cut off what is in flight
   std::atomic<int> in_flight{0};
   std::atomic<int> workers_running{0};
 
@@ -248,6 +261,13 @@ struct RequestDriver::State {
     finish(finished);
   }
 
+  // Cut off by abandon(): not a reply, so not the last one either.
+  void cancel() {
+    std::lock_guard lock(mutex);
+    cancelled.fetch_add(1);
+    in_flight.fetch_sub(1);
+  }
+
   void finish(Clock::time_point finished) {  // under mutex
     in_flight.fetch_sub(1);
     if (!last_finish || finished > *last_finish) last_finish = finished;
@@ -273,8 +293,13 @@ struct RequestDriver::State {
     while (const auto index = claim()) {
       const std::string request = body(*index);
       const auto sent_at = Clock::now();
-      const HttpResult reply = perform(handle, endpoint, &request, spec.request_timeout_s);
+      const HttpResult reply =
+          perform(handle, endpoint, &request, spec.request_timeout_s, &cancel_in_flight);
       const auto finished = Clock::now();
+      if (reply.code == CURLE_ABORTED_BY_CALLBACK) {
+        cancel();
+        continue;
+      }
       if (reply.code != CURLE_OK) {
         if (is_timeout(reply.code)) {
           fail("timeout", "no reply within " + format_number(spec.request_timeout_s) + " s",
@@ -323,6 +348,7 @@ struct RequestDriver::State {
     f.sent = sent.load();
     f.completed = completed.load();
     f.failed = failed.load();
+    f.cancelled = cancelled.load();
     f.max_in_flight = max_in_flight;
     if (first_send && last_finish) {
       f.duration_s = std::chrono::duration<double>(*last_finish - *first_send).count();
@@ -426,6 +452,11 @@ LoadFigures RequestDriver::stop() {
   s.workers.clear();
   s.figures = s.make_figures();
   return *s.figures;
+}
+
+LoadFigures RequestDriver::abandon() {
+  state_->cancel_in_flight.store(true);
+  return stop();
 }
 
 std::int64_t RequestDriver::sent() const { return state_->sent.load(); }

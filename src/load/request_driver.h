@@ -41,6 +41,8 @@ struct LoadFigures {
   int concurrency = 0;
   int prompt_tokens = 0, output_tokens = 0;
   std::int64_t sent = 0, completed = 0, failed = 0;
+  // In flight when abandon() stopped the load (Ctrl-C): neither completed nor failed.
+  std::int64_t cancelled = 0;
   int max_in_flight = 0;
   double duration_s = 0;                               // from the first send to the last reply
   double requests_per_s = 0, output_tokens_per_s = 0;  // completed over duration_s
@@ -73,6 +75,9 @@ class RequestDriver {
   // Stops sending, waits for the requests in flight (each bounded by request_timeout_s) and
   // returns the figures. Idempotent: later calls return the same figures.
   LoadFigures stop();
+  // Stops at once (Ctrl-C): the requests in flight are cut off within about a second and counted
+  // as cancelled, not waited for. Then as stop().
+  LoadFigures abandon();
 
   std::int64_t sent() const;
   std::int64_t completed() const;

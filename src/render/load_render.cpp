@@ -37,6 +37,7 @@ nlohmann::json load_figures_json(const load::LoadFigures& f) {
           {"sent", f.sent},
           {"completed", f.completed},
           {"failed", f.failed},
+          {"cancelled", f.cancelled},
           {"max_in_flight", f.max_in_flight},
           {"duration_s", rounded(f.duration_s, 6)},
           {"requests_per_s", rounded(f.requests_per_s, 4)},
@@ -68,9 +69,12 @@ std::string load_text(const load::LoadFigures& f, bool interrupted) {
   std::string text = fmt::format("load: {} model {}, c={}, prompt {} words, output {} tokens\n",
                                  escape_for_terminal(f.endpoint), escape_for_terminal(f.model),
                                  f.concurrency, f.prompt_tokens, f.output_tokens);
-  text += fmt::format("requests: {} sent, {} completed, {} failed; at most {} in flight{}\n",
-                      f.sent, f.completed, f.failed, f.max_in_flight,
-                      interrupted ? " (interrupted: stopped sending)" : "");
+  text += fmt::format(
+      "requests: {} sent, {} completed, {} failed{}; at most {} in flight{}\n", f.sent, f.completed,
+      f.failed, f.cancelled > 0 ? fmt::format(", {} cancelled", f.cancelled) : "", f.max_in_flight,
+      !interrupted      ? ""
+      : f.cancelled > 0 ? " (interrupted: stopped sending, cut off those in flight)"
+                        : " (interrupted: stopped sending)");
   text += fmt::format("rate: {:.2f} requests/s, {:.1f} output tokens/s over {:.2f} s\n",
                       f.requests_per_s, f.output_tokens_per_s, f.duration_s);
   if (f.latency) {

@@ -174,6 +174,28 @@ try:
 finally:
     server.close()
 
+# 4b. Ctrl-C with slow requests in flight: they are cut off (cancelled), not waited for.
+server = Server("--fake-ms-per-token", "2000")  # 8 tokens: 16 s a request
+try:
+    p = subprocess.Popen([KPROF, "load", "--url", server.url, "-c", "3", "--output-len", "8", "--json", "-"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    interrupted_at = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    took = time.monotonic() - interrupted_at
+    doc = json.loads(out) if out else {}
+    figures = doc.get("load", {})
+    check(took < 4, f"Ctrl-C with 3 requests of 16 s in flight ended in {took:.1f} s")
+    check(p.returncode == 0 and doc.get("interrupted") is True and
+          (figures.get("sent"), figures.get("completed"), figures.get("failed"), figures.get("cancelled")) == (3, 0, 0, 3),
+          f"3 sent, 0 completed, 0 failed, 3 cancelled, exit 0 (got {p.returncode}: {figures} {err[-300:]})")
+    check("3 cancelled" in err and "cut off those in flight" in err, f"the summary says so ({err[-300:]})")
+    if doc:
+        validate(doc)
+finally:
+    server.close()
+
 # 5. Usage errors: exit 2, nothing on stdout.
 for args, what in [(["--url", "http://127.0.0.1:1", "-n", "3", "--duration", "2"], "-n with --duration"),
                    (["--url", "ftp://x"], "a URL that is not http"),
