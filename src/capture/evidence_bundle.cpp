@@ -13,6 +13,17 @@
 #include "common/sha256.h"
 
 namespace kprof::capture {
+namespace {
+
+// A manifest quotes what kprof read (a process's command line from /proc, a server's log line):
+// bytes that are not UTF-8 are written as U+FFFD, never thrown on (nlohmann's default), so a
+// bundle is never lost to a stray byte.
+std::string manifest_text(const nlohmann::json& manifest) {
+  return manifest.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -120,7 +131,7 @@ std::string EvidenceBundle::finish(nlohmann::json manifest, const std::string& d
                    {"sha256", sha256_file_hex(entry.path().string())}};
   }
   manifest["files"] = files;
-  write("manifest.json", manifest.dump(1) + "\n");
+  write("manifest.json", manifest_text(manifest));
   // From here on the folder holds the whole manifest: nothing may replace it with less.
   finished_ = true;
   // An earlier .incomplete can be in the way: number this one. The final name was free at the
@@ -143,7 +154,7 @@ std::string EvidenceBundle::finish(nlohmann::json manifest, const std::string& d
   std::string kept = staging_path_;
   bool updated = true;
   try {
-    write("manifest.json", manifest.dump(1) + "\n");
+    write("manifest.json", manifest_text(manifest));
   } catch (const InputError&) {
     updated = false;  // the manifest written above, without rename_error, is still there
   }

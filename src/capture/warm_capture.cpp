@@ -148,6 +148,7 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
       try {
         result.stopped =
             write_stopped_bundle(spec.capture, session, *runner, stopped, bundle_paths.front());
+        result.incomplete = result.stopped->incomplete;  // as its bundle says
       } catch (const InputError& error) {
         // The diagnosis is what matters here; a bundle that cannot be written is said beside it.
         result.diagnoses.push_back({"bundle_not_written", false,
@@ -246,6 +247,11 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
     waited.store(true);
     watcher.join();
     if (!ready.ready && interrupt_received()) {
+      readiness = {{"signal", "http"},
+                   {"url", spec.ready_url},
+                   {"ready", false},
+                   {"waited_s", std::round(ready.waited_s * 1000) / 1000},
+                   {"why_not", "interrupted"}};
       return stop_with(
           {"interrupted", true,
            fmt::format("interrupted while waiting for {} to answer 200", spec.ready_url),
@@ -295,7 +301,7 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
       while (!driver.finished() && seconds_since(start) < spec.warmup_timeout_s &&
              !interrupt_received())
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      figures = driver.stop();
+      figures = interrupt_received() ? driver.abandon() : driver.stop();
     } catch (const load::LoadError& error) {
       return stop_with({"warmup_requests_failed", true,
                         fmt::format("the warm-up requests could not be sent: {}", error.what()),
@@ -368,9 +374,12 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
       return details;
     };
     options.load = [&](std::vector<Diagnosis>& diagnoses) {
-      load::LoadFigures figures = driver->stop();
-      note(fmt::format("warm: load stopped: {} sent, {} completed, {} failed", figures.sent,
-                       figures.completed, figures.failed));
+      // Interrupted: the requests in flight are cut off, not waited for.
+      load::LoadFigures figures = interrupt_received() ? driver->abandon() : driver->stop();
+      note(fmt::format(
+          "warm: load stopped: {} sent, {} completed, {} failed{}", figures.sent, figures.completed,
+          figures.failed,
+          figures.cancelled > 0 ? fmt::format(", {} cancelled", figures.cancelled) : ""));
       if (figures.failed > 0 || figures.completed == 0) {
         diagnoses.push_back(
             {"load_requests_failed", true,
@@ -397,6 +406,12 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
     result.bundle_paths.push_back(capture.bundle_path);
     result.captures.push_back(std::move(capture));
     if (result.failed || result.incomplete) break;
+  }
+  // Interrupted between warm-up and the first capture: said, and its bundle kept, as anywhere
+  // before.
+  if (result.captures.empty() && !result.failed && interrupt_received()) {
+    return stop_with({"interrupted", true, "interrupted before the first capture began",
+                      "nothing was captured; the target keeps running (let go of it)"});
   }
   tree.release_all();
   return result;

@@ -4,6 +4,7 @@
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <set>
 
@@ -39,7 +40,13 @@ bool selects(const std::map<std::string, std::string>& selector,
   });
 }
 
-// The value of the last FLAG VALUE or FLAG=VALUE in argv (argparse keeps the last), if any.
+// A script's word that the shell would expand ($PORT, ${X:-1}, $(cmd), `cmd`): its value is not
+// known here, so no flag reader takes it (it stands in the word list so that the flag before it
+// still has a value, just not one kprof knows).
+constexpr std::string_view kExpandedWord = "\x01expanded";
+
+// The value of the last FLAG VALUE or FLAG=VALUE in argv (argparse keeps the last), if any; none
+// when that value is a script's expanded word.
 std::optional<std::string> last_flag_text(const std::vector<std::string>& argv,
                                           const std::string& flag) {
   std::optional<std::string> value;
@@ -47,33 +54,42 @@ std::optional<std::string> last_flag_text(const std::vector<std::string>& argv,
     if (argv[i] == flag && i + 1 < argv.size()) value = argv[i + 1];
     if (argv[i].rfind(flag + "=", 0) == 0) value = argv[i].substr(flag.size() + 1);
   }
+  if (value && value->find(kExpandedWord) != std::string::npos) return std::nullopt;
   return value;
 }
 
+// A number written whole ("0.9"); none for "$UTIL", "0.9x" or "" (atof read them as 0).
 std::optional<double> flag_value(const std::vector<std::string>& argv, const std::string& flag) {
   std::optional<std::string> text = last_flag_text(argv, flag);
-  if (!text) return std::nullopt;
-  return std::atof(text->c_str());
+  if (!text || text->empty()) return std::nullopt;
+  char* end = nullptr;
+  double value = std::strtod(text->c_str(), &end);
+  if (end != text->c_str() + text->size() || !std::isfinite(value)) return std::nullopt;
+  return value;
 }
 
 // The words of a `sh -c SCRIPT` script as the shell would split them, without running or
-// expanding anything: quotes and backslashes are honoured, `;`, `&`, `|` and line breaks end a
-// word (so `cd /app && exec vllm serve --port 8000` gives `--port` `8000`), and a word with an
-// expansion ($PORT) keeps its text, which no flag reader takes for a number. Only to read the
-// engine's flags out of a script that starts it; the script itself is never changed or run.
+// expanding anything: quotes and backslashes are honoured; `;`, `&`, `|`, `(`, `)`, `<`, `>` and
+// line breaks end a word (so `cd /app && exec vllm serve --port 8000` gives `--port` `8000`); a
+// `#` that starts a word comments out the rest of its line; a word the shell would expand (an
+// unquoted or double-quoted `$` or a backquote) is kExpandedWord. Only to read the engine's
+// flags out of a script that starts it; the script itself is never changed or run.
 std::vector<std::string> shell_script_words(const std::string& script) {
   std::vector<std::string> words;
   std::string word;
-  bool in_word = false;
+  bool in_word = false, expanded = false;
   auto end_word = [&] {
-    if (in_word) words.push_back(word);
+    if (in_word) words.push_back(expanded ? std::string(kExpandedWord) : word);
     word.clear();
-    in_word = false;
+    in_word = expanded = false;
   };
   for (size_t i = 0; i < script.size(); ++i) {
     char c = script[i];
-    if (c == ' ' || c == '\t' || c == '\n' || c == ';' || c == '&' || c == '|') {
+    if (std::string_view(" \t\n;&|()<>").find(c) != std::string_view::npos) {
       end_word();
+    } else if (c == '#' && !in_word) {
+      size_t newline = script.find('\n', i);
+      i = newline == std::string::npos ? script.size() : newline - 1;
     } else if (c == '\\') {
       if (i + 1 < script.size() && script[i + 1] != '\n') {  // a backslash-newline joins lines
         in_word = true;
@@ -93,11 +109,14 @@ std::vector<std::string> shell_script_words(const std::string& script) {
             std::string_view("$`\"\\\n").find(script[i + 1]) != std::string_view::npos) {
           ++i;
           if (script[i] == '\n') continue;
+        } else if (script[i] == '$' || script[i] == '`') {
+          expanded = true;
         }
         word += script[i];
       }
     } else {
       in_word = true;
+      expanded |= c == '$' || c == '`';
       word += c;
     }
   }
@@ -105,15 +124,25 @@ std::vector<std::string> shell_script_words(const std::string& script) {
   return words;
 }
 
-// The script of a container started as `sh -c SCRIPT` (bash, dash, `-lc`, `-e -c`…), if it is.
+// The script of a container started as `sh -c SCRIPT` (bash, dash; `-lc`, `-e -c`, `-o pipefail
+// -c`, `--login -c`; behind `tini --`, `dumb-init` or `env`), if it is.
 std::optional<std::string> shell_script(const std::vector<std::string>& argv) {
-  if (argv.empty()) return std::nullopt;
   static const std::set<std::string_view> kShells = {"sh", "bash", "dash", "ash", "zsh"};
-  if (!kShells.count(path_basename(argv[0]))) return std::nullopt;
-  for (size_t i = 1; i + 1 < argv.size(); ++i) {
+  static const std::set<std::string_view> kLaunchers = {"tini", "dumb-init", "env"};
+  size_t shell = 0;
+  // After a launcher: its `--` and env's NAME=VALUE words.
+  while (shell < argv.size() &&
+         (kLaunchers.count(path_basename(argv[shell])) ||
+          (shell > 0 && (argv[shell] == "--" ||
+                         (argv[shell][0] != '-' && argv[shell].find('=') != std::string::npos)))))
+    ++shell;
+  if (shell >= argv.size() || !kShells.count(path_basename(argv[shell]))) return std::nullopt;
+  for (size_t i = shell + 1; i + 1 < argv.size(); ++i) {
     const std::string& option = argv[i];
-    if (option.size() < 2 || option[0] != '-' || option[1] == '-') return std::nullopt;
-    if (option.find('c') != std::string::npos) return argv[i + 1];
+    if (option.size() < 2 || (option[0] != '-' && option[0] != '+')) return std::nullopt;
+    if (option[0] == '-' && option[1] == '-') continue;  // --login, --norc
+    if (option[0] == '-' && option.find('c') != std::string::npos) return argv[i + 1];
+    if (option == "-o" || option == "+o" || option == "-O" || option == "+O") ++i;  // its name
   }
   return std::nullopt;
 }
@@ -426,9 +455,12 @@ Assessment assess(const TargetInfo& target, const ContainerInfo& container, int 
         "the server reserves {:.0f}% of GPU memory (--gpu-memory-utilization / "
         "--mem-fraction-static): more than is left free, so ncu backs each replay's memory up in "
         "system memory — measured on an H200, 18 s per profiled kernel at 80 GiB of 140 resident "
-        "and 33-41 s at 100 GiB, against 1-5 s up to 65 GiB; `sister --memory-fraction 0.45` "
-        "captures at the fast rate",
-        *container.gpu_memory_utilization * 100));
+        "and 33-41 s at 100 GiB, against 1-5 s up to 65 GiB; {}",
+        *container.gpu_memory_utilization * 100,
+        container.started_by_script
+            ? "a fraction of 0.45 in its `sh -c` script (kprof does not rewrite a script) "
+              "captures at the fast rate"
+            : "`sister --memory-fraction 0.45` captures at the fast rate"));
   }
   if (container.injection) {
     a.warnings.push_back(fmt::format(
@@ -526,8 +558,8 @@ void set_memory_fraction(nlohmann::json& c, double fraction, bool started_by_scr
   if (!rewritten && started_by_script) {
     throw std::invalid_argument(
         "--memory-fraction: the server is started by a `sh -c` script, which kprof reads but "
-        "does not rewrite; give the engine's --gpu-memory-utilization (vLLM) or "
-        "--mem-fraction-static (SGLang) as its own argument, or leave --memory-fraction out");
+        "does not rewrite; lower --gpu-memory-utilization (vLLM) or --mem-fraction-static "
+        "(SGLang) in the script itself, or leave --memory-fraction out");
   }
   if (!rewritten) {
     throw std::invalid_argument(

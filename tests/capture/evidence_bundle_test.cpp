@@ -45,5 +45,16 @@ TEST(EvidenceBundle, FilesLandInANewFolderNeverInOnePlantedBeforehand) {
   EXPECT_TRUE(fs::is_regular_file(final_path + "/manifest.json"));
 }
 
+TEST(EvidenceBundle, BytesThatAreNotUtf8AreWrittenAsReplacementsNotThrownOn) {
+  // A manifest quotes what kprof read: a command line from /proc, a server's log line.
+  std::string dir = fresh_dir("bundle-bytes");
+  EvidenceBundle bundle(dir + "/bundle");
+  std::string final_path =
+      bundle.commit({{"schema", "kprof.bundle/1"}, {"quoted", std::string("serve \xff\xfe x")}});
+  std::ifstream in(final_path + "/manifest.json");
+  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  EXPECT_NE(text.find("serve \xef\xbf\xbd\xef\xbf\xbd x"), std::string::npos) << text;  // U+FFFD
+}
+
 }  // namespace
 }  // namespace kprof::capture

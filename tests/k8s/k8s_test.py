@@ -430,7 +430,6 @@ class K8sTest(unittest.TestCase):
         self.assertIn("connection refused", m["load"]["route"]["last_problem"])
         self.assertIn("target_found", [s["action"] for s in m["attach"]["steps"]])
 
-    @unittest.skipUnless(os.path.exists(SPDY_DICTIONARY), "no SPDY dictionary (golang-github-docker-spdystream-dev)")
     def stopped_bundle(self, c, r):
         """The bundle of a warm sequence that stopped before its first capture, checked."""
         folder = os.path.join(c.dir, "run", "capture-1")
@@ -445,6 +444,7 @@ class K8sTest(unittest.TestCase):
         self.assertNotIn("report_in_pod", m["kubernetes"])
         return m
 
+    @unittest.skipUnless(os.path.exists(SPDY_DICTIONARY), "no SPDY dictionary (golang-github-docker-spdystream-dev)")
     def test_sister_warm_capture_of_the_engine_process(self):
         # vLLM's shape: a front, then an EngineCore once the front runs; ncu offers the engine
         # first. The front is held too, so the capture can only be the engine's.
@@ -512,6 +512,11 @@ class K8sTest(unittest.TestCase):
         self.assertEqual({h["why"] for h in holds}, {"stop_file"})  # ncu let go inside the pod
         receipt = self.receipt_of(c)
         self.assertEqual((receipt["status"], receipt["leftovers"]), ("interrupted", []))
+        # Stopped before its first capture: its bundle is kept as .incomplete, saying so.
+        m = json.load(open(os.path.join(c.dir, "run", "capture-1.incomplete", "manifest.json")))
+        self.assertEqual((m["status"], m["incomplete_reason"]), ("incomplete", "interrupted"))
+        self.assertIn("interrupted", [d["id"] for d in m["diagnoses"]])
+        self.assertIsNone(m["ncu"])
         # No kubectl port-forward of this run is left running.
         name = json.loads(next(q for q in c.requests() if q.get("method") == "POST")["body"])["metadata"]["name"]
         left = subprocess.run(["pgrep", "-f", f"port-forward.*pod/{name}"], capture_output=True, text=True)

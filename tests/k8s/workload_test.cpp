@@ -145,6 +145,48 @@ TEST(Workload, ServerPortAndHealthPathComeFromTheContainer) {
       *read({{"name", "s"}, {"command", {"sh", "-c", "vllm serve m --gpu-memory-utilization 0.8"}}})
            .gpu_memory_utilization,
       0.8);
+  // A comment is not read: sh ignores `# … --port 9000`, and a commented-out line.
+  EXPECT_EQ(read({{"name", "s"},
+                  {"command",
+                   {"sh", "-c",
+                    "exec vllm serve m --port 8000  # canary: --port 9000\n"
+                    "# vllm serve m --port 9001"}}})
+                .server_port,
+            8000);
+  EXPECT_EQ(
+      read({{"name", "s"}, {"command", {"sh", "-c", "vllm serve m --port 80#01"}}}).server_port,
+      std::nullopt);  // `#` inside a word is text: 80#01 is not a port
+  // An expansion is no value of any flag: not 0 for a memory fraction, not a key to send.
+  ContainerInfo from_env =
+      read({{"name", "s"},
+            {"command",
+             {"sh", "-c",
+              "vllm serve m --gpu-memory-utilization $GPU_UTIL --api-key \"${VLLM_API_KEY}\" "
+              "--port `cat /port`"}}});
+  EXPECT_FALSE(from_env.gpu_memory_utilization);
+  EXPECT_EQ(from_env.api_key, "");
+  EXPECT_FALSE(from_env.server_port);
+  EXPECT_EQ(
+      read({{"name", "s"}, {"command", {"sh", "-c", "vllm serve m --api-key 'sk-$1'"}}}).api_key,
+      "sk-$1");  // single quotes: no expansion
+  // Subshells and redirections end words; options before -c; launchers before the shell.
+  EXPECT_EQ(read({{"name", "s"}, {"command", {"sh", "-c", "(exec vllm serve m --port 8000)>log"}}})
+                .server_port,
+            8000);
+  EXPECT_EQ(
+      read({{"name", "s"},
+            {"command", {"bash", "-o", "pipefail", "--login", "-c", "vllm serve --port 8002"}}})
+          .server_port,
+      8002);
+  EXPECT_EQ(read({{"name", "s"},
+                  {"command",
+                   {"/usr/bin/tini", "--", "env", "HF_HOME=/x", "/bin/sh", "-c",
+                    "vllm serve m --port 8003"}}})
+                .server_port,
+            8003);
+  // A memory flag that is not a number whole is none (atof read "0.9x" as 0.9, "x" as 0).
+  EXPECT_FALSE(
+      read({{"name", "s"}, {"args", {"--gpu-memory-utilization", "0.9x"}}}).gpu_memory_utilization);
 }
 
 TEST(Workload, Assessment) {
