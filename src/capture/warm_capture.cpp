@@ -312,11 +312,19 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
     warmup["sent"] = figures.sent;
     warmup["completed"] = figures.completed;
     warmup["failed"] = figures.failed;
+    warmup["cancelled"] = figures.cancelled;
     warmup["duration_s"] = figures.duration_s;
     step({{"step", "warmup"},
           {"sent", figures.sent},
           {"completed", figures.completed},
           {"failed", figures.failed}});
+    if (interrupt_received()) {
+      return stop_with({"interrupted", true,
+                        fmt::format("interrupted during the warm-up requests ({} of {} completed, "
+                                    "{} cut off)",
+                                    figures.completed, spec.warmup_requests, figures.cancelled),
+                        "nothing was captured; the target keeps running (let go of it)"});
+    }
     if (figures.completed < spec.warmup_requests) {
       return stop_with(
           {"warmup_requests_failed", true,

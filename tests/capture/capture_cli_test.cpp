@@ -773,6 +773,69 @@ TEST_F(Capture, EachWarmStepThatDoesNotHappenIsDiagnosed) {
   }
 }
 
+// Ctrl-C while slow warm-up requests are in flight: they are cut off, the sequence ends at once
+// as interrupted (not as failed warm-up), its bundle kept as .incomplete, every hold let go.
+TEST_F(Capture, CtrlCDuringTheWarmUpEndsAtOnceAndKeepsTheBundle) {
+  fs::path world = dir_ / "world";
+  LaunchedTree tree(world);
+  FakeServer server(dir_ / "server", {"--fake-ms-per-token", "2000"});  // 8 tokens: 16 s each
+  ASSERT_FALSE(server.url().empty());
+  setenv("FAKE_NCU_WORLD", world.c_str(), 1);
+  setenv("FAKE_NCU_RECORDING", recording("attach_1").c_str(), 1);
+  ChildRequest request;
+  request.argv = {KPROF_BINARY,
+                  "capture",
+                  "-o",
+                  bundle(),
+                  "--attach",
+                  "127.0.0.1",
+                  "--load-url",
+                  server.url(),
+                  "-k",
+                  "k_alpha",
+                  "--output-len",
+                  "8",
+                  "--warmup-requests",
+                  "2",
+                  "--attach-timeout",
+                  "20",
+                  "--ready-timeout",
+                  "20"};
+  request.timeout = std::chrono::seconds(60);
+  request.grace = std::chrono::seconds(30);  // kprof's own grace and more: not the test's to cut
+  // SIGINT to kprof, as Ctrl-C, 1.5 s after it began the warm-up: its first request in flight
+  // (one at a time: --load-concurrency 1).
+  std::optional<std::chrono::steady_clock::time_point> sending, interrupted_at;
+  request.on_line = [&](const std::string& line, bool) {
+    if (line.find("warm: sending 2 warm-up requests") != std::string::npos)
+      sending = std::chrono::steady_clock::now();
+    return false;
+  };
+  request.on_tick = [&] {
+    if (!sending || std::chrono::steady_clock::now() - *sending < std::chrono::milliseconds(1500))
+      return false;
+    interrupted_at = std::chrono::steady_clock::now();
+    return true;
+  };
+  ChildResult result = run_child(request);
+  unsetenv("FAKE_NCU_WORLD");
+  ASSERT_TRUE(interrupted_at) << result.err;
+  double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - *interrupted_at).count();
+  EXPECT_LT(took, 10) << result.err;  // not the 16 s the requests would take
+  EXPECT_EQ(result.exit_code, 8) << result.err;
+  EXPECT_NE(result.err.find("[interrupted] interrupted during the warm-up requests (0 of 2 "
+                            "completed, 1 cut off)"),
+            std::string::npos)
+      << result.err;
+  nlohmann::json m = manifest(bundle() + ".incomplete");
+  EXPECT_EQ(m["incomplete_reason"], "interrupted");
+  EXPECT_TRUE(m["ncu"].is_null());
+  EXPECT_EQ(m["load"]["warmup"]["cancelled"], 1) << m.dump(1);
+  EXPECT_FALSE(fs::exists(world / "held-49152"));
+  EXPECT_FALSE(fs::exists(world / "held-49153"));
+}
+
 TEST_F(Capture, WarmSequenceCapturesNTimesOneBundleEach) {
   fs::path world = dir_ / "world";
   LaunchedTree tree(world);
