@@ -16,6 +16,7 @@
 
 #include "capture/capture_session.h"
 #include "common/child_process.h"
+#include "common/text.h"
 
 namespace kprof::capture {
 namespace fs = std::filesystem;
@@ -335,6 +336,19 @@ std::optional<int> ProcessTreeAttacher::find_target(double timeout_s) {
         std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
     if (!wait_connected(*client, std::max(left, 1.0))) {
       stop(*client, "");
+      {
+        // Its last two lines, for the diagnosis should nothing ever connect.
+        std::lock_guard<std::mutex> client_lock(client->mutex);
+        std::vector<std::string> lines;
+        std::istringstream in(client->output);
+        for (std::string line; std::getline(in, line);)
+          if (!trim(line).empty()) lines.push_back(std::string(trim(line)));
+        std::string said;
+        for (size_t i = lines.size() > 2 ? lines.size() - 2 : 0; i < lines.size(); ++i)
+          said += (said.empty() ? "" : " / ") + lines[i];
+        std::lock_guard<std::mutex> lock(mutex_);
+        last_unconnected_said_ = said;
+      }
       // Nothing waits now: a process may appear once the held ones run (an engine after its
       // front), so look again.
       if (!said_none) record("none_waiting", 0, std::nullopt);
@@ -456,6 +470,11 @@ std::vector<AttachStep> ProcessTreeAttacher::steps() const {
   return steps_;
 }
 
+std::string ProcessTreeAttacher::last_unconnected_said() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return last_unconnected_said_;
+}
+
 std::vector<std::string> ProcessTreeAttacher::seen() const {
   std::vector<std::string> seen;
   std::set<int> pids;
@@ -504,11 +523,13 @@ Diagnosis process_not_found(const ProcessSelector& selector, const ProcessTreeAt
   std::vector<std::string> seen = tree.seen();
   std::string list;
   for (const std::string& one : seen) list += (list.empty() ? "" : "; ") + one;
+  std::string said = tree.last_unconnected_said();
   return {"attach_process_not_found", true,
-          fmt::format("no process matching \"{}\" waited for a profiler within {} s; {}",
+          fmt::format("no process matching \"{}\" waited for a profiler within {} s; {}{}",
                       selector.text(), timeout_s,
                       seen.empty() ? "no process waited at all"
-                                   : "held instead (each released again): " + list),
+                                   : "held instead (each released again): " + list,
+                      said.empty() ? "" : " (the last attach client said: " + said + ")"),
           "name the process by a part of its command line or a thread name shown above (or its "
           "pid), check it runs under `ncu --mode launch` (with --target-processes all for a "
           "child), or allow more time with --attach-timeout"};

@@ -113,6 +113,9 @@ class ProcessTreeAttacher {
   std::vector<AttachStep> steps() const;
   // Every process a client attached to, for a diagnosis ("pid 12 `python3 serve.py`, threads …").
   std::vector<std::string> seen() const;
+  // The last lines of the last attach client that ended without connecting ("" when none did):
+  // ncu's "no attachable process", or why it never ran there (kubectl: exec forbidden, …).
+  std::string last_unconnected_said() const;
 
  private:
   struct Client;
@@ -130,6 +133,7 @@ class ProcessTreeAttacher {
   Note note_;
   TreeHost host_;
   std::chrono::steady_clock::time_point began_;
+  std::string last_unconnected_said_;  // under mutex_
   mutable std::mutex mutex_;
   std::vector<AttachStep> steps_;
   std::vector<std::shared_ptr<Client>> clients_;

@@ -178,9 +178,11 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
   if (!pid) {
     if (spec.process)
       return stop_with(process_not_found(*spec.process, tree, spec.attach_timeout_s));
+    std::string said = tree.last_unconnected_said();
     return stop_with(
         {"warm_not_attached", true,
-         fmt::format("no process waited for a profiler within {} s", spec.attach_timeout_s),
+         fmt::format("no process waited for a profiler within {} s{}", spec.attach_timeout_s,
+                     said.empty() ? "" : " (the last attach client said: " + said + ")"),
          "start the server under `ncu --mode launch` (it waits at its first CUDA "
          "call), check --attach HOST, or allow more time with --attach-timeout"});
   }

@@ -747,6 +747,10 @@ TEST_F(Capture, EachWarmStepThatDoesNotHappenIsDiagnosed) {
     EXPECT_NE(std::find(ids.begin(), ids.end(), c.diagnosis), ids.end()) << m.dump(1);
     EXPECT_EQ(m["status"], "failed");
     EXPECT_FALSE(m["attach"]["steps"].empty()) << m.dump(1);  // the holds, let go since
+    if (std::string(c.diagnosis) == "attach_process_not_found") {
+      // What the clients that found nothing said is quoted (ncu's, or kubectl's refusal).
+      EXPECT_NE(result.err.find("(the last attach client said: "), std::string::npos) << result.err;
+    }
     if (std::string(c.diagnosis) == "warm_not_ready") {
       EXPECT_EQ(m["load"]["readiness"]["ready"], false) << m.dump(1);
     }

@@ -403,6 +403,10 @@ TEST_F(OutputSchemas, CommittedBundlesAndOneWrittenNow) {
   ASSERT_EQ(warm.exit_code, 7) << warm.err;
   json stopped_manifest = json::parse(read_file(stopped + "/manifest.json"));
   EXPECT_TRUE(stopped_manifest["ncu"].is_null()) << stopped_manifest.dump(1);
+  EXPECT_NE(stopped_manifest["diagnoses"][0]["what"].get<std::string>().find(
+                "(the last attach client said: ==ERROR== No attachable process found."),
+            std::string::npos)
+      << stopped_manifest.dump(1);
   expect_valid("bundle", stopped_manifest, "a stopped warm sequence's");
 }
 
