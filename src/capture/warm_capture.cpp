@@ -109,6 +109,25 @@ CaptureResult write_stopped_bundle(const CaptureSpec& spec, const SessionOptions
   return outcome;
 }
 
+void keep_stopped_bundle(WarmCaptureResult& result, const CaptureSpec& spec,
+                         const SessionOptions& session, NcuRunner& runner, StoppedSequence stopped,
+                         int captures, const nlohmann::json& sequence,
+                         const std::string& bundle_path) {
+  stopped.diagnoses = result.diagnoses;
+  stopped.attach_details["warm"] = {
+      {"captures", captures}, {"stopped_before_capture", 1}, {"sequence", sequence}};
+  try {
+    result.stopped = write_stopped_bundle(spec, session, runner, stopped, bundle_path);
+    result.incomplete = result.stopped->incomplete;  // as its bundle says
+  } catch (const InputError& error) {
+    // The diagnosis is what matters here; a bundle that cannot be written is said beside it.
+    result.diagnoses.push_back(
+        {"bundle_not_written", false,
+         fmt::format("the bundle of the stopped sequence was not written: {}", error.what()),
+         "the diagnoses above are all there is of this run"});
+  }
+}
+
 WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOptions& session,
                                    CaptureObserver& observer,
                                    const std::vector<std::string>& bundle_paths) {
@@ -131,12 +150,9 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
     result.diagnoses.push_back(std::move(diagnosis));
     if (result.captures.empty()) {
       StoppedSequence stopped;
-      stopped.diagnoses = result.diagnoses;
       stopped.started_at = started_at;
       stopped.elapsed_s = seconds_since(began);
       if (held_tree) stopped.attach_details = attach_details(*held_tree, spec.process);
-      stopped.attach_details["warm"] = {
-          {"captures", spec.captures}, {"stopped_before_capture", 1}, {"sequence", sequence}};
       if (!readiness.is_null()) stopped.load["readiness"] = readiness;
       if (!warmup.is_null()) stopped.load["warmup"] = warmup;
       if (spec.route) {
@@ -145,18 +161,8 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
       }
       std::unique_ptr<NcuRunner> runner =
           spec.runner_for ? spec.runner_for(1) : std::make_unique<LocalNcuRunner>();
-      try {
-        result.stopped =
-            write_stopped_bundle(spec.capture, session, *runner, stopped, bundle_paths.front());
-        result.incomplete = result.stopped->incomplete;  // as its bundle says
-      } catch (const InputError& error) {
-        // The diagnosis is what matters here; a bundle that cannot be written is said beside it.
-        result.diagnoses.push_back({"bundle_not_written", false,
-                                    fmt::format("the bundle of the stopped sequence was not "
-                                                "written: {}",
-                                                error.what()),
-                                    "the diagnoses above are all there is of this run"});
-      }
+      keep_stopped_bundle(result, spec.capture, session, *runner, std::move(stopped), spec.captures,
+                          sequence, bundle_paths.front());
     }
     return result;
   };

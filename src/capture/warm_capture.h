@@ -83,6 +83,14 @@ struct StoppedSequence {
 CaptureResult write_stopped_bundle(const CaptureSpec& spec, const SessionOptions& session,
                                    NcuRunner& runner, const StoppedSequence& stopped,
                                    const std::string& bundle_path);
+// write_stopped_bundle for a sequence of `captures` stopped at `result`'s diagnoses after the
+// steps `sequence`: the bundle into result.stopped (result.incomplete as it says), or a
+// bundle_not_written warning beside the diagnoses when it cannot be written. What both the local
+// sequence and the pod's (its port-forward failed) call.
+void keep_stopped_bundle(WarmCaptureResult& result, const CaptureSpec& spec,
+                         const SessionOptions& session, NcuRunner& runner, StoppedSequence stopped,
+                         int captures, const nlohmann::json& sequence,
+                         const std::string& bundle_path);
 
 // Runs the sequence, capture i into bundle_paths[i - 1] (spec.captures of them; their folder
 // exists). Notes go to observer.note.

@@ -267,24 +267,14 @@ capture::WarmCaptureResult warm_capture_in_pod(const Kubectl& kubectl, const Pod
     }
     // Its bundle, as any stopped sequence's: nothing was held yet, the server runs on unheld.
     capture::StoppedSequence stopped;
-    stopped.diagnoses = result.diagnoses;
     stopped.started_at = started_at;
     stopped.elapsed_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-    stopped.attach_details["warm"] = {{"captures", request.warm.captures},
-                                      {"stopped_before_capture", 1},
-                                      {"sequence", nlohmann::json::array()}};
     KubectlExecRunner runner(kubectl, where, fmt::format("/tmp/kprof-{}-capture-1", getpid()),
                              "capture 1", note);
-    try {
-      result.stopped = capture::write_stopped_bundle(request.warm.capture, session, runner, stopped,
-                                                     bundle_paths.front());
-    } catch (const InputError& error) {
-      result.diagnoses.push_back(
-          {"bundle_not_written", false,
-           fmt::format("the bundle of the stopped sequence was not written: {}", error.what()),
-           "the diagnoses above are all there is of this run"});
-    }
+    capture::keep_stopped_bundle(result, request.warm.capture, session, runner, std::move(stopped),
+                                 request.warm.captures, nlohmann::json::array(),
+                                 bundle_paths.front());
     return result;
   }
   note(fmt::format("requests reach {}/{} port {} through kubectl port-forward at {}", where.pod,
