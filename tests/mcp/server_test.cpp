@@ -1,0 +1,262 @@
+// The MCP handler: JSON-RPC framing and errors, initialize's version negotiation, the tool list
+// and its schemas, and tool calls on the real recordings of data/h200 — structuredContent equal
+// to the pipeline's own --json, compact text within its budget, every failure a tool error with
+// kprof's message.
+#include "mcp/server.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/redact.h"
+#include "pipeline/analyze.h"
+#include "pipeline/traces.h"
+#include "support/scratch_dir.h"
+#include "support/test_data.h"
+
+namespace kprof::mcp {
+namespace {
+
+using nlohmann::json;
+using testing::data_path;
+
+Server data_server(std::size_t tokens = kDefaultTokenBudget) {
+  ToolSettings settings;
+  settings.token_budget = tokens;
+  settings.doctor = false;  // it describes this machine: tested through the CLI's doctor tests
+  return Server(Roots({std::string(KPROF_DATA_DIR)}), settings);
+}
+
+json reply_of(Server& server, const json& request) {
+  std::optional<std::string> line = server.handle(request.dump());
+  EXPECT_TRUE(line.has_value()) << request.dump();
+  if (!line) return nullptr;
+  EXPECT_EQ(line->find('\n'), std::string::npos);
+  return json::parse(*line);
+}
+
+json call(Server& server, const std::string& tool, const json& arguments) {
+  return reply_of(server, {{"jsonrpc", "2.0"},
+                           {"id", 7},
+                           {"method", "tools/call"},
+                           {"params", {{"name", tool}, {"arguments", arguments}}}})["result"];
+}
+
+int error_code(Server& server, const std::string& line) {
+  std::optional<std::string> reply = server.handle(line);
+  if (!reply) return 0;
+  json parsed = json::parse(*reply);
+  return parsed.contains("error") ? parsed["error"]["code"].get<int>() : 1;
+}
+
+TEST(McpServer, InitializeAnswersTheClientsVersionWhenSupported) {
+  Server server = data_server();
+  for (const char* version : {"2025-06-18", "2025-11-25", "2025-03-26", "2024-11-05"}) {
+    json reply = reply_of(server, {{"jsonrpc", "2.0"},
+                                   {"id", "a"},
+                                   {"method", "initialize"},
+                                   {"params",
+                                    {{"protocolVersion", version},
+                                     {"capabilities", json::object()},
+                                     {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}});
+    EXPECT_EQ(reply["id"], "a");
+    EXPECT_EQ(reply["result"]["protocolVersion"], version);
+    EXPECT_EQ(reply["result"]["serverInfo"]["name"], "kprof");
+    EXPECT_TRUE(reply["result"]["capabilities"].contains("tools"));
+  }
+  json other = reply_of(server, {{"jsonrpc", "2.0"},
+                                 {"id", 1},
+                                 {"method", "initialize"},
+                                 {"params", {{"protocolVersion", "1999-01-01"}}}});
+  EXPECT_EQ(other["result"]["protocolVersion"], kSupportedVersions[0]);
+}
+
+TEST(McpServer, JsonRpcErrorsAndNotifications) {
+  Server server = data_server();
+  EXPECT_EQ(error_code(server, "{not json"), -32700);
+  EXPECT_EQ(error_code(server, "[1,2]"), -32600);
+  EXPECT_EQ(error_code(server, "\"hello\""), -32600);
+  EXPECT_EQ(error_code(server, R"({"jsonrpc":"2.0","id":1})"), -32600);
+  EXPECT_EQ(error_code(server, R"({"jsonrpc":"1.0","id":1,"method":"ping"})"), -32600);
+  EXPECT_EQ(error_code(server, R"({"jsonrpc":"2.0","id":null,"method":"ping"})"), -32600);
+  EXPECT_EQ(error_code(server, R"({"jsonrpc":"2.0","id":{"a":1},"method":"ping"})"), -32600);
+  EXPECT_EQ(error_code(server, R"({"jsonrpc":"2.0","id":1,"method":7})"), -32600);
+  EXPECT_EQ(error_code(server, R"({"jsonrpc":"2.0","id":1,"method":"resources/list"})"), -32601);
+  EXPECT_EQ(error_code(server, R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":[]})"),
+            -32602);
+  EXPECT_EQ(error_code(server, R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}})"),
+            -32602);
+  // Notifications and responses are never answered, whatever they say.
+  EXPECT_FALSE(server.handle(R"({"jsonrpc":"2.0","method":"notifications/initialized"})"));
+  EXPECT_FALSE(server.handle(R"({"jsonrpc":"2.0","method":"no/such"})"));
+  EXPECT_FALSE(server.handle(R"({"jsonrpc":"2.0","method":"tools/call","params":7})"));
+  EXPECT_FALSE(server.handle(R"({"jsonrpc":"2.0","id":3,"result":{}})"));
+  EXPECT_FALSE(server.handle(""));
+  EXPECT_FALSE(server.handle("  \r"));
+  EXPECT_EQ(error_code(server, R"({"jsonrpc":"2.0","id":2,"method":"ping"})"), 1);
+  json pong = json::parse(*server.handle(R"({"jsonrpc":"2.0","id":2,"method":"ping"} )"));
+  EXPECT_EQ(pong, json::parse(R"({"jsonrpc":"2.0","id":2,"result":{}})"));
+  EXPECT_EQ(error_code(server, std::string(kMaxMessageBytes + 1, ' ')), -32600);
+}
+
+TEST(McpServer, ListsTheEightToolsWithSchemas) {
+  ToolSettings settings;
+  Server server(Roots({std::string(KPROF_DATA_DIR)}), settings);
+  json tools = reply_of(
+      server, {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/list"}})["result"]["tools"];
+  std::vector<std::string> names;
+  for (const json& tool : tools) {
+    names.push_back(tool["name"]);
+    EXPECT_EQ(tool["inputSchema"]["type"], "object");
+    EXPECT_EQ(tool["inputSchema"]["additionalProperties"], false);
+    EXPECT_TRUE(tool["inputSchema"]["properties"].contains("detail"));
+    EXPECT_FALSE(tool["description"].get<std::string>().empty());
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"analyze", "inspect", "rank", "budget", "report",
+                                             "diff", "explain", "doctor"}));
+  EXPECT_EQ(tools[0]["inputSchema"]["required"], json::array({"reports"}));
+  EXPECT_EQ(tools[4]["inputSchema"]["required"], json::array({"trace", "reports"}));
+  EXPECT_EQ(tools[2]["inputSchema"]["properties"]["by"]["enum"],
+            json::array({"kernel", "op", "module"}));
+  settings.doctor = false;
+  EXPECT_EQ(tool_names(settings).size(), 7u);
+}
+
+TEST(McpServer, AnalyzeIsTheCliJsonAndItsTextWithinTheBudget) {
+  Server server = data_server();
+  const std::string report = data_path("h200/bottleneck_suite_full.ncu-rep.zst");
+  json result = call(server, "analyze", {{"reports", {"h200/bottleneck_suite_full.ncu-rep.zst"}}});
+  ASSERT_EQ(result["isError"], false) << result.dump();
+  pipeline::AnalyzeOptions options;
+  const std::string real = std::filesystem::canonical(report).string();
+  options.paths = {real};
+  options.json = true;
+  const std::vector<std::string> argv = {"kprof", "analyze", real, "--json"};
+  EXPECT_EQ(result["structuredContent"],
+            json::parse(redact_secrets(pipeline::analyze(options, argv).out)));
+  EXPECT_EQ(result["structuredContent"]["tool"]["argv"], argv);
+  const std::string text = result["content"][0]["text"];
+  EXPECT_EQ(result["content"][0]["type"], "text");
+  EXPECT_EQ(text.rfind("$ kprof analyze " + real + " --json\n", 0), 0u) << text;
+  EXPECT_LE(text.size(), kDefaultTokenBudget * 4);
+  EXPECT_NE(text.find("k_pointer_chase"), std::string::npos);
+}
+
+TEST(McpServer, ASmallBudgetCutsRowsAndDetailFullGivesThemAll) {
+  Server server = data_server(256);
+  json args = {{"traces", {"h200/trace_eager.json.gz"}}, {"top", 60}};
+  json compact = call(server, "rank", args);
+  const std::string cut = compact["content"][0]["text"];
+  EXPECT_LE(cut.size(), 256u * 4);
+  EXPECT_NE(cut.find(" more rows; call again with detail=full\n"), std::string::npos) << cut;
+  args["detail"] = "full";
+  json full = call(server, "rank", args);
+  const std::string all = full["content"][0]["text"];
+  EXPECT_GT(all.size(), 256u * 4);
+  EXPECT_EQ(all.find("call again with detail=full"), std::string::npos);
+  EXPECT_EQ(compact["structuredContent"], full["structuredContent"]);
+}
+
+TEST(McpServer, ReportGivesTheFixListAndSaysWhatIsNotRecorded) {
+  Server server = data_server();
+  json result = call(server, "report",
+                     {{"trace", "h200/trace_compiled_decode.json.gz"},
+                      {"reports", {"h200/compiled_decode_full.ncu-rep.zst"}},
+                      {"gpus", "h200/h200_calibration.json"}});
+  ASSERT_EQ(result["isError"], false) << result.dump();
+  const std::string text = result["content"][0]["text"];
+  EXPECT_NE(text.find("fix list: 10 kernel groups"), std::string::npos) << text;
+  EXPECT_NE(text.find("— : not in this report"), std::string::npos);
+  EXPECT_TRUE(result["structuredContent"].contains("fix_list"));
+  const std::vector<std::string> argv = result["structuredContent"]["tool"]["argv"];
+  ASSERT_GE(argv.size(), 4u);
+  EXPECT_EQ(argv[2], "--trace");
+  EXPECT_EQ(argv.back(), "--json");
+}
+
+TEST(McpServer, ARegressionIsAnAnswerNotAnError) {
+  Server server = data_server();
+  json result = call(server, "diff",
+                     {{"baseline", "h200/diff_suite_basic_base_a.ncu-rep.zst"},
+                      {"candidate", "h200/diff_suite_basic_slow_fp32.ncu-rep.zst"}});
+  EXPECT_EQ(result["isError"], false);
+  EXPECT_NE(result["content"][0]["text"].get<std::string>().find(
+                "exit 6: a regression (kprof diff exits 6)"),
+            std::string::npos);
+}
+
+std::string error_text(const json& result) {
+  EXPECT_EQ(result["isError"], true) << result.dump();
+  return result["content"][0]["text"];
+}
+
+TEST(McpServer, EveryFailureIsAToolErrorWithKprofsMessage) {
+  Server server = data_server();
+  EXPECT_EQ(error_text(call(server, "frobnicate", json::object())),
+            "kprof: unknown tool \"frobnicate\"; the tools are analyze, inspect, rank, budget, "
+            "report, diff, explain");
+  EXPECT_EQ(error_text(call(server, "analyze", json::object())),
+            "kprof: argument 'reports' is required");
+  EXPECT_EQ(error_text(call(server, "analyze", {{"reports", "x"}})),
+            "kprof: argument 'reports': expected an array of paths, got a string");
+  EXPECT_EQ(error_text(call(server, "analyze", {{"reports", json::array()}})),
+            "kprof: argument 'reports': give at least one path");
+  EXPECT_EQ(error_text(call(server, "rank", {{"traces", {"t"}}, {"top", -1}})),
+            "kprof: argument 'top': expected an integer from 0 to 1000000000, got -1");
+  EXPECT_EQ(error_text(call(server, "rank", {{"traces", {"t"}}, {"by", "step"}})),
+            "kprof: argument 'by': expected one of kernel, op, module, got \"step\"");
+  EXPECT_EQ(error_text(call(server, "budget", {{"traces", {"t"}}, {"colour", 1}})),
+            "kprof: argument 'colour': budget takes no such argument (it takes traces, step, "
+            "host_bound_below, kernel_bound_from, detail)");
+  EXPECT_EQ(error_text(call(server, "budget", {{"traces", {"t"}}, {"detail", "all"}})),
+            "kprof: argument 'detail': expected \"compact\" or \"full\"");
+  EXPECT_EQ(error_text(call(server, "inspect",
+                            {{"reports", {"h200/two_kernels_full.ncu-rep.zst"}},
+                             {"session", true},
+                             {"kernel", "k"}})),
+            "kprof: argument 'session' excludes 'kernel'");
+  json not_object = reply_of(server, json::parse(R"({"jsonrpc":"2.0","id":1,"method":"tools/call",
+      "params":{"name":"analyze","arguments":[1]}})"))["result"];
+  EXPECT_EQ(error_text(not_object), "kprof: arguments: expected an object, got an array");
+  const std::string data = std::filesystem::canonical(KPROF_DATA_DIR).string();
+  EXPECT_EQ(error_text(call(server, "analyze", {{"reports", {"h200/no_such.ncu-rep"}}})),
+            "kprof: " + data + "/h200/no_such.ncu-rep: cannot open: No such file or directory");
+  EXPECT_EQ(error_text(call(server, "analyze", {{"reports", {"h200/README.md"}}}))
+                .rfind("kprof: " + data + "/h200/README.md: byte 0: not a format kprof reads", 0),
+            0u);
+  const std::string outside = error_text(call(server, "rank", {{"traces", {"/etc/passwd"}}}));
+  EXPECT_EQ(outside.rfind("kprof: argument 'traces': /etc/passwd is outside the folders this "
+                          "server may read (" +
+                              data,
+                          0),
+            0u)
+      << outside;
+  EXPECT_EQ(error_text(call(server, "analyze",
+                            {{"reports", {"h200/big_full.ncu-rep.zst"}}, {"kernel", "("}}))
+                .rfind("kprof: --kernel \"(\" is not a valid regular expression", 0),
+            0u);
+}
+
+TEST(McpServer, ExplainTakesTheNcuCommandLineAfterItsOptions) {
+  Server server = data_server();
+  json result =
+      call(server, "explain",
+           {{"log", "h200/ncu-outputs/env_wrapper.out"},
+            {"exit_code", 0},
+            {"ncu_argv", {"ncu", "--launch-count", "1", "--", "env", "FOO=1", "./diag"}}});
+  EXPECT_EQ(result["isError"], false) << result.dump();
+  const std::vector<std::string> argv = result["structuredContent"]["tool"]["argv"];
+  const std::string log =
+      std::filesystem::canonical(data_path("h200/ncu-outputs/env_wrapper.out")).string();
+  EXPECT_EQ(argv, (std::vector<std::string>{"kprof", "explain", log, "--exit-code", "0", "--json",
+                                            "--", "ncu", "--launch-count", "1", "--", "env",
+                                            "FOO=1", "./diag"}));
+  const std::string text = result["content"][0]["text"];
+  EXPECT_NE(text.find("exit 7: the ncu run failed or profiled nothing"), std::string::npos);
+  EXPECT_NE(text.find("notes:\n"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace kprof::mcp
