@@ -24,11 +24,13 @@
 #include "importers/importer.h"
 #include "importers/ncu_csv/csv_records.h"
 #include "importers/nsys_sqlite/nsys_sqlite_reader.h"
+#include "render/fix_list_render.h"
 #include "render/html_report.h"
 #include "render/report_json.h"
 #include "render/report_text.h"
 #include "render/trace_render.h"
 #include "render/verdict_render.h"
+#include "timeline/fix_list.h"
 #include "timeline/kernel_ranking.h"
 #include "timeline/rank_comparison.h"
 #include "timeline/step_budget.h"
@@ -101,6 +103,18 @@ void run_report(const std::string& path, std::string_view bytes) {
   check_json(render::verdict_json(analyzed, reports, config, {"kprof", "analyze", path}),
              "verdict JSON");
   check_csv(render::verdict_csv(analyzed, config.thresholds));
+  // The fix list, every launch joined to a made-up trace time of its own duration (kprof report
+  // with a trace; the join itself is fuzzed through the trace inputs).
+  std::vector<timeline::CapturedLaunch> launches;
+  for (const render::AnalyzedKernel& k : analyzed) {
+    timeline::KernelShare share;
+    share.time = {k.verdict.duration_ns.value_or(0) / 1000, 1};
+    share.matched_launch_config = (k.kernel->id % 2) == 0;
+    launches.push_back({k.kernel, &k.verdict, share});
+  }
+  timeline::FixList fixes = timeline::build_fix_list(launches, 1000, 3, 300);
+  check_text(render::fix_list_text(fixes, 0, 48), "fix list text");
+  check_json(render::fix_list_json(fixes), "fix list JSON");
   std::string html = render::html_report(analyzed, reports, config, "");
   if (!is_valid_utf8(html)) violation("HTML: not UTF-8", html);
   render::JsonOptions options;

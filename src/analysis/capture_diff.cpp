@@ -80,6 +80,26 @@ CaptureDiff diff_captures(const model::Report& baseline, const model::Report& ca
     side.launches.push_back(&k);
     if (auto d = k.number("gpu__time_duration.sum")) side.durations.push_back(*d);
   }
+  // A name that each side launched in one configuration only, a different one: the kernel was
+  // retuned (ESMM's warptiling kernel, (16,16,1)/(128,1,1) → (8,8,1)/(256,1,1)). Its candidate
+  // side joins the baseline's group, so the change is judged, not reported as two kernels.
+  {
+    // By the function's name without template arguments: a retune often changes those too
+    // (one_warptiling<128, 128, 8> → <64, 64, 8>).
+    std::map<std::string, std::pair<std::vector<Key>, std::vector<Key>>> configs;
+    for (const auto& [key, sides] : groups) {
+      const Side& any_side = sides.first.launches.empty() ? sides.second : sides.first;
+      auto& [base_keys, cand_keys] = configs[any_side.launches.front()->display_name()];
+      if (!sides.first.launches.empty()) base_keys.push_back(key);
+      if (!sides.second.launches.empty()) cand_keys.push_back(key);
+    }
+    for (const auto& [name, keys] : configs) {
+      const auto& [base_keys, cand_keys] = keys;
+      if (base_keys.size() != 1 || cand_keys.size() != 1 || base_keys[0] == cand_keys[0]) continue;
+      groups[base_keys[0]].second = std::move(groups[cand_keys[0]].second);
+      groups.erase(cand_keys[0]);
+    }
+  }
   CaptureDiff diff;
   for (const auto& [key, sides] : groups) {
     const auto& [base, cand] = sides;
@@ -89,6 +109,11 @@ CaptureDiff diff_captures(const model::Report& baseline, const model::Report& ca
     d.name = any.display_name();
     d.grid = any.grid;
     d.block = any.block;
+    if (!base.launches.empty() && !cand.launches.empty() &&
+        (cand.launches.front()->grid != any.grid || cand.launches.front()->block != any.block)) {
+      d.candidate_grid = cand.launches.front()->grid;
+      d.candidate_block = cand.launches.front()->block;
+    }
     d.baseline_launches = base.launches.size();
     d.candidate_launches = cand.launches.size();
     d.baseline_ns = median(base.durations);

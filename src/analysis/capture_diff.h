@@ -1,10 +1,11 @@
 // Comparing two captures of the same kernels (before/after a change) for CI gating: kernels are
-// matched by name and launch configuration; a kernel regresses when its median duration grows
-// by more than the threshold — or than twice the run-to-run noise its repeated launches show,
-// whichever is larger. A kernel launched once on a side has no noise estimate: it must also move
-// by more than an absolute floor (µs), else it is "not enough samples to judge" and does not fail
-// the gate. The whole comparison gets a time-weighted verdict: the matched kernels' medians
-// weighted by their baseline launches, summed on each side.
+// matched by name and launch configuration — or by name alone when each side has that name in
+// one launch configuration only (a retune: another grid or block); a kernel regresses when its
+// median duration grows by more than the threshold — or than twice the run-to-run noise its
+// repeated launches show, whichever is larger. A kernel launched once on a side has no noise
+// estimate: it must also move by more than an absolute floor (µs), else it is "not enough samples
+// to judge" and does not fail the gate. The whole comparison gets a time-weighted verdict: the
+// matched kernels' medians weighted by their baseline launches, summed on each side.
 #pragma once
 
 #include <optional>
@@ -37,7 +38,10 @@ std::string change_name(Change change);
 
 struct KernelDiff {
   std::string name;
-  model::Dim3 grid, block;
+  model::Dim3 grid, block;  // the baseline's (the candidate's when only in the candidate)
+  // Set when the kernel was retuned: the only group of its name on each side, with another
+  // grid or block in the candidate (matched by name, as "launch changed").
+  std::optional<model::Dim3> candidate_grid, candidate_block;
   size_t baseline_launches = 0, candidate_launches = 0;
   std::optional<double> baseline_ns, candidate_ns;  // median durations
   std::optional<double> change_pct;

@@ -42,6 +42,13 @@ bool has_control_character(const std::string& text) {
                      [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
 }
 
+CommunicationKind communication_kind_from(const std::string& kind) {
+  // The schema allows only these three.
+  if (kind == "expert_parallel") return CommunicationKind::kExpertParallel;
+  if (kind == "collective") return CommunicationKind::kCollective;
+  return CommunicationKind::kNone;
+}
+
 StageTable stage_table_from(const json& document, const std::string& path) {
   StageTable table;
   table.origin = path.empty() ? "built-in" : path;
@@ -55,6 +62,16 @@ StageTable stage_table_from(const json& document, const std::string& path) {
     }
     r.regex = compile(path, r.pattern, true, {&document, "rules", i, "regex"});
     table.rules.push_back(std::move(r));
+  }
+  if (auto list = document.find("communication"); list != document.end()) {
+    for (size_t i = 0; i < list->size(); ++i) {
+      const json& entry = (*list)[i];
+      CommunicationRule c;
+      c.kind = communication_kind_from(entry.at("kind").get<std::string>());
+      c.pattern = entry.at("regex").get<std::string>();
+      c.regex = compile(path, c.pattern, true, {&document, "communication", i, "regex"});
+      table.communication.push_back(std::move(c));
+    }
   }
   return table;
 }
@@ -97,6 +114,30 @@ std::string StageTable::stage_of_name(const std::string& name) const {
     if (RE2::PartialMatch(name, *rule.regex)) return rule.stage;
   }
   return "other";
+}
+
+CommunicationKind StageTable::communication_kind(std::string_view name) const {
+  for (const CommunicationRule& rule : communication) {
+    if (RE2::PartialMatch(name, *rule.regex)) return rule.kind;
+  }
+  return stage_of_name(std::string(name)) == "communication" ? CommunicationKind::kCollective
+                                                             : CommunicationKind::kNone;
+}
+
+bool StageTable::is_communication(std::string_view name) const {
+  return communication_kind(name) != CommunicationKind::kNone;
+}
+
+const char* communication_kind_name(CommunicationKind kind) {
+  switch (kind) {
+    case CommunicationKind::kCollective:
+      return "collective";
+    case CommunicationKind::kExpertParallel:
+      return "expert_parallel";
+    case CommunicationKind::kNone:
+      break;
+  }
+  return "none";
 }
 
 const Expectation* ExpectationTable::find(const std::string& gpu_name,

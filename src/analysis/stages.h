@@ -19,13 +19,38 @@ struct StageRule {
   std::shared_ptr<RE2> regex;
 };
 
+// Whether a kernel moves data between GPUs, and how; orthogonal to its stage.
+enum class CommunicationKind {
+  kNone,
+  kCollective,      // the "communication" stage: NCCL/RCCL collectives, all-reduce, NVSHMEM
+  kExpertParallel,  // expert-parallel all-to-all (DeepEP, pplx, mori…), whose stage is MoE's
+};
+
+// An entry of a table's "communication" list: a name its regex matches has this kind (kNone
+// for an exception, such as DeepEP's local get_dispatch_layout).
+struct CommunicationRule {
+  CommunicationKind kind = CommunicationKind::kNone;
+  std::string pattern;
+  std::shared_ptr<RE2> regex;
+};
+
 struct StageTable {
   std::vector<StageRule> rules;
+  // Kernels that communicate whatever stage the rules give them (a table's "communication").
+  std::vector<CommunicationRule> communication;
   std::string origin;
   // "other" when no rule matches.
   std::string stage_of(const model::Kernel& kernel) const;
   std::string stage_of_name(const std::string& name) const;
+  // The first communication rule whose regex matches the name gives the kind; else a name the
+  // rules file in the "communication" stage is a collective; else none.
+  CommunicationKind communication_kind(std::string_view name) const;
+  // communication_kind(name) != kNone.
+  bool is_communication(std::string_view name) const;
 };
+
+// "none", "collective", "expert_parallel", as a table's file spells them.
+const char* communication_kind_name(CommunicationKind kind);
 
 struct Expectation {
   std::string platform;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <sstream>
 
 #include "common/text.h"
@@ -24,14 +25,23 @@ class Reader {
  public:
   Reader(const model::Report& report, const model::Kernel& kernel)
       : report_(report), kernel_(kernel) {}
+  // A NaN or infinite counter (ncu 2026.2 writes NaNs on B200, its users report) is no value:
+  // every figure that needs it is withheld, and the counter is named (invalid()).
   std::optional<double> number(std::string_view name) const {
-    return report_.number(kernel_, name);
+    std::optional<double> value = report_.number(kernel_, name);
+    if (value && !std::isfinite(*value)) {
+      invalid_.insert(std::string(name));
+      return std::nullopt;
+    }
+    return value;
   }
   const model::Metric* find(std::string_view name) const { return report_.find(kernel_, name); }
+  const std::set<std::string>& invalid() const { return invalid_; }
 
  private:
   const model::Report& report_;
   const model::Kernel& kernel_;
+  mutable std::set<std::string> invalid_;
 };
 
 std::vector<std::string> split_commas(const std::string& text) {
@@ -242,6 +252,11 @@ void compute_memory(const Reader& reader, const model::Report& report, const mod
   if (v.dram_bytes_per_second && v.dram_peak_bytes_per_second &&
       *v.dram_peak_bytes_per_second > 0) {
     v.memory_bw_utilization = *v.dram_bytes_per_second / *v.dram_peak_bytes_per_second;
+  } else if (auto pct = reader.number("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed")) {
+    // Without the bytes or their peak (a basic capture; a details CSV of a GPU kprof's database
+    // lacks), ncu's own percentage ("DRAM Throughput") is the utilisation: ncu knew the peak.
+    v.memory_bw_utilization = *pct / 100;
+    v.memory_bw_from_ncu_pct = true;
   }
   if (v.tflops && v.dram_bytes_per_second && *v.dram_bytes_per_second > 0) {
     v.arithmetic_intensity = *v.tflops * 1e12 / *v.dram_bytes_per_second;
@@ -302,6 +317,10 @@ void compute_measured_ceilings(const model::Report& report, const model::Kernel&
     if (precision.rfind("tensor_fp8", 0) == 0) {
       add("fp8_tensor_flops", "flops_per_second." + precision, "flop/s", rate,
           datasheet_flops("fp8"), datasheet);
+    } else if (precision.rfind("tensor_fp16", 0) == 0) {
+      // Datasheets give FP16 tensor rates equal to BF16's on every GPU in the database.
+      add("fp16_tensor_flops", "flops_per_second." + precision, "flop/s", rate,
+          datasheet_flops("bf16"), datasheet);
     }
   }
   std::stable_sort(v.measured_ceilings.begin(), v.measured_ceilings.end(),
@@ -363,24 +382,42 @@ void compute_stalls(const model::Kernel& kernel, KernelVerdict& v) {
     if (!RE2::FullMatch(metric.name.str(), kStall, &reason)) continue;
     if (reason == "selected") continue;  // the issue cycle itself, not a stall
     auto value = metric.value.number();
-    if (!value || *value <= 0 || std::isnan(*value)) continue;
+    if (value && !std::isfinite(*value)) v.invalid_counters.push_back(metric.name.str());
+    if (!value || *value <= 0 || !std::isfinite(*value)) continue;
     v.stalls.push_back({reason, *value, 0});
     total += *value;
   }
   if (v.stalls.empty()) {
     static const RE2 kSampled("^smsp__pcsamp_warps_issue_stalled_([a-z_]+)$");
     auto [sampled_first, sampled_last] = with_prefix(kernel, "smsp__pcsamp_warps_issue_stalled_");
+    // Sampled warp states come in two variants: all samples of a state, and "_not_issued", the
+    // samples in which the warp issued nothing — ncu 2025.4 and later sample the latter by
+    // default. The plain variant is read where the report has it, else the _not_issued one;
+    // stall_variant says which.
+    bool any_plain = false;
+    for (auto it = sampled_first; it != sampled_last; ++it) {
+      std::string reason;
+      if (RE2::FullMatch(it->name.str(), kSampled, &reason) && reason != "selected" &&
+          !reason.ends_with("_not_issued")) {
+        any_plain = true;
+      }
+    }
     double samples = 0;
     for (auto it = sampled_first; it != sampled_last; ++it) {
       std::string reason;
       if (!RE2::FullMatch(it->name.str(), kSampled, &reason)) continue;
-      if (reason == "selected" || reason.ends_with("_not_issued")) continue;
+      bool not_issued = reason.ends_with("_not_issued");
+      if (not_issued == any_plain) continue;  // the other variant
+      if (not_issued) reason.resize(reason.size() - std::string_view("_not_issued").size());
+      if (reason == "selected") continue;
       if (reason == "no_instructions") reason = "no_instruction";  // WarpStateStats' spelling
       auto value = it->value.number();
-      if (!value || std::isnan(*value)) continue;
+      if (value && !std::isfinite(*value)) v.invalid_counters.push_back(it->name.str());
+      if (!value || !std::isfinite(*value)) continue;
       samples += *value;
       if (*value > 0) v.stalls.push_back({reason, 0, *value});
     }
+    if (!v.stalls.empty()) v.stall_variant = any_plain ? "sampled" : "sampled_not_issued";
     // Too few samples (a kernel of a few microseconds) say nothing reliable: leave it missing.
     if (samples < kMinimumStallSamples) {
       v.stalls.clear();
@@ -390,6 +427,7 @@ void compute_stalls(const model::Kernel& kernel, KernelVerdict& v) {
     }
   } else {
     for (StallShare& stall : v.stalls) stall.share = total > 0 ? stall.cycles_per_issue / total : 0;
+    v.stall_variant = "issue_stalled";
   }
   std::sort(v.stalls.begin(), v.stalls.end(),
             [](const StallShare& a, const StallShare& b) { return a.share > b.share; });
@@ -527,6 +565,24 @@ KernelVerdict analyze_kernel(const model::Report& report, const model::Kernel& k
       v.bound_by = side->unit;
     }
   }
+  // Without the breakdown metrics (a details CSV of the SpeedOfLight section's headline rows
+  // only), ncu's own SOLBottleneck rule names the side that binds — taken, and said — under the
+  // same lean rule as above.
+  bool leans = v.sm_throughput_pct && v.memory_throughput_pct &&
+               (v.roofline != Roofline::kLatencyBound ||
+                std::max(*v.memory_throughput_pct / t.memory_pct,
+                         *v.sm_throughput_pct / t.compute_pct) >= 0.75);
+  if (v.bound_by.empty() && (!v.memory_unit || !v.compute_unit) && leans) {
+    for (const model::RuleFinding& rule : kernel.rules) {
+      if (rule.rule != "SOLBottleneck") continue;
+      if (rule.message.rfind("Memory is more heavily utilized", 0) == 0) {
+        v.bound_by = rule.message.find("DRAM") != std::string::npos ? "dram" : "memory";
+      } else if (rule.message.rfind("Compute is more heavily utilized", 0) == 0) {
+        v.bound_by = "compute";
+      }
+      if (!v.bound_by.empty()) v.bound_by_source = "ncu's SOLBottleneck rule";
+    }
+  }
   compute_flops(reader, kernel, v);
   compute_memory(reader, report, kernel, config, v);
   compute_measured_ceilings(report, kernel, config, v);
@@ -554,8 +610,8 @@ KernelVerdict analyze_kernel(const model::Report& report, const model::Kernel& k
   need(v.duration_ns.has_value(), "wall_clock_us", "gpu__time_duration.sum");
   need(v.roofline != Roofline::kUnknown, "roofline",
        "SpeedOfLight: sm__throughput and gpu__compute_memory_throughput");
-  need(v.memory_unit.has_value() && v.compute_unit.has_value(), "bound_by",
-       "SpeedOfLight breakdown metrics");
+  need((v.memory_unit.has_value() && v.compute_unit.has_value()) || !v.bound_by_source.empty(),
+       "bound_by", "SpeedOfLight breakdown metrics");
   if (!v.tflops_withheld.empty()) {
     v.missing.push_back(
         fmt::format("tflops ({}: needs that sm__ops_path_tensor_src_* counter, "
@@ -577,6 +633,13 @@ KernelVerdict analyze_kernel(const model::Report& report, const model::Kernel& k
   need(!v.stalls.empty(), "warp_stall_reasons",
        "WarpStateStats: smsp__average_warps_issue_stalled_*_per_issue_active.ratio, or >= 100 PC "
        "samples (smsp__pcsamp_warps_issue_stalled_*)");
+  // Counters ncu wrote as NaN or infinite: named, and every figure that needs one is withheld
+  // above (Reader::number gives no value for them).
+  for (const std::string& name : reader.invalid()) v.invalid_counters.push_back(name);
+  std::sort(v.invalid_counters.begin(), v.invalid_counters.end());
+  v.invalid_counters.erase(std::unique(v.invalid_counters.begin(), v.invalid_counters.end()),
+                           v.invalid_counters.end());
+  if (v.stalls.empty()) v.stall_variant.clear();
   return v;
 }
 

@@ -69,6 +69,8 @@ struct KernelVerdict {
   std::optional<UnitUse> memory_unit;
   std::optional<UnitUse> compute_unit;
   std::string bound_by;
+  // Where bound_by came from when not the breakdown metrics: "ncu's SOLBottleneck rule".
+  std::string bound_by_source;
 
   std::map<std::string, double> flops_per_second;  // fp32, fp64, fp16, tensor_<type>
   std::optional<double> tflops;                    // sum of the above / 1e12
@@ -77,7 +79,9 @@ struct KernelVerdict {
   std::optional<double> dram_peak_bytes_per_second;
   std::string dram_peak_source;  // "report" (ncu's peak_sustained) or "hardware database: …"
   std::optional<double> memory_bw_utilization;  // dram bytes/s over the peak, 0..1
-  std::optional<double> arithmetic_intensity;   // FLOP per DRAM byte
+  // memory_bw_utilization is ncu's gpu__dram_throughput percentage (no bytes/s or no peak).
+  bool memory_bw_from_ncu_pct = false;
+  std::optional<double> arithmetic_intensity;  // FLOP per DRAM byte
   // Only with a calibration for this kernel's GPU, for each measured ceiling the capture has the
   // matching rate of; largest fraction of the measured ceiling first.
   std::vector<CeilingUse> measured_ceilings;
@@ -94,6 +98,12 @@ struct KernelVerdict {
 
   std::vector<StallShare> stalls;     // largest first
   bool stalls_from_sampling = false;  // shares of PC-sampled warp states, not of stall cycles
+  // Which counters the stalls came from: "issue_stalled" (WarpStateStats' cycles per issue),
+  // "sampled" (smsp__pcsamp_warps_issue_stalled_*), "sampled_not_issued" (their _not_issued
+  // variant, ncu 2025.4's default); "" without stalls.
+  std::string stall_variant;
+  // Counters ncu wrote as NaN or infinite (sorted): no figure is derived from them.
+  std::vector<std::string> invalid_counters;
   std::vector<std::string> latency_reasons;
   std::string stage;
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/redact.h"
+
 namespace kprof::capture {
 namespace {
 using nlohmann::json;
@@ -180,6 +182,8 @@ json ManifestBuilder::build() const {
   manifest["status"] = status();
   manifest["diagnoses"] = diagnoses_json(diagnoses_);
   if (incomplete_reason_) manifest["incomplete_reason"] = *incomplete_reason_;
+  // The command lines, environments and URLs it quotes carry no secret (common/redact.h).
+  redact_secrets_in_json(manifest);
   return manifest;
 }
 

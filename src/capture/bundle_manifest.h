@@ -42,8 +42,7 @@ struct ManifestKubernetes {
 
 class ManifestBuilder {
  public:
-  // tool: the document's "tool" head, render::tool_json(argv) from the caller (capture does not
-  // link render: render ← selftest ← capture).
+  // tool: the document's "tool" head (render::tool_json of kprof's argv).
   explicit ManifestBuilder(nlohmann::json tool);
 
   ManifestBuilder& labels(std::string campaign, std::string cell_id, std::string revision);

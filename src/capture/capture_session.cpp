@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/text.h"
+#include "render/envelope.h"
 
 namespace kprof::capture {
 namespace fs = std::filesystem;
@@ -94,6 +95,96 @@ CaptureSession::CaptureSession(CaptureSpec spec, SessionOptions options, NcuRunn
                                CaptureObserver& observer)
     : spec_(std::move(spec)), options_(std::move(options)), runner_(runner), observer_(observer) {}
 
+// Why ncu stopped when kprof stopped it (a timeout, an interruption, the detach of an attach
+// client), and an attach that reached another process than the one meant.
+void CaptureSession::add_stop_diagnoses(const CaptureSpec& spec, const ChildResult& result,
+                                        bool detached, const std::vector<int>& pids,
+                                        std::vector<Diagnosis>& diagnoses) {
+  // Attached, kprof stopped only its own attach client: the target was started elsewhere (under
+  // `ncu --mode launch`) and keeps running; launched, ncu's process group is the target too.
+  std::string stopped =
+      spec.attach ? "the ncu attach client was stopped; the target keeps running (kprof did not "
+                    "start it) and waits for the next attach"
+                  : "ncu and its target were stopped";
+  if (result.timed_out) {
+    diagnoses.push_back(
+        {"timeout", true,
+         fmt::format("the capture ran past --timeout {} s; {} (SIGINT to the process group, "
+                     "SIGKILL after 5 s)",
+                     options_.timeout_s, stopped),
+         spec.attach
+             ? "check that the attached process runs the kernels asked for (-k, --launch-count; "
+               "with a process tree, name it with --attach-process), or allow more time"
+             : "scope the capture (-k, --launch-count, --preset triage) or allow more time"});
+  }
+  if (result.interrupted) {
+    diagnoses.push_back(
+        {"interrupted", true,
+         fmt::format("kprof was interrupted (SIGINT, SIGTERM or SIGHUP); {}", stopped),
+         "run the capture again; the incomplete bundle keeps what was recorded"});
+  }
+  if (detached) {
+    std::optional<bool> still_there = runner_.target_still_there(*spec.attach, pids);
+    observer_.detached(still_there);
+    if (still_there == false) {
+      std::string list;
+      for (int pid : pids) list += (list.empty() ? "" : ", ") + std::to_string(pid);
+      diagnoses.push_back({"target_gone", false,
+                           fmt::format("after detaching, the attached process ({}) no longer "
+                                       "runs: it exited or was killed",
+                                       list),
+                           "check the target; start it again under `ncu --mode launch`"});
+    }
+  }
+  if (options_.expected_pid && result.started) {
+    if (!pids.empty() &&
+        std::find(pids.begin(), pids.end(), *options_.expected_pid) == pids.end()) {
+      diagnoses.push_back(
+          {"attached_other_process", true,
+           fmt::format("ncu attached to process {} instead of {} (the one named with "
+                       "--attach-process): a new process of the tree took the attach",
+                       pids.front(), *options_.expected_pid),
+           "run the capture again; kprof holds the processes it has seen, a process that "
+           "appeared since is held on the next run"});
+    }
+  }
+}
+
+// The bundle's analysis (analysis.json and the verdict table), and the capture's metrics
+// checked in the report: a metric list of the user's own that yields nothing fails it.
+void CaptureSession::analyze_report(const CaptureSpec& spec, const std::string& report_file,
+                                    std::string& analysis_text, std::string& analysis_json,
+                                    std::vector<Diagnosis>& diagnoses) {
+  try {
+    if (std::optional<BundleAnalysis> analysis = options_.analyze(report_file)) {
+      analysis_json = analysis->json;
+      analysis_text = analysis->table;
+      // A metric list of the user's own that yields nothing is a failed capture; a preset
+      // metric this GPU lacks (another architecture) only thins out the verdicts.
+      std::string asked = spec.metrics;
+      bool own_list = !asked.empty();
+      std::vector<std::string> preset_args = preset_arguments(spec.preset);
+      for (size_t i = 0; i + 1 < preset_args.size(); ++i) {
+        if (preset_args[i] == "--metrics") asked += (asked.empty() ? "" : ",") + preset_args[i + 1];
+      }
+      std::vector<std::string> missing = metrics_not_collected(asked, analysis->report);
+      if (!missing.empty()) {
+        std::string names;
+        for (const std::string& name : missing) names += (names.empty() ? "" : ", ") + name;
+        diagnoses.push_back({"unknown_metric", own_list,
+                             fmt::format("ncu collected nothing for {} (and still exited 0): "
+                                         "not a metric of this ncu and GPU",
+                                         names),
+                             "`ncu --query-metrics` lists the metric names this GPU has"});
+      }
+    }
+  } catch (const InputError& error) {
+    diagnoses.push_back({"report_unreadable", true,
+                         fmt::format("the report ncu wrote cannot be read: {}", error.what()),
+                         "keep the bundle and report it; run `ncu --import` on it to compare"});
+  }
+}
+
 CaptureResult CaptureSession::run(const std::string& bundle_path) {
   EvidenceBundle bundle(bundle_path);
   CaptureSpec spec = spec_;
@@ -163,57 +254,10 @@ CaptureResult CaptureSession::run(const std::string& bundle_path) {
     // it with SIGINT, and dies of what kprof sent it on a timeout or Ctrl-C: kprof's doing,
     // diagnosed below, not ncu's failure.
     bool stopped_by_kprof = detached || result.timed_out || result.interrupted;
-    diagnoses = diagnose({command.argv, result.combined, result.exit_code, stopped_by_kprof});
+    diagnoses = diagnose({command.argv, result.combined, result.exit_code, stopped_by_kprof,
+                          parse_ncu_version(options_.ncu_version)});
   }
-  // Attached, kprof stopped only its own attach client: the target was started elsewhere (under
-  // `ncu --mode launch`) and keeps running; launched, ncu's process group is the target too.
-  std::string stopped =
-      spec.attach ? "the ncu attach client was stopped; the target keeps running (kprof did not "
-                    "start it) and waits for the next attach"
-                  : "ncu and its target were stopped";
-  if (result.timed_out) {
-    diagnoses.push_back(
-        {"timeout", true,
-         fmt::format("the capture ran past --timeout {} s; {} (SIGINT to the process group, "
-                     "SIGKILL after 5 s)",
-                     options_.timeout_s, stopped),
-         spec.attach
-             ? "check that the attached process runs the kernels asked for (-k, --launch-count; "
-               "with a process tree, name it with --attach-process), or allow more time"
-             : "scope the capture (-k, --launch-count, --preset triage) or allow more time"});
-  }
-  if (result.interrupted) {
-    diagnoses.push_back({"interrupted", true,
-                         fmt::format("kprof was interrupted (SIGINT/SIGTERM); {}", stopped),
-                         "run the capture again; the incomplete bundle keeps what was recorded"});
-  }
-  if (detached) {
-    const std::vector<int>& pids = parser.progress().connected_pids;
-    std::optional<bool> still_there = runner_.target_still_there(*spec.attach, pids);
-    observer_.detached(still_there);
-    if (still_there == false) {
-      std::string list;
-      for (int pid : pids) list += (list.empty() ? "" : ", ") + std::to_string(pid);
-      diagnoses.push_back({"target_gone", false,
-                           fmt::format("after detaching, the attached process ({}) no longer "
-                                       "runs: it exited or was killed",
-                                       list),
-                           "check the target; start it again under `ncu --mode launch`"});
-    }
-  }
-  if (options_.expected_pid && result.started) {
-    const std::vector<int>& pids = parser.progress().connected_pids;
-    if (!pids.empty() &&
-        std::find(pids.begin(), pids.end(), *options_.expected_pid) == pids.end()) {
-      diagnoses.push_back(
-          {"attached_other_process", true,
-           fmt::format("ncu attached to process {} instead of {} (the one named with "
-                       "--attach-process): a new process of the tree took the attach",
-                       pids.front(), *options_.expected_pid),
-           "run the capture again; kprof holds the processes it has seen, a process that "
-           "appeared since is held on the next run"});
-    }
-  }
+  add_stop_diagnoses(spec, result, detached, parser.progress().connected_pids, diagnoses);
   bool failed =
       std::any_of(diagnoses.begin(), diagnoses.end(), [](const Diagnosis& d) { return d.failure; });
   if (result.started && !failed && !result.interrupted) {
@@ -228,43 +272,14 @@ CaptureResult CaptureSession::run(const std::string& bundle_path) {
     auto note = [&](const std::string& text) { observer_.note(text); };
     if (!options_.export_ncu.empty())
       write_ncu_exports(bundle, options_.export_ncu, report_file, note);
-    if (options_.analyze) {
-      try {
-        if (std::optional<BundleAnalysis> analysis = options_.analyze(report_file)) {
-          analysis_json = analysis->json;
-          analysis_text = analysis->table;
-          // A metric list of the user's own that yields nothing is a failed capture; a preset
-          // metric this GPU lacks (another architecture) only thins out the verdicts.
-          std::string asked = spec.metrics;
-          bool own_list = !asked.empty();
-          std::vector<std::string> preset_args = preset_arguments(spec.preset);
-          for (size_t i = 0; i + 1 < preset_args.size(); ++i) {
-            if (preset_args[i] == "--metrics")
-              asked += (asked.empty() ? "" : ",") + preset_args[i + 1];
-          }
-          std::vector<std::string> missing = metrics_not_collected(asked, analysis->report);
-          if (!missing.empty()) {
-            std::string names;
-            for (const std::string& name : missing) names += (names.empty() ? "" : ", ") + name;
-            diagnoses.push_back({"unknown_metric", own_list,
-                                 fmt::format("ncu collected nothing for {} (and still exited 0): "
-                                             "not a metric of this ncu and GPU",
-                                             names),
-                                 "`ncu --query-metrics` lists the metric names this GPU has"});
-          }
-        }
-      } catch (const InputError& error) {
-        diagnoses.push_back({"report_unreadable", true,
-                             fmt::format("the report ncu wrote cannot be read: {}", error.what()),
-                             "keep the bundle and report it; run `ncu --import` on it to compare"});
-      }
-    }
+    if (options_.analyze)
+      analyze_report(spec, report_file, analysis_text, analysis_json, diagnoses);
   }
 
   nlohmann::json load_block = options_.load ? options_.load(diagnoses) : nlohmann::json();
   CaptureResult outcome;
   outcome.progress = parser.progress();
-  ManifestBuilder manifest(options_.tool);
+  ManifestBuilder manifest(render::tool_json(options_.argv));
   manifest.labels(options_.campaign, options_.cell_id, options_.revision)
       .times(started_at, ended_at, result.elapsed.count() / 1000.0)
       .ncu({spec.ncu, options_.ncu_version, command.argv,

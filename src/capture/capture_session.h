@@ -20,6 +20,7 @@
 #include "capture/ncu_progress.h"
 #include "common/child_process.h"
 #include "model/report.h"
+#include "pipeline/analyze.h"
 
 namespace kprof::capture {
 
@@ -77,23 +78,20 @@ class CaptureObserver {
   virtual void note(const std::string& /*text*/) {}  // an export left out, a copy retried, …
 };
 
-// The verdicts of a bundle's report (cli's analyze pipeline, which renders: capture does not
-// link render); std::nullopt when the report selects no kernel. Throws InputError when the
-// report cannot be read.
-struct BundleAnalysis {
-  std::string table, json;
-  model::Report report;
-};
+// The verdicts of a bundle's report (the analyze pipeline); std::nullopt when the report selects
+// no kernel. Throws InputError when the report cannot be read.
+using BundleAnalysis = pipeline::BundleAnalysis;
 using BundleAnalyzer = std::function<std::optional<BundleAnalysis>(const std::string& report)>;
 
 struct SessionOptions {
   std::vector<std::pair<std::string, std::string>> env;  // set on ncu's process
   double timeout_s = 0;                                  // 0: none
   std::string ncu_version;                               // the banner, for the manifest
-  std::string export_ncu;  // a local ncu for the report's CSV exports; "" leaves them out
-  nlohmann::json tool;     // the manifest's "tool" head (render::tool_json)
+  std::string export_ncu;         // a local ncu for the report's CSV exports; "" leaves them out
+  std::vector<std::string> argv;  // kprof's own, for the manifest's "tool" head
   std::string campaign, cell_id, revision;
-  BundleAnalyzer analyze;  // unset: no analysis.json
+  // The bundle's analysis.json (a test's own stands in; unset: none).
+  BundleAnalyzer analyze = pipeline::analyze_for_bundle;
   // Attached to one process of a tree: the pid meant (a failure when ncu connected to another),
   // what the manifest's attach block records beyond the endpoint (asked when the manifest is
   // built: the steering steps so far) and the load that ran.
@@ -126,6 +124,14 @@ class CaptureSession {
   CaptureResult run(const std::string& bundle_path);
 
  private:
+  // The steps of run() that are more than a call: what kprof's own stop of ncu means, and the
+  // bundle's analysis with its check of the metrics asked for.
+  void add_stop_diagnoses(const CaptureSpec& spec, const ChildResult& result, bool detached,
+                          const std::vector<int>& pids, std::vector<Diagnosis>& diagnoses);
+  void analyze_report(const CaptureSpec& spec, const std::string& report_file,
+                      std::string& analysis_text, std::string& analysis_json,
+                      std::vector<Diagnosis>& diagnoses);
+
   CaptureSpec spec_;
   SessionOptions options_;
   NcuRunner& runner_;

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "capture/ncu_locator.h"
+#include "capture/ncu_versions.h"
 #include "capture/tracer_run.h"
 #include "common/child_process.h"
 #include "common/json_table.h"
@@ -236,9 +237,11 @@ std::vector<Check> gpu_memory_checks(const SystemFacts& facts) {
   return checks;
 }
 
-std::vector<Check> run_doctor_checks(const SystemFacts& facts) {
+namespace {
+
+// ncu found, and answering --version.
+void ncu_check(const SystemFacts& facts, std::vector<Check>& checks) {
   using S = Check::Status;
-  std::vector<Check> checks;
   if (facts.ncu_path.empty()) {
     checks.push_back({"ncu", S::kFailed,
                       fmt::format("not found (looked in {})", facts.ncu_searched),
@@ -257,6 +260,11 @@ std::vector<Check> run_doctor_checks(const SystemFacts& facts) {
                                          : ""),
          ""});
   }
+}
+
+// The kernel driver's version, and the CUDA major it supports.
+void driver_check(const SystemFacts& facts, std::vector<Check>& checks) {
+  using S = Check::Status;
   std::optional<int> driver_major = cuda_major_of_driver(facts.driver_version);
   if (facts.driver_version.empty()) {
     checks.push_back({"driver", facts.device_nodes ? S::kWarning : S::kFailed,
@@ -282,6 +290,12 @@ std::vector<Check> run_doctor_checks(const SystemFacts& facts) {
         {"driver", S::kOk,
          fmt::format("{} (supports CUDA up to {}.x)", facts.driver_version, *driver_major), ""});
   }
+}
+
+// The CUDA toolkit against what the driver supports.
+void cuda_versions_check(const SystemFacts& facts, std::vector<Check>& checks) {
+  using S = Check::Status;
+  std::optional<int> driver_major = cuda_major_of_driver(facts.driver_version);
   if (!facts.cuda_toolkit_version.empty() && driver_major) {
     int toolkit_major = major_of(facts.cuda_toolkit_version);
     if (toolkit_major > *driver_major) {
@@ -299,6 +313,11 @@ std::vector<Check> run_doctor_checks(const SystemFacts& facts) {
                         ""});
     }
   }
+}
+
+// Who may read the counters (RmProfilingAdminOnly).
+void counter_permission_check(const SystemFacts& facts, std::vector<Check>& checks) {
+  using S = Check::Status;
   if (!facts.profiling_admin_only) {
     checks.push_back({"counter permission", S::kInfo,
                       "RmProfilingAdminOnly not readable (/proc/driver/nvidia/params)", ""});
@@ -318,6 +337,11 @@ std::vector<Check> run_doctor_checks(const SystemFacts& facts) {
          "run as root (or with CAP_SYS_ADMIN), or set the driver option "
          "NVreg_RestrictProfilingToAdminUsers=0 and reload it"});
   }
+}
+
+// CUDA_INJECTION64_PATH already taken by another profiler.
+void injection_check(const SystemFacts& facts, std::vector<Check>& checks) {
+  using S = Check::Status;
   if (auto it = facts.env.find("CUDA_INJECTION64_PATH"); it != facts.env.end()) {
     std::string owner = injection_owner(it->second);
     checks.push_back(
@@ -335,6 +359,11 @@ std::vector<Check> run_doctor_checks(const SystemFacts& facts) {
                       "not set: the injection slot is free (ncu, nsys or kprof trace can take it)",
                       ""});
   }
+}
+
+// kprof trace's CUPTI.
+void cupti_check(const SystemFacts& facts, std::vector<Check>& checks) {
+  using S = Check::Status;
   // kprof trace's needs; capture does not depend on them (ncu brings its own CUPTI), so a gap
   // here is a warning, never a failed check.
   if (facts.cupti_version && *facts.cupti_version >= kCuptiMinimumVersion) {
@@ -360,6 +389,11 @@ std::vector<Check> run_doctor_checks(const SystemFacts& facts) {
          "install CUDA 13's CUPTI (the toolkit, or pip's nvidia-cuda-cupti-cu13) and "
          "name its folder in LD_LIBRARY_PATH"});
   }
+}
+
+// kprof trace's own library.
+void tracer_check(const SystemFacts& facts, std::vector<Check>& checks) {
+  using S = Check::Status;
   if (!facts.tracer_path.empty()) {
     checks.push_back({"kprof tracer", S::kOk, facts.tracer_path, ""});
   } else {
@@ -370,6 +404,11 @@ std::vector<Check> run_doctor_checks(const SystemFacts& facts) {
                       "build kprof where CUPTI 13 is installed, or install the library beside "
                       "kprof"});
   }
+}
+
+// A sandbox that blocks the counters.
+void sandbox_check(const SystemFacts& facts, std::vector<Check>& checks) {
+  using S = Check::Status;
   if (facts.proc_version.find("4.4.0 #1 SMP Sun Jan 10 15:06:54 PST 2016") != std::string::npos) {
     checks.push_back({"sandbox", S::kFailed,
                       "running under gVisor (runsc): GPU performance counters cannot be read "
@@ -384,6 +423,11 @@ std::vector<Check> run_doctor_checks(const SystemFacts& facts) {
   } else {
     checks.push_back({"sandbox", S::kOk, "no known counter-blocking sandbox", ""});
   }
+}
+
+// The GPU device nodes.
+void device_check(const SystemFacts& facts, std::vector<Check>& checks) {
+  using S = Check::Status;
   if (!facts.device_nodes) {
     checks.push_back({"GPU device", S::kFailed, "/dev/nvidiactl is absent: no GPU is visible here",
                       "run on a GPU host, or give the container the GPU (--gpus / a GPU "
@@ -391,6 +435,51 @@ std::vector<Check> run_doctor_checks(const SystemFacts& facts) {
   } else {
     std::vector<Check> memory = gpu_memory_checks(facts);
     checks.insert(checks.end(), memory.begin(), memory.end());
+  }
+}
+
+// This ncu on these GPUs, against the table of pairings known to give wrong counters.
+void pairing_check(const SystemFacts& facts, std::vector<Check>& checks) {
+  using S = Check::Status;
+  std::optional<NcuVersion> ncu = parse_ncu_version(facts.ncu_version);
+  if (!ncu) return;  // the ncu check said why
+  for (const KnownBadPairing& pairing : known_bad_pairings()) {
+    std::optional<NcuVersion> from = parse_ncu_version(pairing.ncu_from);
+    std::optional<NcuVersion> to = parse_ncu_version(pairing.ncu_to);
+    if (!from || !to || *ncu < *from || *ncu > *to) continue;
+    // A whole word of the name: "B200" is "NVIDIA B200", not "NVIDIA GB200".
+    RE2 word("(?i)\\b" + RE2::QuoteMeta(pairing.gpu) + "\\b");
+    for (const GpuMemory& gpu : facts.gpu_memory) {
+      if (!RE2::PartialMatch(gpu.name, word)) continue;
+      checks.push_back({fmt::format("ncu on GPU {}", gpu.index), S::kWarning,
+                        fmt::format("ncu {} on {}: {} ({})", ncu->text(), gpu.name, pairing.what,
+                                    pairing.source),
+                        pairing.next});
+    }
+  }
+}
+
+}  // namespace
+
+const std::vector<KnownBadPairing>& known_bad_pairings() {
+  // Rules are data: one row per pairing, each with its source. No public NVIDIA note or forum
+  // thread about this one was found (searched: NVIDIA's release notes and known issues, GitHub
+  // issues, the web); its only source is the project's own issue.
+  static const std::vector<KnownBadPairing> kPairings = {
+      {"2026.2", "2026.2.99", "B200", "users report NaN counters",
+       "reported in issue 30 of this project",
+       "compare with another ncu version before trusting counters; kprof names NaN and "
+       "infinite counters (invalid_counters) and withholds the verdicts that need them"},
+  };
+  return kPairings;
+}
+
+std::vector<Check> run_doctor_checks(const SystemFacts& facts) {
+  std::vector<Check> checks;
+  for (auto check :
+       {ncu_check, driver_check, cuda_versions_check, counter_permission_check, injection_check,
+        cupti_check, tracer_check, sandbox_check, device_check, pairing_check}) {
+    check(facts, checks);
   }
   return checks;
 }

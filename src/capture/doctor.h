@@ -71,6 +71,17 @@ SystemFacts gather_system_facts(const std::string& root, const std::string& ncu_
 
 std::vector<Check> run_doctor_checks(const SystemFacts& facts);
 
+// An ncu version range and a GPU known to give wrong counters together, with where that is
+// said: the one table doctor's pairing check reads (known_bad_pairings()).
+struct KnownBadPairing {
+  std::string ncu_from, ncu_to;  // versions, inclusive ("2026.2", "2026.2.99")
+  std::string gpu;               // a word of the GPU's name as nvidia-smi prints it ("B200")
+  std::string what;              // what goes wrong
+  std::string source;            // who says so
+  std::string next;              // what to do
+};
+const std::vector<KnownBadPairing>& known_bad_pairings();
+
 // The newest CUDA major a driver branch supports (580 → 13, 525..575 → 12, 450..520 → 11);
 // nullopt for anything that is not a plausible driver version.
 std::optional<int> cuda_major_of_driver(const std::string& driver_version);

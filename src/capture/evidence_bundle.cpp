@@ -10,7 +10,9 @@
 
 #include "common/error.h"
 #include "common/file_bytes.h"
+#include "common/redact.h"
 #include "common/sha256.h"
+#include "common/text.h"
 
 namespace kprof::capture {
 namespace {
@@ -64,6 +66,12 @@ std::string trimmed(std::string path) {
 
 void EvidenceBundle::require_free(const std::string& path) {
   std::string checked = trimmed(path);
+  const std::string name = fs::path(checked).filename().string();
+  if (checked.empty() || name == "." || name == ".." || name.empty()) {
+    throw InputError(ExitCode::kUsage, path, InputPosition::none(),
+                     "a bundle is a folder of its own: give it a name (--output DIR/NAME), not "
+                     "\".\" or \"..\"");
+  }
   std::error_code error;
   fs::file_status status = fs::symlink_status(checked, error);
   if (status.type() == fs::file_type::not_found) return;
@@ -77,6 +85,24 @@ void EvidenceBundle::require_free(const std::string& path) {
                            target, fs::exists(checked, error) ? "" : ", which is missing"));
   }
   unwritable(checked, "already exists; choose another --output (kprof never overwrites a bundle)");
+}
+
+std::string EvidenceBundle::default_path(const std::string& prefix) {
+  const std::string base = prefix + utc_time("%Y%m%d-%H%M%S");
+  auto in_use = [](const std::string& name) {
+    if (taken(name) || taken(name + ".incomplete")) return true;
+    // A capture assembling this very name right now (its staging folder, NAME.partial-XXXX).
+    const std::string staging = fs::path(name + ".partial-").filename().string();
+    std::error_code error;
+    fs::path folder = fs::path(name).parent_path();
+    for (const auto& entry : fs::directory_iterator(folder.empty() ? "." : folder, error)) {
+      if (entry.path().filename().string().rfind(staging, 0) == 0) return true;
+    }
+    return false;
+  };
+  std::string name = base;
+  for (int n = 2; in_use(name); ++n) name = base + "-" + std::to_string(n);
+  return name;
 }
 
 EvidenceBundle::EvidenceBundle(std::string final_path)
@@ -108,7 +134,9 @@ std::string EvidenceBundle::path_of(std::string_view file_name) const {
 }
 
 void EvidenceBundle::write(std::string_view file_name, std::string_view content) {
-  write_file_atomically(path_of(file_name), content);
+  // Every file of a bundle is text kprof or ncu wrote (ncu's console holds the program's own
+  // output, which may print its arguments): written redacted. The report is not written here.
+  write_file_atomically(path_of(file_name), redact_secrets(content));
 }
 
 std::string EvidenceBundle::with_final_paths(std::string text, bool incomplete) const {

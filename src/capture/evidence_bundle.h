@@ -18,7 +18,13 @@ class EvidenceBundle {
   explicit EvidenceBundle(std::string final_path);
   // Throws InputError (kInputUnreadable) when anything is at path — a file, a folder, a symbolic
   // link, a dangling one included (never followed): callers check before running anything.
+  // Also InputError (kUsage) for a path that names no folder of its own (`-o new/.`, `..`): its
+  // rename at the end would fail after ncu had run.
   static void require_free(const std::string& path);
+  // Where a capture goes when no --output is given: PREFIX-YYYYMMDD-HHMMSS (UTC), with -2, -3, …
+  // when a bundle, its .incomplete or one being assembled (a .partial- folder) holds that name:
+  // two captures started in the same second, one after the other or side by side, never collide.
+  static std::string default_path(const std::string& prefix);
   ~EvidenceBundle();  // a bundle neither committed nor abandoned is abandoned
   EvidenceBundle(const EvidenceBundle&) = delete;
   EvidenceBundle& operator=(const EvidenceBundle&) = delete;

@@ -148,15 +148,71 @@ std::string kernel_filter(const CaptureSpec& spec) {
   // -k is always a regex; ncu's own "regex:" prefix, when the user writes it, is not doubled.
   std::string_view pattern = spec.kernel_regex;
   if (pattern.substr(0, 6) == "regex:") pattern.remove_prefix(6);
-  if (!spec.children || spec.include_collectives || spec.attach) return std::string(pattern);
+  if (!spec.children || spec.include_collectives || spec.attach || !spec.communicator.empty()) {
+    return std::string(pattern);
+  }
   // Every name without "nccl" in it (ncu's names: ncclDevKernel_AllReduce_…), and the user's
   // filter on top when there is one. A lookahead, as ncu's regex engine (ECMAScript) takes.
   if (pattern.empty()) return "^(?!.*nccl)";
   return "^(?!.*nccl)(?=.*(?:" + std::string(pattern) + "))";
 }
 
-NcuCommand build_ncu_command(const CaptureSpec& spec) {
-  NcuCommand command;
+// Options the ncu that will run does not list (ncu_versions.h), and the communicator's own rules
+// (NVIDIA's CLI manual, "Mandatory Concurrent Kernels").
+void refuse_what_this_ncu_lacks(const CaptureSpec& spec) {
+  if ((spec.clock_control == "boost" || spec.clock_control == "force-boost") && spec.ncu_version &&
+      !ncu_has(spec.ncu_version, NcuFeature::kBoostClockControl)) {
+    const NcuFeatureFact& fact = ncu_feature_fact(NcuFeature::kBoostClockControl);
+    refuse(
+        fmt::format("--clock-control {}: {} has only base, none and reset; {} came with ncu "
+                    "{} ({})",
+                    spec.clock_control, describe_ncu(spec.ncu_version), fact.options,
+                    fact.since.text(), fact.source));
+  }
+  if (spec.communicator.empty()) {
+    if (spec.communicator_peers || spec.lockstep) {
+      refuse("--communicator-peers and --lockstep need --communicator shmem|tcp");
+    }
+    return;
+  }
+  if (spec.communicator != "shmem" && spec.communicator != "tcp") {
+    refuse(fmt::format("--communicator {}: expected shmem or tcp", spec.communicator));
+  }
+  if (!ncu_has(spec.ncu_version, NcuFeature::kCommunicator)) {
+    const NcuFeatureFact& fact = ncu_feature_fact(NcuFeature::kCommunicator);
+    refuse(fmt::format(
+        "--communicator {}: {} does not list --communicator; it came with ncu {} "
+        "({})",
+        spec.communicator, describe_ncu(spec.ncu_version), fact.since.text(), fact.source));
+  }
+  if (spec.attach) refuse("--communicator needs launch mode: give the command after --");
+  if (spec.communicator_peers && *spec.communicator_peers < 2) {
+    refuse("--communicator-peers must be at least 2");
+  }
+  if (spec.communicator == "shmem") {
+    if (!spec.children) {
+      refuse(
+          "--communicator shmem profiles the ranks of one process tree under one ncu: add "
+          "--children (ncu --target-processes all)");
+    }
+    if (spec.replay_mode == "application" || spec.replay_mode == "app-range") {
+      refuse(
+          fmt::format("--communicator shmem supports kernel and range replay only, not "
+                      "--replay-mode {}",
+                      spec.replay_mode));
+    }
+    if (spec.lockstep) {
+      refuse(
+          "--lockstep is for --communicator tcp (one ncu per rank); shmem keeps the ranks of "
+          "its tree together itself");
+    }
+  }
+}
+
+// What kprof refuses to run (a usage error naming the option): a capture with nothing to profile
+// or two things, a wrapper ncu would profile instead of the program, options that do not
+// combine, and what the safety presets forbid.
+void refuse_what_cannot_run(const CaptureSpec& spec) {
   if (spec.attach && !spec.target.empty()) {
     refuse("give either --attach HOST[:PORT] or a command after --, not both");
   }
@@ -205,6 +261,7 @@ NcuCommand build_ncu_command(const CaptureSpec& spec) {
     refuse(fmt::format("--graph-profiling {}: expected node or graph", spec.graph_profiling));
   }
   if (spec.launch_skip && *spec.launch_skip < 0) refuse("--launch-skip cannot be negative");
+  refuse_what_this_ncu_lacks(spec);
   std::optional<std::int64_t> launch_count = effective_launch_count(spec);
   bool heavy = spec.preset == Preset::kFull || spec.preset == Preset::kCustom;
   switch (spec.safety) {
@@ -232,6 +289,13 @@ NcuCommand build_ncu_command(const CaptureSpec& spec) {
         "refusing an unscoped --preset full: it replays every kernel the program launches "
         "~38 times; scope it with -k REGEX and/or --launch-count N, or pass --force");
   }
+}
+
+NcuCommand build_ncu_command(const CaptureSpec& spec) {
+  refuse_what_cannot_run(spec);
+  NcuCommand command;
+  std::optional<std::int64_t> launch_count = effective_launch_count(spec);
+  const bool window = spec.range == Range::kCudaProfilerApi || spec.honor_profiler_start_stop;
 
   // An option given through extra_ncu_args replaces kprof's own choice for it.
   auto overridden = [&](std::string_view option) {
@@ -293,6 +357,17 @@ NcuCommand build_ncu_command(const CaptureSpec& spec) {
   if (!spec.graph_profiling.empty() && !overridden("--graph-profiling")) {
     argv.insert(argv.end(), {"--graph-profiling", spec.graph_profiling});
   }
+  if (!spec.communicator.empty() && !overridden("--communicator")) {
+    argv.insert(argv.end(), {"--communicator", spec.communicator});
+    if (spec.communicator_peers) {
+      // The option the manual's table lists (its prose once writes --communicator-num-peers,
+      // which no table lists).
+      argv.insert(argv.end(), {spec.communicator == "tcp" ? "--communicator-tcp-num-peers"
+                                                          : "--communicator-shmem-num-peers",
+                               std::to_string(*spec.communicator_peers)});
+    }
+    if (spec.lockstep) argv.push_back("--lockstep-kernel-launch");
+  }
   argv.insert(argv.end(), spec.extra_ncu_args.begin(), spec.extra_ncu_args.end());
   argv.insert(argv.end(), {"--force-overwrite", "--export", spec.export_path});
   if (!spec.target.empty()) {
@@ -311,10 +386,26 @@ NcuCommand build_ncu_command(const CaptureSpec& spec) {
         "--honor-profiler-start-stop is now --range cuda-profiler-api: profiling happens only "
         "between the application's cudaProfilerStart and cudaProfilerStop");
   }
-  if (spec.children && !spec.include_collectives && !spec.attach) {
-    command.warnings.push_back(
+  if (spec.children && !spec.include_collectives && !spec.attach && spec.communicator.empty()) {
+    command.warnings.push_back(fmt::format(
         "--children: NCCL kernels are left out (replaying a collective while the other ranks "
-        "are held hangs ncu); --include-collectives profiles them");
+        "are held hangs ncu); --include-collectives profiles them{}",
+        ncu_has(spec.ncu_version, NcuFeature::kCommunicator)
+            ? ", and with this ncu --communicator shmem replays them with their peers"
+            : ""));
+  }
+  if (spec.graph_profiling == "node" && spec.ncu_version &&
+      !ncu_has(spec.ncu_version, NcuFeature::kConditionalGraphNodes)) {
+    const NcuFeatureFact& fact = ncu_feature_fact(NcuFeature::kConditionalGraphNodes);
+    command.warnings.push_back(fmt::format(
+        "--graph-profiling node: {} profiles no kernel nodes of conditional CUDA graphs or of "
+        "graphs launched from the device; ncu {} does ({})",
+        describe_ncu(spec.ncu_version), fact.since.text(), fact.source));
+  }
+  if (spec.communicator == "shmem" && spec.children) {
+    command.warnings.push_back(
+        "--communicator shmem: ncu profiles the NCCL kernels of the tree's ranks together; "
+        "launchers (torchrun, mpirun) are left out by ncu itself");
   }
   if (spec.graph_profiling == "graph") {
     command.warnings.push_back(

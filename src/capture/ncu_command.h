@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "capture/ncu_versions.h"
+
 namespace kprof::capture {
 
 enum class Preset { kTriage, kBasic, kFull, kCustom };
@@ -45,6 +47,15 @@ struct CaptureSpec {
   // With children (multi-process, e.g. tensor-parallel ranks), NCCL kernels are left out of the
   // kernel filter unless this is set: replaying a collective with its peers held hangs ncu.
   bool include_collectives = false;
+  // ncu's multi-process communicator (ncu 2026.1+, ncu_versions.h): "shmem" (one ncu over the
+  // whole process tree, kernel or range replay) or "tcp" (one ncu per rank, each started by the
+  // launcher); NCCL kernels are then profiled, not left out. Empty: none.
+  std::string communicator;
+  std::optional<int> communicator_peers;  // the processes taking part (recommended by NVIDIA)
+  bool lockstep = false;                  // --lockstep-kernel-launch (tcp)
+  // The version of the ncu that runs the command (`ncu --version`); unknown: only what every
+  // version kprof knows takes is built, and what needs a newer one is refused.
+  std::optional<NcuVersion> ncu_version;
   Safety safety = Safety::kNone;
   bool force = false;                       // allow an unscoped --set full
   std::vector<std::string> extra_ncu_args;  // verbatim, for options kprof does not model

@@ -156,16 +156,22 @@ std::vector<std::string> closest_kernel_names(const std::string& filter,
   return out;
 }
 
-std::vector<Diagnosis> diagnose(const NcuRun& run) {
-  std::vector<Diagnosis> found;
-  const std::string& out = run.output;
-  NcuProgress progress = parse_progress(out);
-  std::string command = "ncu";
-  for (size_t i = 1; i < run.argv.size(); ++i) command += " " + run.argv[i];
-  model::ProfilerSettings settings = importers::settings_from_command_line(command);
-  std::string app =
-      settings.application.empty() ? "" : std::string(path_basename(settings.application.front()));
+namespace {
 
+// What every family of rules reads of a run: its output, progress, the settings its command
+// line gives, the application's name; the injection a refusal names, for the rules after it.
+struct RunFacts {
+  const NcuRun& run;
+  const std::string& out;
+  NcuProgress progress;
+  model::ProfilerSettings settings;
+  std::string app;
+  std::string injection;
+};
+
+// An option this ncu does not know (--attach above all).
+void option_rules(RunFacts& facts, std::vector<Diagnosis>& found) {
+  const std::string& out = facts.out;
   std::string option;
   if (RE2::PartialMatch(out, "unrecognised option '(--[^']+)'", &option)) {
     if (option == "--attach") {
@@ -180,6 +186,12 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
                        "check `ncu --version` and `ncu --help`: options differ between versions"});
     }
   }
+}
+
+// The counters or the injection refused: permission, another tool's CUDA_INJECTION64_PATH.
+void permission_rules(RunFacts& facts, std::vector<Diagnosis>& found) {
+  const std::string& out = facts.out;
+  std::string& injection = facts.injection;
   if (contains(out, "ERR_NVGPUCTRPERM")) {
     found.push_back({"counter_permission", true,
                      "ERR_NVGPUCTRPERM: this user may not read the GPU performance counters "
@@ -190,7 +202,6 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
   }
   // ncu refuses to run when CUDA_INJECTION64_PATH is already set in its own environment (a pod
   // or shell set up for another tool, kprof's tracer included): recorded on the H200.
-  std::string injection;
   if (RE2::PartialMatch(out,
                         "Another tool/injection might be loaded since CUDA_INJECTION64_PATH "
                         "is set to ([^\\n]*?)\\.? To run Nsight Compute",
@@ -202,6 +213,11 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
                      "unset CUDA_INJECTION64_PATH for the capture (`env -u CUDA_INJECTION64_PATH "
                      "kprof capture …`), or stop the tool that set it; `kprof doctor` shows it"});
   }
+}
+
+// The profiler library did not start in the application, or the CUDA versions cannot work.
+void profiler_library_rules(RunFacts& facts, std::vector<Diagnosis>& found) {
+  const std::string& out = facts.out;
   // CUPTI / the injection library failing to start, often a driver older than the CUDA the
   // application or ncu was built for. Not provoked on the lent H200 (one CUDA 13 toolkit on a
   // CUDA 13 driver): matched loosely, and the versions are quoted from ncu's own lines.
@@ -232,6 +248,15 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
          "application",
          "run `kprof doctor` (driver vs CUDA versions, sandbox, CUDA_INJECTION64_PATH)"});
   }
+}
+
+// What the command asked for that does not exist or cannot be done: a section, a set, the
+// application, an attachable process, a deterministic replay; the application's own failure.
+void scope_rules(RunFacts& facts, std::vector<Diagnosis>& found) {
+  const std::string& out = facts.out;
+  const NcuProgress& progress = facts.progress;
+  const model::ProfilerSettings& settings = facts.settings;
+  std::string& injection = facts.injection;
   std::string section;
   if (RE2::PartialMatch(out, "Option '--section ([^']+)' did not match any section", &section)) {
     found.push_back({"unknown_section", true, fmt::format("no section is called \"{}\"", section),
@@ -277,6 +302,15 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
                      "run the application without ncu to see whether it fails alone; the "
                      "report holds what was profiled before the failure"});
   }
+}
+
+// ncu profiled nothing and exited 0: why, from what it printed and the command line.
+void nothing_profiled_rules(RunFacts& facts, std::vector<Diagnosis>& found) {
+  const std::string& out = facts.out;
+  const NcuRun& run = facts.run;
+  const NcuProgress& progress = facts.progress;
+  const model::ProfilerSettings& settings = facts.settings;
+  const std::string& app = facts.app;
   if (contains(out, "No kernels were profiled.")) {
     bool all_processes = settings.target_processes == "all";
     // ncu lists the kernels it saw but did not match: then the filter, not the process, is the
@@ -349,7 +383,16 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
                        "kernels the application runs"});
     }
   }
-  bool failed =
+}
+
+// What worked, but with a cost or a risk: fewer launches than asked, a collective replayed,
+// memory backed up to the host or not saved, clocks left to ncu's default.
+void warning_rules(RunFacts& facts, std::vector<Diagnosis>& found) {
+  const std::string& out = facts.out;
+  const NcuRun& run = facts.run;
+  const NcuProgress& progress = facts.progress;
+  const model::ProfilerSettings& settings = facts.settings;
+  const bool failed =
       std::any_of(found.begin(), found.end(), [](const Diagnosis& d) { return d.failure; });
   if (!failed && settings.launch_count && progress.kernels_profiled < *settings.launch_count &&
       !settings.disable_profiler_start_stop && progress.processes_connected > 0) {
@@ -366,13 +409,30 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
   if (RE2::PartialMatch(out, "(?:Profiling|Failed to profile) \"[^\"]*nccl") &&
       (contains(out, "Launching the workload is taking more time than expected") ||
        RE2::PartialMatch(out, "Failed to profile \"[^\"]*nccl"))) {
+    // ncu 2026.1 lists a multi-process communicator for exactly this (ncu_versions.h): offered
+    // first where the ncu that ran has it, named as what a newer one does otherwise.
+    const NcuFeatureFact& communicator = ncu_feature_fact(NcuFeature::kCommunicator);
+    std::string next =
+        ncu_has(run.ncu_version, NcuFeature::kCommunicator)
+            ? fmt::format(
+                  "this ncu ({}) replays collectives with their peers: kprof capture --children "
+                  "--communicator shmem -k nccl -- LAUNCHER … (one ncu over the ranks of one "
+                  "process tree, kernel replay), or one ncu per rank with --communicator tcp "
+                  "--communicator-peers N --lockstep; otherwise leave NCCL kernels out "
+                  "(--children does unless --include-collectives)",
+                  run.ncu_version->text())
+            : fmt::format(
+                  "leave NCCL kernels out (kprof capture --children does unless "
+                  "--include-collectives; or a -k that does not match nccl), profile one rank "
+                  "only (run the others without ncu), or --replay-mode application; ncu {} and "
+                  "newer replay collectives with their peers (kprof capture --communicator "
+                  "shmem|tcp)",
+                  communicator.since.text());
     found.push_back(
         {"collective_replay_hang", true,
          "ncu replayed an NCCL collective kernel while the other ranks were held: the collective "
          "waits for its peers, and the capture hangs",
-         "leave NCCL kernels out (kprof capture --children does unless --include-collectives; "
-         "or a -k that does not match nccl), profile one rank only (run the others without "
-         "ncu), or --replay-mode application"});
+         std::move(next)});
   }
   // ncu prints this inside a progress line when the device memory a replay must save does not
   // fit beside what the process holds. Measured on the H200 (bench/capture-cost.sh): 33-41 s
@@ -403,9 +463,34 @@ std::vector<Diagnosis> diagnose(const NcuRun& run) {
                      "frequency by default, so durations differ from production",
                      "pass --clock-control none (leave clocks alone) or base, explicitly"});
   }
-  failed = std::any_of(found.begin(), found.end(), [](const Diagnosis& d) { return d.failure; });
+}
+
+// A non-zero exit no rule above explains is a failure of its own.
+void exit_status_rules(RunFacts& facts, std::vector<Diagnosis>& found) {
+  const NcuRun& run = facts.run;
+  const bool failed =
+      std::any_of(found.begin(), found.end(), [](const Diagnosis& d) { return d.failure; });
   if (run.exit_code != 0 && !run.stopped_by_kprof && !failed) {
     found.push_back(unexplained_exit(run));
+  }
+}
+
+}  // namespace
+
+std::vector<Diagnosis> diagnose(const NcuRun& run) {
+  RunFacts facts{run, run.output, parse_progress(run.output), {}, {}, {}};
+  std::string command = "ncu";
+  for (size_t i = 1; i < run.argv.size(); ++i) command += " " + run.argv[i];
+  facts.settings = importers::settings_from_command_line(command);
+  facts.app = facts.settings.application.empty()
+                  ? ""
+                  : std::string(path_basename(facts.settings.application.front()));
+  // In this order: a later family reads what an earlier one found (the refused injection
+  // explains the application's failure; a warning is given only when nothing failed).
+  std::vector<Diagnosis> found;
+  for (auto rules : {option_rules, permission_rules, profiler_library_rules, scope_rules,
+                     nothing_profiled_rules, warning_rules, exit_status_rules}) {
+    rules(facts, found);
   }
   return found;
 }

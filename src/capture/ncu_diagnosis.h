@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "capture/ncu_progress.h"  // parse_progress: the diagnoses read the same progress
+#include "capture/ncu_versions.h"
 
 namespace kprof::capture {
 
@@ -20,6 +21,8 @@ struct NcuRun {
   // kprof itself stopped ncu (a timeout, Ctrl-C, detaching an attach client): its exit status
   // is then kprof's doing, not a failure to explain.
   bool stopped_by_kprof = false;
+  // The version of the ncu that ran (from `ncu --version`); unknown: advice fits every version.
+  std::optional<NcuVersion> ncu_version = std::nullopt;
 };
 
 struct Diagnosis {

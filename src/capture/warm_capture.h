@@ -10,18 +10,70 @@
 // `kprof capture --attach … --load-url …` runs it locally; the k8s sister can run it in a pod.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "capture/attach_targets.h"
 #include "capture/capture_session.h"
 #include "load/request_driver.h"
 
+namespace re2 {
+class RE2;
+}  // namespace re2
+
 namespace kprof::capture {
+
+// A log read as it grows, never whole again: each read_new() hands over what the log gained since
+// the previous one, in pieces. When the log started over (shorter than what was read, or another
+// file at the name) it is handed over from its start, its first piece flagged.
+class LogFollower {
+ public:
+  using OnText = std::function<void(std::string_view text, bool log_started_over)>;
+  virtual ~LogFollower() = default;
+  virtual void read_new(const OnText& on_text) = 0;
+  // Why the last read failed ("" when it did not).
+  virtual std::string problem() const { return {}; }
+};
+
+// A file on this machine followed from where the last read ended (read in 1 MiB pieces, so a
+// log of gigabytes costs its new bytes at each poll, not its size).
+class FileLogFollower final : public LogFollower {
+ public:
+  explicit FileLogFollower(std::string path) : path_(std::move(path)) {}
+  void read_new(const OnText& on_text) override;
+  std::string problem() const override { return problem_; }
+  std::uint64_t bytes_read() const { return bytes_read_; }  // in all, for the tests
+
+ private:
+  std::string path_, problem_;
+  std::uint64_t offset_ = 0, bytes_read_ = 0;
+  std::uint64_t device_ = 0, inode_ = 0;
+  bool started_over_ = false;  // said with the next piece read
+};
+
+// A log that can only be fetched whole (`kubectl logs`), handed over as what it gained.
+class WholeTextLogFollower final : public LogFollower {
+ public:
+  // read: the whole log now (nullopt when it could not be read: nothing changed, which is not
+  // a log that started over); problem: why not, if it failed.
+  WholeTextLogFollower(std::function<std::optional<std::string>()> read,
+                       std::function<std::string()> problem)
+      : read_(std::move(read)), problem_(std::move(problem)) {}
+  void read_new(const OnText& on_text) override;
+  std::string problem() const override { return problem_ ? problem_() : std::string(); }
+
+ private:
+  std::function<std::optional<std::string>()> read_;
+  std::function<std::string()> problem_;
+  size_t seen_ = 0;
+  bool started_over_ = false;  // said with the next piece read
+};
 
 struct WarmCaptureSpec {
   CaptureSpec capture;  // attach set; the real filter
@@ -33,19 +85,15 @@ struct WarmCaptureSpec {
   double attach_timeout_s = 120;
   std::string ready_url;                        // GET until 200 (when no log line is named)
   std::string ready_log_file, ready_log_regex;  // or: a line matching REGEX in this log
-  // The log's text so far (unset: ready_log_file read from this machine); ready_log_file then
+  // How the log is read (unset: ready_log_file followed on this machine); ready_log_file then
   // only names it in messages (a pod's container log).
-  std::function<std::string()> read_log;
+  std::shared_ptr<LogFollower> log;
   double log_poll_s = 0.2;  // between reads (a pod's log is fetched whole each time: longer)
-  std::function<std::string()> log_problem;  // why read_log came back empty last, if it failed
   double ready_timeout_s = 600;
   load::LoadSpec load;  // base_url, concurrency, lengths, api (no budget: runs per capture)
   int warmup_requests = 16;
   double warmup_timeout_s = 600;
   int captures = 1;
-  // The manifest's load block from the driver's figures (render's, handed in: capture does not
-  // link render).
-  std::function<nlohmann::json(const load::LoadFigures&)> figures_json;
   // How the requests reach the server, when not directly (a kubectl port-forward): the load
   // block's "route", asked when each manifest is built.
   std::function<nlohmann::json()> route;
@@ -98,18 +146,32 @@ WarmCaptureResult run_warm_capture(const WarmCaptureSpec& spec, const SessionOpt
                                    CaptureObserver& observer,
                                    const std::vector<std::string>& bundle_paths);
 
-// The first line matching regex that read()'s text gains over `before` (the text when the
-// sequence began, before the target was held) within timeout_s (polled). Only the added text
-// counts: a log appended to across runs holds an earlier run's line, and the held target could
-// not print one since. `earlier` is such a line, for the diagnosis when none came (the server may
-// be warm already). A text shorter than `before` (a log started over) is read from its start.
+// Waiting for a line of a log: skip_existing() reads what the log holds when the sequence
+// begins (before the target is held: the server cannot print its line since) and remembers a
+// matching line from then as `earlier`, for the diagnosis when no new one comes (the server may
+// be warm already); wait() then polls for the first line matching regex that the log gains. A
+// line half-written at the first read counts once it is whole; a log that starts over is read
+// from its start. Lines are read as they come, so memory is one line, not the log (a line
+// longer than 1 MiB is matched on its first MiB).
 struct LogLineWait {
   std::optional<std::string> line, earlier;
   double waited_s = 0;
 };
-LogLineWait wait_for_log_line(const std::function<std::string()>& read, const std::string& regex,
-                              double timeout_s, const std::string& before, double poll_s = 0.2);
-// A file's whole text as it is now ("" when it cannot be read).
-std::string read_log_file(const std::string& path);
+class LogLineWatch {
+ public:
+  LogLineWatch(LogFollower& log, const std::string& regex);
+  ~LogLineWatch();
+  LogLineWatch(const LogLineWatch&) = delete;
+  LogLineWatch& operator=(const LogLineWatch&) = delete;
+  void skip_existing();
+  LogLineWait wait(double timeout_s, double poll_s = 0.2);
+
+ private:
+  void take(std::string_view text, bool started_over, bool existing);
+  LogFollower& log_;
+  std::unique_ptr<re2::RE2> pattern_;
+  std::string partial_;  // the line being written
+  LogLineWait result_;
+};
 
 }  // namespace kprof::capture

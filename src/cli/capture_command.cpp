@@ -7,16 +7,16 @@
 #include <memory>
 
 #include "capture/attach_targets.h"
+#include "capture/capture_render.h"
 #include "capture/capture_session.h"
+#include "capture/evidence_bundle.h"
 #include "capture/ncu_locator.h"
 #include "capture/warm_capture.h"
-#include "cli/analyze_command.h"
 #include "cli/capture_support.h"
 #include "cli/command.h"
 #include "common/child_process.h"
 #include "common/text.h"
 #include "load/request_driver.h"
-#include "render/capture_render.h"
 #include "render/envelope.h"
 #include "render/load_render.h"
 
@@ -38,6 +38,9 @@ struct CaptureOptions {
   std::vector<std::string> nvtx_include, nvtx_exclude;
   std::string graph_profiling;
   bool include_collectives = false;
+  std::string communicator;
+  std::optional<int> communicator_peers;
+  bool lockstep = false;
   std::string safety = "none";
   bool force = false;
   std::string ncu;
@@ -86,6 +89,9 @@ capture::CaptureSpec to_spec(const CaptureOptions& options, const std::string& n
   spec.nvtx_exclude = options.nvtx_exclude;
   spec.graph_profiling = options.graph_profiling;
   spec.include_collectives = options.include_collectives;
+  spec.communicator = options.communicator;
+  spec.communicator_peers = options.communicator_peers;
+  spec.lockstep = options.lockstep;
   if (options.safety == "single-replica") {
     spec.safety = capture::Safety::kSingleReplica;
   } else if (options.safety == "multi-replica") {
@@ -152,8 +158,9 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
   capture::CaptureSpec spec = to_spec(options, "ncu");
   capture::SessionOptions session;
   session.env = parse_env(options.env);
-  std::string output_path =
-      options.output.empty() ? "kprof-capture-" + utc_time("%Y%m%d-%H%M%S") : options.output;
+  std::string output_path = options.output.empty()
+                                ? capture::EvidenceBundle::default_path("kprof-capture-")
+                                : options.output;
   std::optional<capture::ProcessSelector> selector = check_warm_options(options.warm);
   if (selector && !spec.attach) throw UsageError("--attach-process needs --attach HOST");
   bool warm = !options.load_url.empty();
@@ -178,7 +185,13 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
       throw UsageError("--ready-log-line REGEX and --ready-log-file FILE go together");
   }
   spec.export_path = "report";  // placeholder; checked for refusal only
-  build_or_refuse(spec);
+  {
+    // What does not depend on the ncu first, as if it were the newest (ncu is not asked yet);
+    // what this ncu lacks is refused once its version is known, below.
+    capture::CaptureSpec early = spec;
+    early.ncu_version = capture::NcuVersion{2099, 0, 0};
+    build_or_refuse(early);
+  }
   // Checked without following links: a dangling link there would fail the rename at the end.
   capture::EvidenceBundle::require_free(output_path);
   capture::NcuLocation ncu = capture::locate_ncu(options.ncu);
@@ -190,13 +203,14 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
   }
   spec.ncu = ncu.path;
   session.ncu_version = capture::ncu_version_line(ncu.path);
+  spec.ncu_version = capture::parse_ncu_version(session.ncu_version);
+  build_or_refuse(spec);  // the options this ncu lists (capture/ncu_versions.h)
   session.timeout_s = options.timeout_s;
   session.export_ncu = ncu.path;
-  session.tool = render::tool_json(output.argv);
+  session.argv = output.argv;
   session.campaign = options.campaign;
   session.cell_id = options.cell;
   session.revision = options.revision;
-  session.analyze = analyze_for_bundle;
 
   capture::LocalNcuRunner runner;
   TerminalObserver observer(ncu.path, session.ncu_version, spec.preset);
@@ -214,7 +228,6 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
     warm_spec.ready_timeout_s = options.ready_timeout_s;
     warm_spec.load.base_url = base;
     warm_spec.captures = options.captures;
-    warm_spec.figures_json = render::load_figures_json;
     warm_spec.host = host;
     // N captures go into one folder (made with the first bundle), capture-1 … capture-N.
     std::vector<std::string> bundle_paths = {output_path};
@@ -229,18 +242,18 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
     for (const capture::CaptureResult& one : warm_result.captures) {
       output.stdout_text += options.json ? "" : one.analysis_table;
       manifests.push_back(one.manifest);
-      output.stderr_text += render::diagnoses_text(one.diagnoses);
-      output.stderr_text += "kprof: " + render::capture_summary(one) + "\n";
+      output.stderr_text += capture::diagnoses_text(one.diagnoses);
+      output.stderr_text += "kprof: " + capture::capture_summary(one) + "\n";
     }
     if (warm_result.stopped) manifests.push_back(warm_result.stopped->manifest);
     if (options.json)
       output.stdout_text =
           (options.captures == 1 && manifests.size() == 1 ? manifests[0] : manifests).dump(1) +
           "\n";
-    output.stderr_text += render::diagnoses_text(warm_result.diagnoses);
+    output.stderr_text += capture::diagnoses_text(warm_result.diagnoses);
     if (warm_result.stopped)
       output.stderr_text +=
-          "kprof: " + render::stopped_sequence_summary(*warm_result.stopped) + "\n";
+          "kprof: " + capture::stopped_sequence_summary(*warm_result.stopped) + "\n";
     if (warm_result.incomplete || interrupt_received()) return ExitCode::kIncomplete;
     return warm_result.failed ? ExitCode::kCaptureFailed : ExitCode::kOk;
   }
@@ -255,7 +268,7 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
     std::optional<int> pid = tree->find_target(options.warm.attach_timeout_s);
     if (!pid) {
       tree->release_all();
-      output.stderr_text += render::diagnoses_text(
+      output.stderr_text += capture::diagnoses_text(
           {capture::process_not_found(*selector, *tree, options.warm.attach_timeout_s)});
       return interrupt_received() ? ExitCode::kIncomplete : ExitCode::kCaptureFailed;
     }
@@ -270,8 +283,8 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
   if (tree) tree->release_all();
 
   output.stdout_text = options.json ? result.manifest.dump(1) + "\n" : result.analysis_table;
-  output.stderr_text += render::diagnoses_text(result.diagnoses);
-  output.stderr_text += "kprof: " + render::capture_summary(result) + "\n";
+  output.stderr_text += capture::diagnoses_text(result.diagnoses);
+  output.stderr_text += "kprof: " + capture::capture_summary(result) + "\n";
   if (result.incomplete) return ExitCode::kIncomplete;
   return result.failed ? ExitCode::kCaptureFailed : ExitCode::kOk;
 }
@@ -332,8 +345,9 @@ void define_capture(CLI::App& parent, Runner& runner) {
                       "Profile this many matching launches");
   command
       ->add_option("--clock-control", options->clock_control,
-                   "none (default: leave clocks alone) or base")
-      ->check(CLI::IsMember({"none", "base"}))
+                   "none (default: leave clocks alone), base, or with ncu 2025.4+ boost or "
+                   "force-boost")
+      ->check(CLI::IsMember({"none", "base", "boost", "force-boost"}))
       ->capture_default_str();
   command->add_option("--env", options->env,
                       "NAME=VALUE for the target, set on the ncu process (repeatable)");
@@ -343,6 +357,18 @@ void define_capture(CLI::App& parent, Runner& runner) {
   command->add_flag("--include-collectives", options->include_collectives,
                     "With --children: profile NCCL kernels too (needs one rank, or "
                     "--replay-mode application)");
+  command
+      ->add_option("--communicator", options->communicator,
+                   "ncu 2026.1+: replay NCCL/NVSHMEM kernels with their peers — shmem (one ncu "
+                   "over the ranks of one process tree: with --children, kernel or range "
+                   "replay) or tcp (one ncu per rank); NCCL kernels are then profiled")
+      ->check(CLI::IsMember({"shmem", "tcp"}));
+  command->add_option("--communicator-peers", options->communicator_peers,
+                      "With --communicator: the number of processes taking part "
+                      "(--communicator-shmem-num-peers / --communicator-tcp-num-peers)");
+  command->add_flag("--lockstep", options->lockstep,
+                    "With --communicator tcp: launch kernels in lockstep across the ranks' ncu "
+                    "instances (--lockstep-kernel-launch)");
   command
       ->add_option("--replay-mode", options->replay_mode,
                    "kernel (ncu's default), application, range, app-range")

@@ -6,8 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "capture/capture_render.h"
 #include "cli/command.h"
-#include "render/capture_render.h"
+#include "common/redact.h"
 
 namespace kprof::cli {
 
@@ -26,8 +27,18 @@ std::vector<std::pair<std::string, std::string>> parse_env(const std::vector<std
 }
 
 void note(const std::string& text) {
-  std::fprintf(stderr, "kprof: %s\n", text.c_str());
+  std::fprintf(stderr, "kprof: %s\n", redact_secrets(text).c_str());
   std::fflush(stderr);
+}
+
+void print_now_to_stderr(const std::string& text) {
+  std::fputs(redact_secrets(text).c_str(), stderr);
+  std::fflush(stderr);
+}
+
+void print_now_to_stdout(const std::string& text) {
+  std::fputs(redact_secrets(text).c_str(), stdout);
+  std::fflush(stdout);
 }
 
 capture::NcuCommand build_or_refuse(const capture::CaptureSpec& spec) {
@@ -106,10 +117,6 @@ void apply_warm_options(const WarmOptions& options, capture::WarmCaptureSpec& sp
   spec.load.output_tokens = options.output_len;
   spec.warmup_requests = options.warmup_requests;
   spec.warmup_timeout_s = options.warmup_timeout_s;
-}
-
-std::string render_diagnoses(const std::vector<capture::Diagnosis>& diagnoses) {
-  return render::diagnoses_text(diagnoses);
 }
 
 }  // namespace kprof::cli

@@ -20,6 +20,10 @@ using capture::diagnoses_json;  // explain's JSON lists diagnoses as the bundle 
 
 // "kprof: TEXT" on stderr at once (progress must not wait for the command to end).
 void note(const std::string& text);
+// TEXT on stderr (stdout) at once, as it is: for what a long operation prints while it runs.
+// Both redacted (common/redact.h), as everything kprof prints.
+void print_now_to_stderr(const std::string& text);
+void print_now_to_stdout(const std::string& text);
 // build_ncu_command, a refused capture (std::invalid_argument) turned into a usage error.
 capture::NcuCommand build_or_refuse(const capture::CaptureSpec& spec);
 
@@ -50,8 +54,5 @@ void apply_warm_options(const WarmOptions& options, capture::WarmCaptureSpec& sp
 // server started with --api-key. An environment variable, not an option: the command line shows
 // in ps, shell history and the bundle's manifest. A usage error when it holds control characters.
 std::string api_key_from_environment();
-
-// render::diagnoses_text, for the commands that print diagnoses (capture, k8s, explain).
-std::string render_diagnoses(const std::vector<capture::Diagnosis>& diagnoses);
 
 }  // namespace kprof::cli

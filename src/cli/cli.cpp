@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "common/build_info.h"
+#include "common/redact.h"
 #include "common/utf8.h"
 
 namespace kprof::cli {
@@ -17,10 +18,10 @@ namespace {
 
 // Every subcommand, in the order `kprof --help` lists them.
 constexpr DefineCommand kCommands[] = {
-    define_analyze, define_capture,    define_trace,  define_doctor,   define_k8s,
-    define_inspect, define_rank,       define_budget, define_report,   define_diff,
-    define_db,      define_explain,    define_gpus,   define_selftest, define_calibrate,
-    define_load,    define_completion,
+    define_analyze,   define_capture, define_trace,   define_doctor,     define_k8s,
+    define_inspect,   define_source,  define_rank,    define_budget,     define_report,
+    define_diff,      define_db,      define_explain, define_gpus,       define_selftest,
+    define_calibrate, define_load,    define_mcp,     define_completion,
 };
 
 // Installed as kubectl-kprof too, kprof is a kubectl plugin: kubectl runs `kubectl kprof VERB
@@ -55,26 +56,44 @@ constexpr const char* kDescription =
     "            diff: no kernel in common, report --trace: no captured kernel in the trace),\n"
     "            6 kprof diff found a regression, or selftest a verdict other than expected,\n"
     "            7 the ncu run failed or profiled nothing (capture, explain, k8s, selftest),\n"
-    "            or the traced program failed or wrote no trace (trace), 8 capture, trace or\n"
-    "            selftest timed out or was interrupted (bundle marked incomplete), 9 not\n"
+    "            or the traced program failed or wrote no trace (trace), 8 capture, trace,\n"
+    "            load or selftest timed out or was interrupted (bundle marked incomplete), 9 not\n"
     "            ready: ncu, kubectl, the tracer library or libcupti missing, or unable to\n"
     "            profile (capture, trace, doctor, k8s), no NVIDIA driver or GPU (selftest,\n"
     "            calibrate), the server not ready (load), 10 a Kubernetes call failed or\n"
     "            something kprof created is left (k8s), 11 output could not be written (disk\n"
     "            full, permission denied, read-only file system), 12 some requests failed (load).";
 
+// Every output passes the one redaction (common/redact.h): a command line, an environment or a
+// log quoted anywhere carries no key.
 int print_and_exit(const Output& output, ExitCode code) {
-  std::fwrite(output.stdout_text.data(), 1, output.stdout_text.size(), stdout);
+  const std::string out = redact_secrets(output.stdout_text);
+  const std::string err = redact_secrets(output.stderr_text);
+  std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
-  std::fwrite(output.stderr_text.data(), 1, output.stderr_text.size(), stderr);
+  std::fwrite(err.data(), 1, err.size(), stderr);
   return static_cast<int>(code);
 }
 
 int fail(ExitCode code, const std::string& message) {
   // Messages quote names and values from inputs: shown literally (line breaks kept, as some
   // messages list several lines on purpose; the sources escape the names in those lists).
-  std::fprintf(stderr, "kprof: %s\n", escape_for_terminal(message, true).c_str());
+  std::fprintf(stderr, "kprof: %s\n", redact_secrets(escape_for_terminal(message, true)).c_str());
   return static_cast<int>(code);
+}
+
+// A repeatable option takes one value per use (`--env A=1 --env B=2`): CLI11's default lets it
+// take every word up to the next option, so `--env A=1 -- prog --port 8000` took `--` as the
+// end of --env's values and then refused prog's own --port.
+void one_value_per_option(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    if (!option->get_positional() && option->get_items_expected_max() > 1) {
+      option->allow_extra_args(false);
+    }
+  }
+  for (CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) {
+    one_value_per_option(*command);
+  }
 }
 
 }  // namespace
@@ -86,6 +105,7 @@ int run_cli(int argc, char** argv) {
   app.fallthrough(false);
   Runner runner;
   for (DefineCommand define : kCommands) define(app, runner);
+  one_value_per_option(app);
 
   Output output;
   output.argv.assign(argv, argv + argc);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "pipeline/answer.h"
 
 namespace kprof::cli {
 
@@ -20,28 +21,22 @@ struct Output {
 
 using Runner = std::function<ExitCode(Output&)>;
 
+// A pipeline's answer into the command's output; its exit code returned.
+inline ExitCode answer(pipeline::Answer answer, Output& output) {
+  output.stdout_text += std::move(answer.out);
+  output.stderr_text += std::move(answer.notes);
+  return answer.code;
+}
+
 // Adds the subcommand to parent; sets runner when the subcommand is chosen.
 using DefineCommand = void (*)(CLI::App& parent, Runner& runner);
 
-// Thrown by commands for bad option values that CLI11 cannot check (e.g. an invalid regex).
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// Thrown when inputs were valid but the filters selected nothing.
-struct NothingSelected : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// Thrown when a tool kprof needs (ncu, kubectl) is missing or cannot work here.
-struct NotReady : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// Thrown when a Kubernetes call failed (not found, forbidden, a feature disabled): exit 10.
-struct K8sFailed : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+// The failures every verb reports the same way (common/error.h), thrown by the libraries'
+// pipelines and by the commands alike.
+using kprof::K8sFailed;
+using kprof::NothingSelected;
+using kprof::NotReady;
+using kprof::UsageError;
 
 void define_analyze(CLI::App& parent, Runner& runner);
 void define_inspect(CLI::App& parent, Runner& runner);
@@ -49,6 +44,7 @@ void define_gpus(CLI::App& parent, Runner& runner);
 void define_rank(CLI::App& parent, Runner& runner);
 void define_budget(CLI::App& parent, Runner& runner);
 void define_report(CLI::App& parent, Runner& runner);
+void define_source(CLI::App& parent, Runner& runner);
 void define_diff(CLI::App& parent, Runner& runner);
 void define_db(CLI::App& parent, Runner& runner);
 void define_explain(CLI::App& parent, Runner& runner);
@@ -59,6 +55,7 @@ void define_k8s(CLI::App& parent, Runner& runner);
 void define_selftest(CLI::App& parent, Runner& runner);
 void define_calibrate(CLI::App& parent, Runner& runner);
 void define_load(CLI::App& parent, Runner& runner);
+void define_mcp(CLI::App& parent, Runner& runner);
 // Hidden: `completion bash|zsh` and `manpage`, generated from the commands defined before it.
 void define_completion(CLI::App& parent, Runner& runner);
 

@@ -3,7 +3,7 @@
 
 #include "analysis/analysis_tables.h"
 #include "cli/command.h"
-#include "cli/selection.h"
+#include "pipeline/reports.h"
 #include "render/db_render.h"
 #include "store/findings_db.h"
 
@@ -22,7 +22,7 @@ struct DbOptions {
 
 ExitCode run_import(const DbOptions& options, Output& output) {
   std::vector<model::Report> reports =
-      load_reports(options.reports, for_analysis());  // all read before writing
+      pipeline::load_reports(options.reports, pipeline::for_analysis());  // all read before writing
   analysis::AnalysisTables tables = analysis::load_analysis_tables();
   analysis::AnalysisConfig config = tables.config();
   store::FindingsDb db(options.db_path, store::FindingsDb::Access::kWrite);
@@ -35,7 +35,7 @@ ExitCode run_import(const DbOptions& options, Output& output) {
 ExitCode run_query(const std::string& what, const DbOptions& options, Output& output) {
   store::FindingsDb db(options.db_path);
   if (what == "history") {
-    compile_user_regex(options.kernel_regex, "--kernel");
+    pipeline::compile_user_regex(options.kernel_regex, "--kernel");
     auto rows = db.kernel_history(options.kernel_regex);
     output.stdout_text =
         options.json ? render::history_json_text(rows) : render::history_text(rows);
@@ -49,6 +49,14 @@ ExitCode run_query(const std::string& what, const DbOptions& options, Output& ou
   }
   output.stdout_text = options.json ? render::worst_json_text(rows, options.by)
                                     : render::worst_text(rows, options.by);
+  return ExitCode::kOk;
+}
+
+ExitCode run_predictions(const DbOptions& options, Output& output) {
+  store::FindingsDb db(options.db_path);
+  auto rows = db.prediction_outcomes();
+  output.stdout_text =
+      options.json ? render::predictions_json_text(rows) : render::predictions_text(rows);
   return ExitCode::kOk;
 }
 
@@ -76,7 +84,8 @@ void define_db(CLI::App& parent, Runner& runner) {
       "  kprof db import run.ncu-rep --campaign nightly --model llama-70b --engine vllm\n"
       "  kprof db query history -k nvjet\n"
       "  kprof db query worst --by model\n"
-      "  kprof db facts");
+      "  kprof db facts\n"
+      "  kprof db predictions   # what fix lists predicted against what diffs realised");
   db->require_subcommand(1);
   db->add_option("--db", options->db_path, "Database file")->capture_default_str();
 
@@ -116,6 +125,13 @@ CLI::App* facts = db->add_subcommand("facts", "Hardware facts: datasheet and mea
 facts->add_flag("--json", options->json, "Print JSON");
 facts->callback([&runner, options] {
   runner = [options](Output& output) { return run_facts(*options, output); };
+});
+
+CLI::App* predictions = db->add_subcommand(
+    "predictions", "Fix-list predictions against realised gains (kprof diff --outcomes-db)");
+predictions->add_flag("--json", options->json, "Print JSON");
+predictions->callback([&runner, options] {
+  runner = [options](Output& output) { return run_predictions(*options, output); };
 });
 }
 

@@ -1,55 +1,13 @@
 // kprof doctor: Gate 0 — whether this machine can capture GPU counters, and what to fix.
-#include <algorithm>
 #include <memory>
 
-#include "capture/doctor.h"
-#include "capture/ncu_locator.h"
+#include "capture/verbs.h"
 #include "cli/command.h"
-#include "render/report_json.h"
-#include "render/tools_render.h"
 
 namespace kprof::cli {
-namespace {
-
-struct DoctorOptions {
-  std::string ncu;
-  std::string root = "";
-  bool json = false;
-};
-
-const char* status_text(capture::Check::Status status) {
-  switch (status) {
-    case capture::Check::Status::kOk:
-      return "ok";
-    case capture::Check::Status::kWarning:
-      return "warning";
-    case capture::Check::Status::kFailed:
-      return "FAILED";
-    case capture::Check::Status::kInfo:
-      return "info";
-  }
-  return "";
-}
-
-ExitCode run_doctor(const DoctorOptions& options, Output& output) {
-  capture::NcuLocation ncu = capture::locate_ncu(options.ncu);
-  capture::SystemFacts facts = capture::gather_system_facts(options.root, ncu.path, ncu.searched);
-  std::vector<capture::Check> checks = capture::run_doctor_checks(facts);
-  bool failed = std::any_of(checks.begin(), checks.end(), [](const capture::Check& c) {
-    return c.status == capture::Check::Status::kFailed;
-  });
-  std::vector<render::DoctorRow> rows;
-  for (const auto& c : checks) rows.push_back({c.name, status_text(c.status), c.detail, c.next});
-  output.stdout_text = options.json
-                           ? render::json_text(render::doctor_json(rows, !failed, output.argv))
-                           : render::doctor_text(rows, !failed);
-  return failed ? ExitCode::kNotReady : ExitCode::kOk;
-}
-
-}  // namespace
 
 void define_doctor(CLI::App& parent, Runner& runner) {
-  auto options = std::make_shared<DoctorOptions>();
+  auto options = std::make_shared<capture::DoctorOptions>();
   CLI::App* command =
       parent.add_subcommand("doctor", "Gate 0: can this machine capture GPU counters?");
   command->footer(
@@ -69,7 +27,9 @@ void define_doctor(CLI::App& parent, Runner& runner) {
                       "Read /proc, /sys, /dev and /usr/local/cuda under this folder instead of /");
   command->add_flag("--json", options->json, "Print JSON (schema kprof.doctor/1)");
   command->callback([&runner, options] {
-    runner = [options](Output& output) { return run_doctor(*options, output); };
+    runner = [options](Output& output) {
+      return answer(capture::doctor(*options, output.argv), output);
+    };
   });
 }
 

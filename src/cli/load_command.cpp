@@ -14,6 +14,7 @@
 #include "cli/command.h"
 #include "common/child_process.h"
 #include "common/file_bytes.h"
+#include "common/redact.h"
 #include "load/request_driver.h"
 #include "render/load_render.h"
 #include "render/report_json.h"
@@ -120,7 +121,7 @@ ExitCode run_load(LoadOptions options, Output& output) {
     } else {
       // The summary is printed even when the file cannot be written: the run is not lost.
       try {
-        write_file_atomically(options.json_path, json);
+        write_file_atomically(options.json_path, redact_secrets(json));
       } catch (const std::exception&) {
         std::fputs(text.c_str(), stdout);
         std::fflush(stdout);
@@ -131,6 +132,8 @@ ExitCode run_load(LoadOptions options, Output& output) {
   } else {
     output.stdout_text = text;
   }
+  // Interrupted, the figures are those of a run cut short: exit 8, as capture and trace.
+  if (interrupted) return ExitCode::kIncomplete;
   return figures.failed > 0 ? ExitCode::kRequestsFailed : ExitCode::kOk;
 }
 
@@ -151,8 +154,9 @@ void define_load(CLI::App& parent, Runner& runner) {
       "This is the request driver kprof's warm capture runs while ncu profiles. A server\n"
       "started with --api-key: KPROF_API_KEY=KEY in the environment (sent as a Bearer token).\n\n"
       "Exit codes: 0 every request completed; 12 some failed (by cause: HTTP status,\n"
-      "connection, timeout, bad response); 2 usage; 9 the server not ready within\n"
-      "--wait-ready, or /v1/models unreachable or listing no model; 11 --json not writable.\n\n"
+      "connection, timeout, bad response); 8 interrupted (Ctrl-C: the figures until then);\n"
+      "2 usage; 9 the server not ready within --wait-ready, or /v1/models unreachable or\n"
+      "listing no model; 11 --json not writable.\n\n"
       "Examples:\n"
       "  kprof load --url http://127.0.0.1:8000 -c 16 -n 256\n"
       "  kprof load --url http://127.0.0.1:8000 -c 64 --duration 60 --wait-ready 900 --json -");

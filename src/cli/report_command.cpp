@@ -3,31 +3,50 @@
 #include <memory>
 
 #include "cli/analyze_command.h"
+#include "cli/command.h"
+#include "importers/common/trace_reader.h"
+#include "pipeline/analyze.h"
 
 namespace kprof::cli {
 
 void define_report(CLI::App& parent, Runner& runner) {
-  auto options = std::make_shared<AnalyzeOptions>();
+  auto options = std::make_shared<pipeline::AnalyzeOptions>();
   options->sort = "pipeline";
+  options->fix_list = true;
   CLI::App* command = parent.add_subcommand(
-      "report", "Captured kernels joined to a trace: verdicts, pipeline shares, Amdahl bounds");
+      "report", "Captured kernels joined to a trace: the fix list, what each fix could buy");
   command->footer(
-      "Joins ncu captures to a PyTorch profiler trace of the serving step they came from. Each\n"
-      "captured kernel is found in the trace by its name (normalised as kprof rank does) and, "
-      "when\n"
-      "the trace has it, its grid and block; its fraction of the pipeline is its total trace time\n"
-      "over the span of the trace's GPU work, and max_e2e_speedup = 1 / (1 - fraction): what\n"
-      "removing it entirely would buy. Rows: largest share first, then the verdict columns of\n"
-      "kprof analyze. A captured kernel the trace never ran is marked 'not in trace'; when\n"
-      "the trace ran none of them, nothing is joined: exit 5 (nothing in common).\n\n"
+      "Joins ncu captures to a profiler trace of the serving they came from, and answers which\n"
+      "kernel to fix first and what it buys end to end. Each captured launch is found in the\n"
+      "trace by its name (normalised as kprof rank does) and, when the trace has it, its grid\n"
+      "and block. Launches of one kernel and launch configuration form a group; the fix list\n"
+      "ranks groups by estimated saving = the group's trace time x (1 - achieved / attainable)\n"
+      "on the resource that binds it: attainable is the ceiling kprof calibrate measured on this\n"
+      "GPU for that resource, else the datasheet peak; a latency-bound group is held to its\n"
+      "nearer roof. Savings of different groups add up (they are disjoint trace time); 'step x'\n"
+      "is the pipeline (the span of the trace's GPU work) over the pipeline less the saving.\n"
+      "replay / trace compares ncu's replayed duration with the trace's mean: outside 0.8-1.25\n"
+      "the counters may not describe the kernel as it served. The evidence behind the first\n"
+      "rows follows the table. --per-launch adds kprof analyze's verdict columns for every\n"
+      "captured launch, with its share and max_e2e_speedup = 1 / (1 - fraction), the bound if it\n"
+      "took no time at all. When the trace ran none of the captured kernels, nothing is joined:\n"
+      "exit 5 (nothing in common).\n\n"
       "Examples:\n"
       "  kprof report --trace trace.json.gz capture.ncu-rep\n"
+      "  kprof report --trace trace.json.gz capture.ncu-rep --per-launch\n"
       "  kprof report --trace trace.json.gz capture.ncu-rep --json > report.json");
   add_verdict_options(*command, *options);
-  command->add_option("--trace", options->trace_path, "PyTorch profiler trace (.json or .json.gz)")
+  command->add_flag("--per-launch", options->per_launch,
+                    "After the fix list, every captured launch with its verdict and share");
+  command->add_option("--top", options->top, "Fix-list groups to show (0: all)")
+      ->capture_default_str();
+  command
+      ->add_option("--trace", options->trace_path, "The trace: " + importers::trace_formats_text())
       ->required();
   command->callback([&runner, options] {
-    runner = [options](Output& output) { return run_analyze(*options, output); };
+    runner = [options](Output& output) {
+      return answer(pipeline::analyze(*options, output.argv), output);
+    };
   });
 }
 

@@ -8,10 +8,10 @@
 #include "cli/command.h"
 #include "hardware/gpu_specs.h"
 #include "render/report_json.h"
-#include "render/selftest_render.h"
 #include "selftest/calibration_json.h"
 #include "selftest/runner.h"
 #include "selftest/selftest_commands.h"
+#include "selftest/selftest_render.h"
 
 namespace kprof::cli {
 namespace {
@@ -44,11 +44,11 @@ ExitCode run_selftest(const SelftestOptions& options, Output& output) {
   return not_ready_on_missing_gpu([&] {
     selftest::SelftestOutcome outcome = selftest::run_selftest(options.request, note);
     if (options.json) {
-      output.stdout_text = render::json_text(render::selftest_json(outcome, output.argv));
+      output.stdout_text = render::json_text(selftest::selftest_json(outcome, output.argv));
     } else if (outcome.ncu_failed || outcome.interrupted) {
-      output.stderr_text = render::selftest_text(outcome);
+      output.stderr_text = selftest::selftest_text(outcome);
     } else {
-      output.stdout_text = render::selftest_text(outcome);
+      output.stdout_text = selftest::selftest_text(outcome);
     }
     if (outcome.interrupted) return ExitCode::kIncomplete;
     if (outcome.ncu_failed) return ExitCode::kCaptureFailed;
@@ -62,8 +62,8 @@ ExitCode run_launcher(const selftest::SelftestRequest& request, Output& output) 
     options.driver_library = request.driver_library;
     options.device = request.gpu;
     selftest::RunResult result = selftest::run_kernels({}, 1, options);
-    output.stdout_text = render::launches_text(result);
-    output.stderr_text = render::launch_notes_text(result);
+    output.stdout_text = selftest::launches_text(result);
+    output.stderr_text = selftest::launch_notes_text(result);
     return ExitCode::kOk;
   });
 }
@@ -75,8 +75,8 @@ ExitCode run_calibrate(const CalibrateOptions& options, Output& output) {
       output.stdout_text = render::json_text(selftest::calibration_to_json(outcome.calibration));
     } else {
       hardware::GpuDatabase gpus = hardware::load_gpu_database();
-      output.stdout_text =
-          render::calibration_text(outcome, gpus.find_for_device(outcome.calibration.device.name));
+      output.stdout_text = selftest::calibration_text(
+          outcome, gpus.find_for_device(outcome.calibration.device.name));
     }
     return ExitCode::kOk;
   });
@@ -153,9 +153,15 @@ void define_calibrate(CLI::App& parent, Runner& runner) {
       "calibrate", "Measure this GPU's ceilings (bandwidths, FLOP rates, launch latency)");
   command->footer(
       "Measures what this GPU reaches, as opposed to its datasheet: DRAM bandwidth (a copy: read\n"
-      "+ write bytes), L2 bandwidth, FP32 and FP64 FMA rates, BF16 and FP8 tensor rates\n"
-      "(mma.sync; FP8 only where the GPU and driver take sm_89 PTX), and launch latency (back\n"
-      "to back, and to completion). Each figure is the best of --repeats runs after a warm-up,\n"
+      "+ write bytes), L2 bandwidth, FP32 and FP64 FMA rates, BF16, FP16 and FP8 tensor rates,\n"
+      "and launch latency (back to back, and to completion). A ceiling is what the best code\n"
+      "reaches, so each is the fastest of the codes measured: the DRAM copy of kprof's kernel\n"
+      "and of the driver (cuMemcpyDtoD, the copy a framework's tensor copy runs); the tensor\n"
+      "rates of kprof's mma.sync kernels and of cuBLASLt's large GEMMs (4096-16384 squared, its\n"
+      "first 8 heuristics each), where a cuBLASLt is found (--cublaslt PATH, $KPROF_CUBLASLT,\n"
+      "libcublasLt.so.13/.12, /usr/local/cuda/lib64). The file names the code that reached\n"
+      "each figure and lists the others. Each figure is the best of --repeats runs after a "
+      "warm-up,\n"
       "with the clocks as found: kprof neither locks nor resets them, so the figures are what\n"
       "your workloads meet at the clocks the GPU runs them at (close other work on the GPU\n"
       "first). No ncu is needed.\n\n"
@@ -187,6 +193,9 @@ void define_calibrate(CLI::App& parent, Runner& runner) {
       ->check(CLI::NonNegativeNumber);
   command->add_option("--driver", options->request.driver_library,
                       "The CUDA driver library to load (default libcuda.so.1)");
+  command->add_option("--cublaslt", options->request.cublaslt,
+                      "The cuBLASLt library to time the vendor's GEMMs with, or none for kprof's "
+                      "own kernels only (default: found on the usual paths)");
   command->add_flag("--json", options->json,
                     "Print the calibration (kprof.calibration/1 JSON) instead of the table");
   command->callback([&runner, options] {

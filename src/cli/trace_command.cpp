@@ -11,8 +11,8 @@
 #include "capture/tracer_run.h"
 #include "cli/capture_support.h"
 #include "cli/command.h"
-#include "cli/rank_command.h"
 #include "common/text.h"
+#include "pipeline/traces.h"
 
 namespace kprof::cli {
 namespace {
@@ -182,7 +182,8 @@ ExitCode run_trace(const TraceOptions& options, Output& output) {
   if (!options.no_rank) {
     for (const std::string& file : run.trace_files) {
       try {
-        RankText ranked = rank_trace_text(file, output.argv, options.top, options.name_width);
+        pipeline::RankText ranked =
+            pipeline::rank_trace_text(file, output.argv, options.top, options.name_width);
         result += "\n" + ranked.table;
         notes += ranked.warnings;
       } catch (const InputError& error) {

@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 
 extern char** environ;
@@ -23,6 +24,11 @@ bool g_keep_interrupts = false;
 
 void on_signal(int) { g_interrupt = 1; }
 
+// What ends kprof's work as Ctrl-C does: SIGINT, SIGTERM, and SIGHUP (a closed terminal, a dropped
+// ssh) and SIGQUIT — without their handler kprof died with 129 while ncu and the profiled program
+// ran on in their own process group, and the bundle stayed an empty .partial folder.
+constexpr int kInterrupts[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
 // Installs the forwarding handlers for the lifetime of one run_child call.
 class SignalGuard {
  public:
@@ -30,17 +36,17 @@ class SignalGuard {
     struct sigaction action {};
     action.sa_handler = on_signal;
     sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, &old_int_);
-    sigaction(SIGTERM, &action, &old_term_);
+    for (size_t i = 0; i < std::size(kInterrupts); ++i) {
+      sigaction(kInterrupts[i], &action, &old_[i]);
+    }
   }
   ~SignalGuard() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
+    for (size_t i = 0; i < std::size(kInterrupts); ++i)
+      sigaction(kInterrupts[i], &old_[i], nullptr);
   }
 
  private:
-  struct sigaction old_int_ {};
-  struct sigaction old_term_ {};
+  struct sigaction old_[std::size(kInterrupts)]{};
 };
 
 class Fd {
@@ -114,8 +120,7 @@ void keep_interrupts() {
   struct sigaction action {};
   action.sa_handler = on_signal;
   sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
+  for (int signal : kInterrupts) sigaction(signal, &action, nullptr);
 }
 
 std::string find_executable(const std::string& name) {
@@ -170,8 +175,7 @@ ChildResult run_child(const ChildRequest& request) {
   posix_spawnattr_setpgroup(&attributes, 0);  // a new process group led by the child
   sigset_t defaults;
   sigemptyset(&defaults);
-  sigaddset(&defaults, SIGINT);
-  sigaddset(&defaults, SIGTERM);
+  for (int signal : kInterrupts) sigaddset(&defaults, signal);
   sigaddset(&defaults, SIGPIPE);
   posix_spawnattr_setsigdefault(&attributes, &defaults);
   sigset_t none;

@@ -36,26 +36,27 @@ struct ChildResult {
   int exit_code = -1;           // the exit status, or 128 + signal when killed by a signal
   int signal = 0;               // the signal that ended it, 0 when it exited
   bool timed_out = false;       // stopped by kprof because the timeout passed
-  bool interrupted = false;     // stopped by kprof because kprof got SIGINT or SIGTERM
+  bool interrupted = false;     // stopped because kprof got SIGINT, SIGTERM, SIGHUP or SIGQUIT
   bool stop_requested = false;  // stopped by kprof because on_line asked for it
   std::string out, err;         // everything it printed
   std::string combined;         // stdout and stderr interleaved in the order they were read
   std::chrono::milliseconds elapsed{0};
 };
 
-// Blocks until the child exits. While it runs, kprof's own SIGINT/SIGTERM are caught and
-// forwarded to the child's process group as SIGINT (then SIGKILL after the grace period).
+// Blocks until the child exits. While it runs, kprof's own SIGINT, SIGTERM, SIGHUP (a closed
+// terminal, a dropped ssh) and SIGQUIT are caught and forwarded to the child's process group as
+// SIGINT (then SIGKILL after the grace period).
 ChildResult run_child(const ChildRequest& request);
 
 // Searches PATH like execvp would; empty when not found or not executable.
 std::string find_executable(const std::string& name);
 
-// True once kprof has received SIGINT or SIGTERM during run_child (for callers that must
+// True once kprof has received one of those signals during run_child (for callers that must
 // mark their work incomplete).
 bool interrupt_received();
 
-// For work made of many child processes (a Kubernetes operation): from now on SIGINT and
-// SIGTERM only set the flag interrupt_received() reads — also between children — so the caller
+// For work made of many child processes (a Kubernetes operation): from now on those signals
+// only set the flag interrupt_received() reads — also between children — so the caller
 // can clean up before it exits; run_child stops its child at once when the flag is set.
 void keep_interrupts();
 

@@ -1,6 +1,7 @@
 // Error style of kprof (see ARCHITECTURE.md, "Errors"):
 //  - importers and file access throw InputError: the file, where in it, what is wrong;
-//  - the CLI layer catches it, prints one line, and exits with the ExitCode it carries;
+//  - pipelines and operations throw UsageError, NothingSelected, NotReady, K8sFailed;
+//  - the CLI layer catches them, prints one line, and exits with the ExitCode each carries;
 //  - nothing else is thrown on purpose; any other exception is an internal error (exit 1).
 #pragma once
 
@@ -21,12 +22,33 @@ enum class ExitCode : int {
                          // nothing in common)
   kRegression = 6,       // kprof diff: a kernel got slower than the threshold allows
   kCaptureFailed = 7,    // capture/explain: the ncu run failed or profiled nothing (diagnosed)
-  kIncomplete = 8,       // capture: timed out or interrupted; the bundle is marked incomplete
+  kIncomplete = 8,       // capture, trace, load: timed out or interrupted (a bundle: incomplete)
   kNotReady = 9,         // a tool kprof drives is missing or cannot profile (doctor's failures)
   kK8sFailed = 10,       // k8s: a Kubernetes call failed, or an object kprof created is left
   kOutputUnwritable =
       11,                // output could not be written: disk full, permission denied, read-only FS
   kRequestsFailed = 12,  // load: some requests failed (HTTP error, connection, timeout)
+};
+
+// A bad option value that CLI11 cannot check (an invalid regex, options that do not combine):
+// exit 2. Thrown by the pipelines a request reaches as by the CLI that parsed it.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The inputs were valid but the filters selected nothing (exit 5).
+struct NothingSelected : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// A tool kprof needs (ncu, kubectl) is missing or cannot work here (exit 9).
+struct NotReady : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// A Kubernetes call failed (not found, forbidden, a feature disabled): exit 10.
+struct K8sFailed : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 // Where in an input a problem is: a byte offset (binary formats) or a line (text formats).

@@ -54,14 +54,15 @@ struct DecompressionLimit {
   std::string origin;
 };
 
-DecompressionLimit decompression_limit(std::uint64_t compressed_size) {
+DecompressionLimit decompression_limit(std::uint64_t compressed_size,
+                                       std::string_view format = "zstd") {
   const char* value = std::getenv(kLimitVariable);
   if (value == nullptr || *value == '\0') {
     return {default_decompressed_limit(compressed_size),
-            fmt::format("kprof's limit for {} of zstd data ({} times that, at least {}, at most "
+            fmt::format("kprof's limit for {} of {} data ({} times that, at least {}, at most "
                         "{}); set {}=SIZE (e.g. 16G) to allow more",
-                        describe_size(compressed_size), kLimitRatio, describe_size(kLimitFloor),
-                        describe_size(kLimitCeiling), kLimitVariable)};
+                        describe_size(compressed_size), format, kLimitRatio,
+                        describe_size(kLimitFloor), describe_size(kLimitCeiling), kLimitVariable)};
   }
   char* end = nullptr;
   errno = 0;
@@ -142,6 +143,15 @@ std::uint64_t default_decompressed_limit(std::uint64_t compressed_size) {
   std::uint64_t scaled =
       compressed_size > kLimitCeiling / kLimitRatio ? kLimitCeiling : compressed_size * kLimitRatio;
   return std::clamp(scaled, kLimitFloor, kLimitCeiling);
+}
+
+void check_decompressed_size(const std::string& path, std::string_view format,
+                             std::uint64_t compressed, std::uint64_t decompressed) {
+  if (decompressed <= kLimitFloor && std::getenv(kLimitVariable) == nullptr) return;  // cheap path
+  DecompressionLimit limit = decompression_limit(compressed, format);
+  if (decompressed > limit.bytes) {
+    throw_too_large(path, limit, fmt::format("{} data that decompresses to more than", format));
+  }
 }
 
 bool has_zstd_magic(std::string_view bytes) {
@@ -325,8 +335,12 @@ class InputFd {
   size_t size() const { return static_cast<size_t>(info_.st_size); }
 
   // Everything until the end of the input. Input that cannot be mapped (stdin from a pipe) is
-  // held to the same limit as decompressed data, since it is all held in memory.
-  std::string read_to_end() const {
+  // held to the same limit as decompressed data, since it is all held in memory. With a check,
+  // a stream is sniffed first: once its first kHeadBytes are neither zstd nor recognised, only
+  // they are returned (the reader then says what they are not), so /dev/zero or a pipe of
+  // something else is refused after 64 KiB, not after gigabytes.
+  std::string read_to_end(const ContentCheck& check = {}) const {
+    bool sniffed = !check.recognizes || S_ISREG(info_.st_mode);
     std::string bytes;
     std::uint64_t limit = UINT64_MAX;
     std::string limit_origin;
@@ -357,6 +371,10 @@ class InputFd {
         ssize_t n = read_some(bytes.data() + start, bytes.size() - start);
         bytes.resize(start + static_cast<size_t>(n));
         if (n == 0) break;
+      }
+      if (!sniffed && bytes.size() >= kHeadBytes) {
+        sniffed = true;
+        if (!has_zstd_magic(bytes) && !check.recognizes(bytes)) return bytes;
       }
       if (bytes.size() > limit) {
         throw_unreadable(path_,
@@ -458,7 +476,7 @@ FileBytes read_input_file(const std::string& path, const ContentCheck& check) {
   InputFd input(path);
   FileBytes file;
   file.path = path;
-  file.bytes = input.read_to_end();
+  file.bytes = input.read_to_end(check);
   refuse_empty(path, file.bytes);
   if (has_zstd_magic(file.bytes)) {
     file.bytes = zstd_decompress(path, file.bytes, check);
@@ -520,7 +538,7 @@ InputBytes open_input_file(const std::string& path, const ContentCheck& check) {
     ::madvise(mapped, input.size(), MADV_SEQUENTIAL);
     bytes = result.view();
   } else {
-    result.owned_ = input.read_to_end();
+    result.owned_ = input.read_to_end(check);
     bytes = result.owned_;
   }
   refuse_empty(path, bytes);

@@ -28,6 +28,13 @@ struct ContentCheck {
 // zstd bomb, thousands of times).
 std::uint64_t default_decompressed_limit(std::uint64_t compressed_size);
 
+// Throws InputError (kInputInvalid) naming path once `decompressed` bytes have come out of
+// `compressed` bytes of `format` data ("gzip") past the limit zstd input is held to
+// (default_decompressed_limit, or KPROF_MAX_DECOMPRESSED): the same bound for every compressed
+// input, checked as a stream is read.
+void check_decompressed_size(const std::string& path, std::string_view format,
+                             std::uint64_t compressed, std::uint64_t decompressed);
+
 // The path that names stdin.
 inline constexpr std::string_view kStdinPath = "-";
 bool is_stdin_path(std::string_view path);
@@ -36,12 +43,14 @@ bool is_stdin_path(std::string_view path);
 // InputError (kUsage) when it was read already for another input or is a terminal.
 void claim_stdin(const std::string& path);
 
-// Throws InputError (kInputUnreadable for missing/unreadable files, stdin read a second time,
-// and input that cannot be mapped (stdin, a pipe) longer than the limit; kInputInvalid for a
-// broken zstd stream, one that expands past the limit or to content `check` refuses; kUsage for
-// an unreadable KPROF_MAX_DECOMPRESSED). Offsets in later errors refer to the decompressed bytes
-// when was_compressed. Reads until the end of the file, whatever its size says (/dev/stdin, a
-// pipe, /proc files).
+// With a check, a stream (stdin, a pipe, a device) whose first 64 KiB are neither zstd nor
+// what the check recognises is read no further: the bytes returned are that head, which the
+// caller's parser then refuses. Throws InputError (kInputUnreadable for missing/unreadable files,
+// stdin read a second time, and input that cannot be mapped (stdin, a pipe) longer than the limit;
+// kInputInvalid for a broken zstd stream, one that expands past the limit or to content `check`
+// refuses; kUsage for an unreadable KPROF_MAX_DECOMPRESSED). Offsets in later errors refer to the
+// decompressed bytes when was_compressed. Reads until the end of the file, whatever its size says
+// (/dev/stdin, a pipe, /proc files).
 FileBytes read_input_file(const std::string& path, const ContentCheck& check = {});
 
 // An input's bytes for a reader that only reads them, without a copy of its own where it can be

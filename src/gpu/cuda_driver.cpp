@@ -68,6 +68,7 @@ std::shared_ptr<CudaDriver> CudaDriver::load(const std::string& library) {
   resolve(handle, library, api.cuMemsetD8, {"cuMemsetD8_v2"});
   resolve(handle, library, api.cuMemcpyHtoD, {"cuMemcpyHtoD_v2"});
   resolve(handle, library, api.cuMemcpyDtoH, {"cuMemcpyDtoH_v2"});
+  resolve(handle, library, api.cuMemcpyDtoD, {"cuMemcpyDtoD_v2"}, /*required=*/false);
   resolve(handle, library, api.cuEventCreate, {"cuEventCreate"});
   resolve(handle, library, api.cuEventRecord, {"cuEventRecord"});
   resolve(handle, library, api.cuEventSynchronize, {"cuEventSynchronize"});

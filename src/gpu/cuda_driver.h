@@ -110,6 +110,10 @@ struct DriverApi {
   CuResult (*cuMemcpyHtoD)(CuDevicePtr destination, const void* source,
                            std::size_t bytes) = nullptr;
   CuResult (*cuMemcpyDtoH)(void* destination, CuDevicePtr source, std::size_t bytes) = nullptr;
+  // Optional (calibrate's plain device copy; every driver kprof supports has it, the test
+  // stand-ins need not).
+  CuResult (*cuMemcpyDtoD)(CuDevicePtr destination, CuDevicePtr source,
+                           std::size_t bytes) = nullptr;
   CuResult (*cuEventCreate)(CuEvent* event, unsigned flags) = nullptr;
   CuResult (*cuEventRecord)(CuEvent event, CuStream stream) = nullptr;
   CuResult (*cuEventSynchronize)(CuEvent event) = nullptr;

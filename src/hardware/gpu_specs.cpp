@@ -91,6 +91,47 @@ void merge(GpuDatabase& db, const json& document) {
   }
 }
 
+}  // namespace
+
+void check_measured_ceiling(const std::string& name, double figure, const std::string& unit) {
+  auto ends_with = [&](std::string_view suffix) {
+    return name.size() >= suffix.size() &&
+           std::string_view(name).substr(name.size() - suffix.size()) == suffix;
+  };
+  std::string expected;
+  if (name == "dram_bandwidth" || name == "l2_bandwidth" || ends_with("_bandwidth")) {
+    expected = "byte/s";
+  } else if (ends_with("_flops")) {
+    expected = "flop/s";
+  } else if (name.rfind("launch_", 0) == 0 || name.find("latency") != std::string::npos) {
+    expected = "s";  // launch_back_to_back, launch_to_completion
+  }
+  if (unit != "byte/s" && unit != "flop/s" && unit != "s") {
+    throw std::invalid_argument(
+        fmt::format("ceiling {}: unit must be byte/s, flop/s or s, not \"{}\"", name, unit));
+  }
+  if (!expected.empty() && unit != expected) {
+    throw std::invalid_argument(fmt::format("ceiling {}: a {} is in {}, not {}", name,
+                                            expected == "byte/s"   ? "bandwidth"
+                                            : expected == "flop/s" ? "rate"
+                                                                   : "latency",
+                                            expected, unit));
+  }
+  struct Range {
+    double low, high;
+    const char* said;
+  };
+  const Range range = unit == "byte/s"   ? Range{1e9, 1e15, "1 GB/s to 1 PB/s"}
+                      : unit == "flop/s" ? Range{1e9, 1e18, "1 GFLOP/s to 1 EFLOP/s"}
+                                         : Range{1e-8, 1.0, "10 ns to 1 s"};
+  if (!std::isfinite(figure) || figure < range.low || figure > range.high) {
+    throw std::invalid_argument(fmt::format(
+        "ceiling {}: {:g} {} is not a figure a GPU measures ({})", name, figure, unit, range.said));
+  }
+}
+
+namespace {
+
 // A calibration: its ceilings attach to the GPU it measured (json::exception for a missing or
 // mistyped field, std::invalid_argument for a value out of range; the caller names the file).
 void apply_calibration(GpuDatabase& db, const json& document, const std::string& path) {
@@ -105,10 +146,7 @@ void apply_calibration(GpuDatabase& db, const json& document, const std::string&
     ceiling.unit = entry.at("unit").get<std::string>();
     ceiling.method = entry.at("method").get<std::string>();
     ceiling.repeats = entry.at("repeats").get<int>();
-    if (!(ceiling.figure > 0) || !std::isfinite(ceiling.figure)) {
-      throw std::invalid_argument(
-          fmt::format("ceiling {}: figure must be a positive number", name));
-    }
+    check_measured_ceiling(name, ceiling.figure, ceiling.unit);
     if (ceiling.repeats < 1) {
       throw std::invalid_argument(fmt::format("ceiling {}: repeats must be at least 1", name));
     }

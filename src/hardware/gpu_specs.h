@@ -24,6 +24,15 @@ struct MeasuredCeiling {
   int repeats = 0;     // the figure is the best of this many runs
 };
 
+// Throws std::invalid_argument naming the ceiling when a calibration's figure cannot be one:
+// the unit of a ceiling kprof measures is fixed (dram_bandwidth and l2_bandwidth byte/s, the
+// *_flops rates flop/s, the latencies s: a DRAM ceiling in flop/s would be dropped silently by
+// the verdicts; launch_* the launch latencies in s), any other is byte/s, flop/s or s; and a
+// figure lies where a real GPU's can (a
+// bandwidth from 1 GB/s to 1 PB/s, a rate from 1 GFLOP/s to 1 EFLOP/s, a latency from 10 ns to
+// 1 s: 1e308 is none). Read by `kprof calibrate --from` and `--gpus CALIBRATION` alike.
+void check_measured_ceiling(const std::string& name, double figure, const std::string& unit);
+
 struct GpuSpec {
   std::string name;   // "H200 SXM"
   std::string match;  // regex (RE2, partial) over the device name a report records

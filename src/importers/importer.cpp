@@ -4,10 +4,9 @@
 
 #include "common/error.h"
 #include "common/file_bytes.h"
-#include "importers/chrome_trace/chrome_trace_reader.h"
+#include "importers/common/trace_reader.h"
 #include "importers/ncu_csv/ncu_csv_importer.h"
 #include "importers/ncu_rep/ncu_rep_importer.h"
-#include "importers/nsys_sqlite/nsys_sqlite_reader.h"
 
 namespace kprof::importers {
 
@@ -52,12 +51,8 @@ model::Report import_bytes(const std::string& path, std::string_view bytes,
   }
   // Traces are read by other commands: say which, rather than only what a report looks like.
   std::string_view trace_kind;
-  if (bytes.size() >= 2 && bytes[0] == '\x1f' && bytes[1] == '\x8b') {
-    trace_kind = "gzip-compressed, as profiler traces are (.json.gz)";
-  } else if (looks_like_chrome_trace(bytes)) {
-    trace_kind = "JSON, as profiler traces are (Chrome trace format)";
-  } else if (looks_like_sqlite(bytes)) {
-    trace_kind = "an SQLite database, as Nsight Systems exports are";
+  for (const TraceReader* reader : all_trace_readers()) {
+    if (trace_kind.empty()) trace_kind = reader->looks_like(bytes);
   }
   if (!trace_kind.empty()) {
     throw_invalid(path, InputPosition::byte(0),

@@ -16,6 +16,12 @@ struct ImportOptions {
   // Per-instance values of instanced metrics (PC samples, per-unit values): inspect prints
   // them; analysis never reads them, and in a `--set full` report they are most of the bytes.
   bool instances = true;
+  // With instances false: the metrics whose per-instance values are read all the same (`kprof
+  // source` reads the per-PC source counters, a few dozen of ~2,200 metrics).
+  std::function<bool(std::string_view metric)> instances_of;
+  // The CUDA modules (cubins) and where their functions were loaded (.ncu-rep source entries,
+  // model::Report::modules): megabytes that only `kprof source` reads; skipped otherwise.
+  bool sources = false;
   // Threads decoding .ncu-rep kernel results (independent of each other); 0: one per hardware
   // thread. The result does not depend on it.
   unsigned threads = 0;

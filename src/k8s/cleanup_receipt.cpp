@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/file_bytes.h"
+#include "common/redact.h"
 #include "common/text.h"
 #include "k8s/workload.h"
 
@@ -282,6 +283,7 @@ std::string CleanupReceipt::json_text() const {
     document["ended_at"] = *ended_at_;
     document["leftovers"] = leftovers;
   }
+  redact_secrets_in_json(document);
   return document.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 

@@ -12,6 +12,7 @@
 #include "common/child_process.h"
 #include "common/error.h"
 #include "common/file_bytes.h"
+#include "common/redact.h"
 #include "common/text.h"
 #include "k8s/workload.h"
 
@@ -242,11 +243,27 @@ std::string create_sister(const Kubectl& kubectl, CleanupReceipt& receipt,
                           const std::string& sister_of, const std::string& run,
                           const std::function<void(const std::string&)>& announce) {
   std::string name = string_at(manifest, {"metadata", "name"});
-  fs::path manifest_file = fs::path(receipt.path()).parent_path() / (name + ".json");
-  write_file_atomically(manifest_file.string(), manifest.dump(1) + "\n");
+  // The record beside the receipt carries no secret of the server's command line or environment
+  // (common/redact.h); what kubectl creates must, so it is handed over from a file of its own in
+  // a folder only this user can read, removed as soon as kubectl has read it.
+  fs::path folder = fs::path(receipt.path()).parent_path();
+  nlohmann::json record = manifest;
+  redact_secrets_in_json(record);
+  write_file_atomically((folder / (name + ".json")).string(), record.dump(1) + "\n");
   receipt.created("Deployment", namespace_name, name, true, "sister of " + sister_of, run);
   announce(name);
-  kubectl.check({"create", "-n", namespace_name, "-f", manifest_file.string(), "-o", "name"});
+  const std::string private_dir = create_unique_directory((folder / ".kprof-create-").string());
+  struct RemoveOnExit {
+    std::string dir;
+    ~RemoveOnExit() {
+      std::error_code ignored;
+      fs::remove_all(dir, ignored);
+    }
+  } remove{private_dir};
+  fs::permissions(private_dir, fs::perms::owner_all, fs::perm_options::replace);
+  const std::string create_file = private_dir + "/" + name + ".json";
+  write_file_atomically(create_file, manifest.dump(1) + "\n");
+  kubectl.check({"create", "-n", namespace_name, "-f", create_file, "-o", "name"});
   return name;
 }
 

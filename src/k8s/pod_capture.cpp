@@ -14,6 +14,7 @@
 #include "common/text.h"
 #include "common/utf8.h"
 #include "k8s/port_forward.h"
+#include "render/envelope.h"
 
 namespace kprof::k8s {
 namespace {
@@ -287,15 +288,17 @@ capture::WarmCaptureResult warm_capture_in_pod(const Kubectl& kubectl, const Pod
     warm.ready_log_file = fmt::format("the log of {}/{}", where.pod, where.container);
     // The whole log each time (a kubectl logs -f would hold one more stream open for the whole
     // wait): every 2 s, and what kubectl said when it failed.
-    warm.read_log = [&kubectl, where, log_problem] {
-      KubectlResult log =
-          kubectl.run({"logs", "-n", where.namespace_name, where.pod, "-c", where.container},
-                      std::chrono::seconds(60));
-      *log_problem = log.exit_code == 0 ? "" : condense_message(log.err);
-      return log.exit_code == 0 ? log.out : std::string();
-    };
+    warm.log = std::make_shared<capture::WholeTextLogFollower>(
+        [&kubectl, where, log_problem]() -> std::optional<std::string> {
+          KubectlResult log =
+              kubectl.run({"logs", "-n", where.namespace_name, where.pod, "-c", where.container},
+                          std::chrono::seconds(60));
+          *log_problem = log.exit_code == 0 ? "" : condense_message(log.err);
+          if (log.exit_code != 0) return std::nullopt;
+          return std::move(log.out);
+        },
+        [log_problem] { return *log_problem; });
     warm.log_poll_s = 2;
-    warm.log_problem = [log_problem] { return *log_problem; };
   }
   warm.names = {"--ready-path", "--server-port"};
   warm.host = pod_tree_host(kubectl, where);
@@ -346,7 +349,7 @@ PodTraceResult trace_in_pod(const Kubectl& kubectl, const PodPlacement& where,
                        {"dropped", w.dropped}});
   }
   result.failed = traced.failed();
-  capture::ManifestBuilder manifest(labels.tool);
+  capture::ManifestBuilder manifest(render::tool_json(labels.argv));
   manifest.labels(labels.campaign, labels.cell_id, labels.revision)
       .times(started_at, utc_time())
       .trace({{"duration_s", window.duration_s},

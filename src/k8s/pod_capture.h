@@ -99,7 +99,7 @@ capture::WarmCaptureResult warm_capture_in_pod(const Kubectl& kubectl, const Pod
 
 // What every bundle's manifest takes from the command: its tool head and labels.
 struct BundleLabels {
-  nlohmann::json tool;  // render::tool_json(argv)
+  std::vector<std::string> argv;  // kprof's own, for the manifest's "tool" head
   std::string campaign, cell_id, revision;
 };
 

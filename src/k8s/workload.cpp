@@ -68,24 +68,66 @@ std::optional<double> flag_value(const std::vector<std::string>& argv, const std
   return value;
 }
 
-// The words of a `sh -c SCRIPT` script as the shell would split them, without running or
-// expanding anything: quotes and backslashes are honoured; `;`, `&`, `|`, `(`, `)`, `<`, `>` and
-// line breaks end a word (so `cd /app && exec vllm serve --port 8000` gives `--port` `8000`); a
-// `#` that starts a word comments out the rest of its line; a word the shell would expand (an
-// unquoted or double-quoted `$` or a backquote) is kExpandedWord. Only to read the engine's
-// flags out of a script that starts it; the script itself is never changed or run.
-std::vector<std::string> shell_script_words(const std::string& script) {
-  std::vector<std::string> words;
+// The script of a container started as `sh -c SCRIPT` (bash, dash; `-lc`, `-e -c`, `-o pipefail
+// -c`, `--login -c`; behind `tini --`, `dumb-init` or `env`), if it is.
+std::optional<std::string> shell_script(const std::vector<std::string>& argv) {
+  static const std::set<std::string_view> kShells = {"sh", "bash", "dash", "ash", "zsh"};
+  static const std::set<std::string_view> kLaunchers = {"tini", "dumb-init", "env"};
+  size_t shell = 0;
+  // After a launcher: its `--` and env's NAME=VALUE words.
+  while (shell < argv.size() &&
+         (kLaunchers.count(path_basename(argv[shell])) ||
+          (shell > 0 && (argv[shell] == "--" ||
+                         (argv[shell][0] != '-' && argv[shell].find('=') != std::string::npos)))))
+    ++shell;
+  if (shell >= argv.size() || !kShells.count(path_basename(argv[shell]))) return std::nullopt;
+  for (size_t i = shell + 1; i + 1 < argv.size(); ++i) {
+    const std::string& option = argv[i];
+    if (option.size() < 2 || (option[0] != '-' && option[0] != '+')) return std::nullopt;
+    if (option[0] == '-' && option[1] == '-') continue;  // --login, --norc
+    if (option[0] == '-' && option.find('c') != std::string::npos) return argv[i + 1];
+    if (option == "-o" || option == "+o" || option == "-O" || option == "+O") ++i;  // its name
+  }
+  return std::nullopt;
+}
+
+// A TCP port written in digits alone.
+std::optional<int> port_number(const std::string& text) {
+  if (text.empty() || text.size() > 5 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  int value = std::stoi(text);
+  return value >= 1 && value <= 65535 ? std::optional<int>(value) : std::nullopt;
+}
+
+}  // namespace
+
+// The commands of a `sh -c SCRIPT` script, each as its words the shell would split them, without
+// running or expanding anything: quotes and backslashes are honoured; `;`, `&`, `|` (and so
+// `&&`, `||`), `(`, `)` and line breaks end a command, `<` and `>` a word (`2>&1` is a
+// redirection, not a `&`), so `cd /app && exec vllm serve --port 8000` gives two commands; a `#`
+// that starts a word comments out the rest of its line; a word the shell would expand (an
+// unquoted or double-quoted `$` or a backquote) is kExpandedWord. Only to read the engine's flags
+// out of a script that starts it; the script itself is never changed or run.
+std::vector<std::vector<std::string>> shell_script_commands(const std::string& script) {
+  std::vector<std::vector<std::string>> commands(1);
   std::string word;
   bool in_word = false, expanded = false;
   auto end_word = [&] {
-    if (in_word) words.push_back(expanded ? std::string(kExpandedWord) : word);
+    if (in_word) commands.back().push_back(expanded ? std::string(kExpandedWord) : word);
     word.clear();
     in_word = expanded = false;
   };
+  auto end_command = [&] {
+    end_word();
+    if (!commands.back().empty()) commands.emplace_back();
+  };
   for (size_t i = 0; i < script.size(); ++i) {
     char c = script[i];
-    if (std::string_view(" \t\n;&|()<>").find(c) != std::string_view::npos) {
+    const bool redirection = c == '&' && i > 0 && (script[i - 1] == '>' || script[i - 1] == '<');
+    if (std::string_view(";&|()\n").find(c) != std::string_view::npos && !redirection) {
+      end_command();
+    } else if (std::string_view(" \t<>").find(c) != std::string_view::npos || redirection) {
       end_word();
     } else if (c == '#' && !in_word) {
       size_t newline = script.find('\n', i);
@@ -121,42 +163,39 @@ std::vector<std::string> shell_script_words(const std::string& script) {
     }
   }
   end_word();
-  return words;
+  if (commands.back().empty()) commands.pop_back();
+  return commands;
 }
 
-// The script of a container started as `sh -c SCRIPT` (bash, dash; `-lc`, `-e -c`, `-o pipefail
-// -c`, `--login -c`; behind `tini --`, `dumb-init` or `env`), if it is.
-std::optional<std::string> shell_script(const std::vector<std::string>& argv) {
-  static const std::set<std::string_view> kShells = {"sh", "bash", "dash", "ash", "zsh"};
-  static const std::set<std::string_view> kLaunchers = {"tini", "dumb-init", "env"};
-  size_t shell = 0;
-  // After a launcher: its `--` and env's NAME=VALUE words.
-  while (shell < argv.size() &&
-         (kLaunchers.count(path_basename(argv[shell])) ||
-          (shell > 0 && (argv[shell] == "--" ||
-                         (argv[shell][0] != '-' && argv[shell].find('=') != std::string::npos)))))
-    ++shell;
-  if (shell >= argv.size() || !kShells.count(path_basename(argv[shell]))) return std::nullopt;
-  for (size_t i = shell + 1; i + 1 < argv.size(); ++i) {
-    const std::string& option = argv[i];
-    if (option.size() < 2 || (option[0] != '-' && option[0] != '+')) return std::nullopt;
-    if (option[0] == '-' && option[1] == '-') continue;  // --login, --norc
-    if (option[0] == '-' && option.find('c') != std::string::npos) return argv[i + 1];
-    if (option == "-o" || option == "+o" || option == "-O" || option == "+O") ++i;  // its name
+// Whether a command runs a serving engine: a word that is one (vllm, trtllm-serve, …) or names
+// its Python module (python3 -m sglang.launch_server, vllm.entrypoints.openai.api_server).
+bool runs_an_engine(const std::vector<std::string>& command) {
+  static const std::set<std::string_view> kPrograms = {
+      "vllm", "trtllm-serve", "text-generation-launcher", "lmdeploy", "tritonserver"};
+  for (const std::string& word : command) {
+    if (kPrograms.count(path_basename(word))) return true;
+    for (std::string_view module : {"vllm.", "sglang.", "tensorrt_llm", "lmdeploy."}) {
+      if (word.rfind(module, 0) == 0) return true;
+    }
   }
-  return std::nullopt;
+  return false;
 }
 
-// A TCP port written in digits alone.
-std::optional<int> port_number(const std::string& text) {
-  if (text.empty() || text.size() > 5 ||
-      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return std::nullopt;
-  int value = std::stoi(text);
-  return value >= 1 && value <= 65535 ? std::optional<int>(value) : std::nullopt;
+// The words whose flags are the engine's: those of the script's command that runs a serving
+// engine (a sidecar's `--port 9100` in another command is not the engine's); else of its last
+// command started with `exec`; else of every command, as before a script names neither.
+std::vector<std::string> engine_words(const std::string& script) {
+  std::vector<std::vector<std::string>> commands = shell_script_commands(script);
+  for (const auto& command : commands) {
+    if (runs_an_engine(command)) return command;
+  }
+  for (auto it = commands.rbegin(); it != commands.rend(); ++it) {
+    if (!it->empty() && it->front() == "exec") return *it;
+  }
+  std::vector<std::string> all;
+  for (auto& command : commands) all.insert(all.end(), command.begin(), command.end());
+  return all;
 }
-
-}  // namespace
 
 bool is_dns_label(const std::string& name) {
   static const RE2 kLabel("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
@@ -252,7 +291,7 @@ TargetInfo parse_target(const nlohmann::json& deployment, const nlohmann::json& 
     // script's words.
     if (std::optional<std::string> script = shell_script(argv)) {
       info.started_by_script = true;
-      for (std::string& word : shell_script_words(*script)) argv.push_back(std::move(word));
+      for (std::string& word : engine_words(*script)) argv.push_back(std::move(word));
     }
     // vLLM's argparse takes the underscore spelling too.
     for (const char* flag : {"--gpu-memory-utilization", "--gpu_memory_utilization",

@@ -157,6 +157,14 @@ std::vector<std::string> check_ephemeral_custom(const nlohmann::json& spec);
 // Kubernetes' name rules (k8s.io/apimachinery validation): a DNS-1123 label (namespaces,
 // containers): ≤ 63, [a-z0-9-], alphanumeric at both ends; a DNS-1123 subdomain (Deployments,
 // pods): ≤ 253, labels joined by '.'.
+// The commands of a `sh -c SCRIPT` script as the shell would split them (nothing run or
+// expanded; a word the shell would expand is a marker no flag reader takes), and the words of the
+// one that runs the engine — whose --port, --api-key and memory flag are the server's (a
+// sidecar's `--port 9100` beside it is not): the command naming an engine (vllm, sglang.…,
+// trtllm-serve, …), else the last started with `exec`, else all of them.
+std::vector<std::vector<std::string>> shell_script_commands(const std::string& script);
+std::vector<std::string> engine_words(const std::string& script);
+
 bool is_dns_label(const std::string& name);
 bool is_dns_subdomain(const std::string& name);
 // Those rules in words, for the message that refuses a name.

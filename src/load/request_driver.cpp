@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -11,8 +12,10 @@
 #include <thread>
 #include <utility>
 
+#include "common/redact.h"
 #include "common/text.h"
 #include "common/utf8.h"
+#include "load/openai_reply.h"
 
 // One libcurl easy handle per worker thread, each doing a blocking curl_easy_perform, rather than
 // one multi handle driving every transfer: a worker is exactly the closed loop the load is (send,
@@ -26,7 +29,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::size_t kMaxReplyBytes = 64u << 20;  // more is no completion reply
+// A completion reply of max_tokens is kilobytes; past this the transfer stops (each worker holds
+// at most one reply).
+constexpr std::size_t kMaxReplyBytes = 8u << 20;
 constexpr std::size_t kMaxExamples = 3;
 constexpr std::size_t kMaxDetailChars = 200;
 // After a connection failure a worker waits this long before its next request, so a dead
@@ -47,6 +52,11 @@ struct CurlHandle {
   curl_slist* headers = nullptr;
   explicit CurlHandle(const std::string& api_key) {
     if (curl == nullptr) throw LoadError("libcurl could not create a handle");
+    try {
+      check_header_value(api_key, "the API key");
+    } catch (const std::invalid_argument& error) {
+      throw LoadError(error.what());
+    }
     headers = curl_slist_append(nullptr, "Content-Type: application/json");
     // No "Expect: 100-continue" round trip before a large prompt.
     headers = curl_slist_append(headers, "Expect:");
@@ -61,6 +71,21 @@ struct CurlHandle {
   CurlHandle(const CurlHandle&) = delete;
   CurlHandle& operator=(const CurlHandle&) = delete;
 };
+
+// Loopback targets (a local server, a kubectl port-forward) are never reached through a proxy:
+// http_proxy/HTTPS_PROXY would send every request, with its Authorization header, to the proxy.
+bool is_loopback_url(const std::string& url) {
+  std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> parsed(curl_url(), curl_url_cleanup);
+  if (!parsed || curl_url_set(parsed.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK) {
+    return false;
+  }
+  char* host = nullptr;
+  if (curl_url_get(parsed.get(), CURLUPART_HOST, &host, 0) != CURLUE_OK) return false;
+  std::string name(host);
+  curl_free(host);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name == "localhost" || name.rfind("127.", 0) == 0 || name == "[::1]" || name == "::1";
+}
 
 std::size_t append_reply(char* data, std::size_t size, std::size_t count, void* user) {
   auto* reply = static_cast<std::string*>(user);
@@ -111,6 +136,7 @@ HttpResult perform(CurlHandle& h, const std::string& url, const std::string* pos
   curl_easy_setopt(h.curl, CURLOPT_ERRORBUFFER, error_buffer);
   curl_easy_setopt(h.curl, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(h.curl, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(h.curl, CURLOPT_NOPROXY, is_loopback_url(url) ? "*" : nullptr);
   if (post_body != nullptr) {
     curl_easy_setopt(h.curl, CURLOPT_POSTFIELDS, post_body->c_str());
     curl_easy_setopt(h.curl, CURLOPT_POSTFIELDSIZE_LARGE,
@@ -129,6 +155,13 @@ HttpResult perform(CurlHandle& h, const std::string& url, const std::string* pos
     result.curl_error =
         without_elapsed(error_buffer[0] != '\0' ? std::string(error_buffer)
                                                 : std::string(curl_easy_strerror(result.code)));
+    // curl refuses a response header past its 100 KiB limit with "Out of memory": say what was
+    // too large.
+    if (result.code == CURLE_OUT_OF_MEMORY ||
+        result.curl_error.find("giant realloc") != std::string::npos) {
+      result.curl_error = "a response header larger than curl's limit (" +
+                          std::to_string(CURL_MAX_HTTP_HEADER / 1024) + " KiB)";
+    }
     return result;
   }
   curl_easy_getinfo(h.curl, CURLINFO_RESPONSE_CODE, &result.status);
@@ -145,18 +178,7 @@ std::string shorten(std::string_view text) {
 
 // An OpenAI error body's message, else the start of the body.
 std::string error_detail(const std::string& body) {
-  const auto parsed = nlohmann::json::parse(body, nullptr, false);
-  if (parsed.is_object()) {
-    const auto error = parsed.find("error");
-    if (error != parsed.end()) {
-      if (error->is_object() && error->contains("message") && (*error)["message"].is_string()) {
-        return shorten((*error)["message"].get<std::string>());
-      }
-      if (error->is_string()) return shorten(error->get<std::string>());
-    }
-    const auto detail = parsed.find("detail");  // FastAPI's errors
-    if (detail != parsed.end() && detail->is_string()) return shorten(detail->get<std::string>());
-  }
+  if (std::optional<std::string> message = error_message_of(body)) return shorten(*message);
   return body.empty() ? std::string("(empty body)") : shorten(body);
 }
 
@@ -184,6 +206,38 @@ double nearest_rank(const std::vector<double>& sorted, double p) {
 }
 
 }  // namespace
+
+void check_header_value(const std::string& value, const std::string& what) {
+  for (unsigned char c : value) {
+    if (c < 0x20 || c == 0x7f) {
+      throw std::invalid_argument(what +
+                                  " holds a control character (CR, LF or another): refused, it "
+                                  "would add headers to every request");
+    }
+  }
+}
+
+bool same_origin(const std::string& a, const std::string& b) {
+  auto origin = [](const std::string& url) -> std::optional<std::string> {
+    std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> parsed(curl_url(), curl_url_cleanup);
+    if (!parsed || curl_url_set(parsed.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK) {
+      return std::nullopt;
+    }
+    std::string parts;
+    for (CURLUPart part : {CURLUPART_SCHEME, CURLUPART_HOST, CURLUPART_PORT}) {
+      char* text = nullptr;
+      if (curl_url_get(parsed.get(), part, &text, CURLU_DEFAULT_PORT) != CURLUE_OK) {
+        return std::nullopt;
+      }
+      parts += std::string(text) + "|";
+      curl_free(text);
+    }
+    for (char& c : parts) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return parts;
+  };
+  std::optional<std::string> x = origin(a), y = origin(b);
+  return x && y && *x == *y;
+}
 
 std::string normalize_base_url(const std::string& base_url) {
   std::string url = base_url;
@@ -305,7 +359,11 @@ struct RequestDriver::State {
           fail("timeout", "no reply within " + format_number(spec.request_timeout_s) + " s",
                finished);
         } else if (reply.code == CURLE_WRITE_ERROR) {
-          fail("bad response", "reply larger than 64 MiB", finished);
+          fail("bad response",
+               "reply larger than " + std::to_string(kMaxReplyBytes >> 20) + " MiB (not read on)",
+               finished);
+        } else if (reply.curl_error.rfind("a response header larger", 0) == 0) {
+          fail("bad response", reply.curl_error, finished);
         } else {
           fail("connection", shorten(reply.curl_error), finished);
           std::unique_lock lock(mutex);
@@ -317,29 +375,31 @@ struct RequestDriver::State {
         fail("HTTP " + std::to_string(reply.status), error_detail(reply.body), finished);
         continue;
       }
-      const auto parsed = nlohmann::json::parse(reply.body, nullptr, false);
-      if (!parsed.is_object() || !parsed.contains("choices") || !parsed["choices"].is_array() ||
-          parsed["choices"].empty()) {
+      const CompletionReply parsed = read_completion_reply(reply.body);
+      if (!parsed.is_json || !parsed.has_choices) {
+        fail("bad response", parsed.is_json ? "no choices in the reply" : parsed.problem, finished);
+        continue;
+      }
+      // Every number a server returns is bounded before it is summed: a count of INT64_MAX or
+      // -5 made tokens/s negative.
+      if (parsed.completion_tokens_out_of_range ||
+          (parsed.completion_tokens &&
+           (*parsed.completion_tokens < 0 || *parsed.completion_tokens > kMaxCompletionTokens))) {
         fail("bad response",
-             parsed.is_discarded() ? "not JSON: " + shorten(reply.body) : "no choices in the reply",
+             "usage.completion_tokens is not a token count (0 to " +
+                 format_number(static_cast<double>(kMaxCompletionTokens)) + ")",
              finished);
         continue;
       }
-      std::int64_t tokens = 0;
-      const auto usage = parsed.find("usage");
-      if (usage != parsed.end() && usage->is_object() && usage->contains("completion_tokens") &&
-          (*usage)["completion_tokens"].is_number_integer()) {
-        tokens = (*usage)["completion_tokens"].get<std::int64_t>();
-      }
-      succeed(std::chrono::duration<double, std::milli>(finished - sent_at).count(), tokens,
-              finished);
+      succeed(std::chrono::duration<double, std::milli>(finished - sent_at).count(),
+              parsed.completion_tokens.value_or(0), finished);
     }
     workers_running.fetch_sub(1);
   }
 
   LoadFigures make_figures() const {  // under mutex, after the workers
     LoadFigures f;
-    f.endpoint = endpoint;
+    f.endpoint = redact_url(endpoint);  // what is shown: a URL's password is not
     f.model = spec.model;
     f.api = spec.api;
     f.concurrency = spec.concurrency;
@@ -390,6 +450,7 @@ RequestDriver::RequestDriver(LoadSpec spec) : state_(std::make_unique<State>()) 
   if (!(spec.request_timeout_s > 0)) {
     throw std::invalid_argument("the request timeout must be above 0 s");
   }
+  check_header_value(spec.api_key, "the API key");
   state_->endpoint = api_path(spec.api);  // checks api
   state_->base = normalize_base_url(spec.base_url);
   state_->endpoint = state_->base + state_->endpoint;
@@ -413,7 +474,9 @@ void RequestDriver::start() {
     if (s.started) throw std::logic_error("RequestDriver::start called twice");
   }
   init_curl_once();
-  if (s.spec.model.empty()) s.spec.model = read_served_model(s.base, s.spec.api_key);
+  if (s.spec.model.empty()) {
+    s.spec.model = read_served_model(s.base, s.spec.api_key, s.spec.request_timeout_s);
+  }
   // Every handle exists before any worker runs: a failure here throws out of start() with
   // nothing sent, rather than leaving a worker short in the middle of a load.
   std::vector<std::unique_ptr<CurlHandle>> handles;
@@ -505,25 +568,24 @@ Readiness wait_ready(const std::string& base_url, const std::string& path, doubl
   return r;
 }
 
-std::string read_served_model(const std::string& base_url, const std::string& api_key) {
+std::string read_served_model(const std::string& base_url, const std::string& api_key,
+                              double timeout_s) {
   init_curl_once();
   const std::string url = normalize_base_url(base_url) + "/v1/models";
   CurlHandle handle(api_key);
-  const HttpResult reply = perform(handle, url, nullptr, 30.0);
+  const HttpResult reply = perform(handle, url, nullptr, std::min(timeout_s, 30.0));
   if (reply.code != CURLE_OK) throw LoadError(url + ": " + shorten(reply.curl_error));
   if (reply.status != 200) {
     throw LoadError(url + ": HTTP " + std::to_string(reply.status) + ": " +
                     error_detail(reply.body));
   }
-  const auto parsed = nlohmann::json::parse(reply.body, nullptr, false);
-  if (parsed.is_discarded()) throw LoadError(url + ": the reply is not JSON");
-  const auto data = parsed.is_object() ? parsed.find("data") : parsed.end();
-  if (data == parsed.end() || !data->is_array() || data->empty() || !(*data)[0].is_object() ||
-      !(*data)[0].contains("id") || !(*data)[0]["id"].is_string() ||
-      (*data)[0]["id"].get<std::string>().empty()) {
-    throw LoadError(url + ": lists no model (no data[0].id)");
+  if (!read_completion_reply(reply.body).is_json) {
+    throw LoadError(url + ": the reply is not JSON (or nested deeper than " +
+                    std::to_string(kMaxReplyDepth) + " levels)");
   }
-  return to_valid_utf8((*data)[0]["id"].get<std::string>());
+  std::optional<std::string> model = first_model_id(reply.body);
+  if (!model) throw LoadError(url + ": lists no model (no data[0].id)");
+  return to_valid_utf8(*model);
 }
 
 }  // namespace kprof::load

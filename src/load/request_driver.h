@@ -36,7 +36,7 @@ struct LatencySummary {
 };
 
 struct LoadFigures {
-  std::string endpoint;  // the full URL requests were POSTed to
+  std::string endpoint;  // the full URL requests were POSTed to (its password, if any, redacted)
   std::string model, api;
   int concurrency = 0;
   int prompt_tokens = 0, output_tokens = 0;
@@ -59,6 +59,8 @@ class LoadError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Requests to a loopback host (a local server, a kubectl port-forward) never go through a proxy
+// (http_proxy and the like are ignored for them); others follow libcurl's proxy variables.
 // Closed loop: start() launches `concurrency` workers, each sending one request, waiting for its
 // reply, then sending the next, until the budget or duration is reached or stop() is called.
 // The counters may be read from any thread while it runs.
@@ -104,11 +106,22 @@ struct Readiness {
 Readiness wait_ready(const std::string& base_url, const std::string& path, double timeout_s,
                      const std::atomic<bool>* interrupted, const std::string& api_key = "");
 
+// Throws std::invalid_argument naming `what` when the value holds a control character (CR, LF,
+// …): it would end its header and add others to every request. Every header value is checked,
+// whatever it came from (KPROF_API_KEY, a pod's --api-key).
+void check_header_value(const std::string& value, const std::string& what);
+
+// Whether two URLs have the same scheme, host and port (the default port of the scheme when
+// none is given): an API key given for one is sent to the other only then.
+bool same_origin(const std::string& a, const std::string& b);
+
 // "http://h:p/x/" and "http://h:p/x/v1" → "http://h:p/x" (the OpenAI base URL users give ends
 // in /v1); LoadError for what is not an http(s) URL with a host, or has spaces, query, fragment.
 std::string normalize_base_url(const std::string& base_url);
 
-// The first model id of GET base_url/v1/models; LoadError naming the URL and what was wrong.
-std::string read_served_model(const std::string& base_url, const std::string& api_key = "");
+// The first model id of GET base_url/v1/models (within timeout_s, at most 30 s); LoadError
+// naming the URL and what was wrong.
+std::string read_served_model(const std::string& base_url, const std::string& api_key = "",
+                              double timeout_s = 30);
 
 }  // namespace kprof::load

@@ -195,6 +195,26 @@ const Device* Report::device_of(const Kernel& kernel) const {
   return nullptr;
 }
 
+const SourceModule* Report::module_of(const Kernel& kernel) const {
+  if (!kernel.source_reference) return nullptr;
+  auto it = std::lower_bound(
+      modules.begin(), modules.end(), *kernel.source_reference,
+      [](const SourceModule& module, std::uint64_t key) { return module.reference < key; });
+  return it != modules.end() && it->reference == *kernel.source_reference ? &*it : nullptr;
+}
+
+const ModuleFunction* SourceModule::function(std::string_view name) const {
+  for (const ModuleFunction& entry : functions) {
+    if (entry.name == name) return &entry;
+  }
+  return nullptr;
+}
+
+std::string SourceModule::sm_name() const {
+  if (sm_version == 0) return "";
+  return "sm_" + std::to_string(sm_version >> 16) + std::to_string((sm_version >> 8) & 0xff);
+}
+
 const Metric* Report::find(const Kernel& kernel, std::string_view name) const {
   if (const Metric* metric = kernel.find(name)) return metric;
   const Device* device = device_of(kernel);
@@ -304,6 +324,10 @@ bool make_valid_utf8(Report& report) {
     for (RuleFinding& rule : kernel.rules) {
       changed |= fix_all(rule.rule, rule.section, rule.message, rule.speedup_type);
     }
+  }
+  // A cubin is bytes, not text; only the function names it lists are names.
+  for (SourceModule& module : report.modules) {
+    for (ModuleFunction& function : module.functions) changed |= fix(function.name);
   }
   return changed;
 }

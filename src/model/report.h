@@ -157,6 +157,9 @@ struct Kernel {
   Dim3 block;
   std::vector<Metric> metrics;  // sorted by name (see sort_metrics)
   std::vector<RuleFinding> rules;
+  // The CUDA module its code came from (.ncu-rep ProfileResult.Source): the key of a
+  // Report::modules entry, when the report recorded one.
+  std::optional<std::uint64_t> source_reference;
 
   const Metric* find(std::string_view name) const;
   std::optional<double> number(std::string_view name) const;
@@ -218,6 +221,32 @@ struct Session {
   ProfilerSettings settings;
 };
 
+// A function of a CUDA module as the report records it (.ncu-rep RelocationData): its mangled
+// name, where it was loaded (absent: not loaded when the report was written) and its index in
+// the cubin's symbol table (what nvdisasm -fun takes).
+struct ModuleFunction {
+  std::string name;
+  std::optional<std::uint64_t> address;
+  std::optional<std::uint32_t> symbol_index;
+};
+
+// A CUDA module's code as the report stores it (.ncu-rep SourceData): the cubin, an ELF file,
+// stored once per module and shared by its kernels. Read only when asked
+// (importers::ImportOptions::sources): cubins are megabytes, and only `kprof source` reads them.
+struct SourceModule {
+  std::uint64_t reference = 0;  // what Kernel::source_reference names
+  std::string binary;           // the cubin; empty when the report stored none
+  // Where the cubin starts in the report's (decompressed) bytes: errors in it name the report
+  // and that byte plus their offset in the cubin.
+  std::uint64_t binary_offset = 0;
+  std::uint32_t sm_version = 0;  // major << 16 | minor << 8 (0x90000: sm_90); 0 when not recorded
+  std::uint32_t sass_level = 0;
+  std::vector<ModuleFunction> functions;
+
+  const ModuleFunction* function(std::string_view name) const;
+  std::string sm_name() const;  // "sm_90", or "" when not recorded
+};
+
 enum class SourceFormat { kNcuRep, kNcuCsvRaw, kNcuCsvDetails };
 std::string_view source_format_name(SourceFormat format);
 
@@ -234,8 +263,16 @@ struct Report {
   std::size_t skipped_range_results = 0;
   std::size_t skipped_cmdlist_results = 0;
   std::size_t skipped_graph_results = 0;
+  // A report of a format version kprof does not know, read with the known schema as far as it
+  // went: what was left out, one line for the user (empty for a known version).
+  std::string format_note;
+  // The modules (cubins) kernels refer to, by reference; filled only when asked for.
+  std::vector<SourceModule> modules;
+  // Whether the importer was asked to keep modules (a report read without stays empty).
+  bool modules_read = false;
 
   const Device* device_of(const Kernel& kernel) const;
+  const SourceModule* module_of(const Kernel& kernel) const;  // nullptr when none is recorded
   // A kernel metric, falling back to its device's attributes (device__attribute_*).
   const Metric* find(const Kernel& kernel, std::string_view name) const;
   std::optional<double> number(const Kernel& kernel, std::string_view name) const;

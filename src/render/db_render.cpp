@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/text.h"
+#include "common/utf8.h"
 #include "render/report_json.h"
 #include "render/table.h"
 
@@ -108,6 +109,54 @@ std::string facts_json_text(const std::vector<store::FactRow>& rows) {
                     {"value", r.value},
                     {"unit", r.unit},
                     {"source", r.source}});
+  }
+  return dump(list);
+}
+
+std::string predictions_text(const std::vector<store::PredictionOutcomeRow>& rows) {
+  TextTable table({{"checked"},
+                   {"kernel"},
+                   {"grid / block"},
+                   {"predicted µs/step", TextTable::Align::kRight},
+                   {"realised µs/step", TextTable::Align::kRight},
+                   {"of predicted", TextTable::Align::kRight},
+                   {"before → after"},
+                   {""}});
+  for (const auto& r : rows) {
+    bool share = r.predicted_us_per_step && *r.predicted_us_per_step > 0;
+    table.add_row(
+        {r.checked_at, escape_for_terminal(r.kernel),
+         r.grid.empty() ? "" : escape_for_terminal(r.grid + " / " + r.block),
+         r.predicted_us_per_step ? format_number(*r.predicted_us_per_step) : "—",
+         format_number(r.realised_us_per_step),
+         share ? fmt::format("{:.0f}%", r.realised_us_per_step / *r.predicted_us_per_step * 100)
+               : "—",
+         escape_for_terminal(r.before_trace + " → " + r.after_trace),
+         r.improved_step_did_not
+             ? (r.kernel == "(step)" ? "kernels faster, step not" : "kernel faster, step not")
+             : ""});
+  }
+  return table.to_string();
+}
+
+std::string predictions_json_text(const std::vector<store::PredictionOutcomeRow>& rows) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& r : rows) {
+    list.push_back(
+        {{"checked_at", r.checked_at},
+         {"prediction", r.prediction},
+         {"before_trace", r.before_trace},
+         {"after_trace", r.after_trace},
+         {"kernel", r.kernel},
+         {"grid", r.grid},
+         {"block", r.block},
+         {"bound_by", r.bound_by},
+         {"predicted_us_per_step",
+          r.predicted_us_per_step ? nlohmann::json(*r.predicted_us_per_step) : nlohmann::json()},
+         {"before_us_per_step", r.before_us_per_step},
+         {"after_us_per_step", r.after_us_per_step},
+         {"realised_us_per_step", r.realised_us_per_step},
+         {"improved_step_did_not", r.improved_step_did_not}});
   }
   return dump(list);
 }

@@ -1,5 +1,6 @@
-// `kprof db query history|worst` and `kprof db facts`: findings-database rows as tables and as
-// JSON arrays (docs/kprof.db-history.schema.json, kprof.db-worst, kprof.db-facts).
+// `kprof db query history|worst`, `kprof db facts` and `kprof db predictions`: findings-database
+// rows as tables and as JSON arrays (docs/kprof.db-history.schema.json, kprof.db-worst,
+// kprof.db-facts, kprof.db-predictions).
 #pragma once
 
 #include <cstdint>
@@ -23,5 +24,8 @@ std::string worst_text(const std::vector<store::WorstRow>& rows, const std::stri
 std::string worst_json_text(const std::vector<store::WorstRow>& rows, const std::string& by);
 std::string facts_text(const std::vector<store::FactRow>& rows);
 std::string facts_json_text(const std::vector<store::FactRow>& rows);
+// `kprof db predictions`: each stored outcome of `kprof diff --predicted --outcomes-db`.
+std::string predictions_text(const std::vector<store::PredictionOutcomeRow>& rows);
+std::string predictions_json_text(const std::vector<store::PredictionOutcomeRow>& rows);
 
 }  // namespace kprof::render

@@ -20,6 +20,14 @@ nlohmann::json kernel_json(const analysis::KernelDiff& d) {
   return {{"name", d.name},
           {"grid", {d.grid.x, d.grid.y, d.grid.z}},
           {"block", {d.block.x, d.block.y, d.block.z}},
+          {"candidate_grid",
+           d.candidate_grid
+               ? nlohmann::json({d.candidate_grid->x, d.candidate_grid->y, d.candidate_grid->z})
+               : nlohmann::json(nullptr)},
+          {"candidate_block",
+           d.candidate_block
+               ? nlohmann::json({d.candidate_block->x, d.candidate_block->y, d.candidate_block->z})
+               : nlohmann::json(nullptr)},
           {"change", analysis::change_name(d.change)},
           {"baseline_launches", d.baseline_launches},
           {"candidate_launches", d.candidate_launches},
@@ -61,8 +69,14 @@ std::string diff_text(const analysis::CaptureDiff& diff, const std::string& base
                 d.baseline_verdict.empty()
             ? (d.candidate_verdict.empty() ? d.baseline_verdict : d.candidate_verdict)
             : d.baseline_verdict + " → " + d.candidate_verdict;
+    // A retuned kernel shows both launch configurations.
+    auto launch = [&](const model::Dim3& before, const std::optional<model::Dim3>& after) {
+      return after && *after != before ? before.to_string() + " → " + after->to_string()
+                                       : before.to_string();
+    };
     table.add_row(
-        {ellipsize(d.name, name_width), d.grid.to_string(), d.block.to_string(),
+        {ellipsize(d.name, name_width), launch(d.grid, d.candidate_grid),
+         launch(d.block, d.candidate_block),
          fmt::format("{}/{}", d.baseline_launches, d.candidate_launches),
          d.baseline_ns ? format_number(*d.baseline_ns / 1000) : "—",
          d.candidate_ns ? format_number(*d.candidate_ns / 1000) : "—", signed_pct(d.change_pct),
@@ -78,7 +92,8 @@ std::string diff_text(const analysis::CaptureDiff& diff, const std::string& base
   }
   out += "\n" + table.to_string();
   out += fmt::format(
-      "A kernel (same name, grid and block) regresses when its median duration grows by more than "
+      "A kernel (same name, grid and block; by name alone when each side launched it in one "
+      "configuration, shown a → b) regresses when its median duration grows by more than "
       "{}% or than {}× the noise its repeated launches show, whichever is larger; a kernel "
       "launched once on a side must also move by more than {} us, else it is not enough samples "
       "to judge (capture more launches of it).\n",

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/text.h"
+#include "common/utf8.h"
 #include "render/envelope.h"
 #include "render/table.h"
 
@@ -60,27 +61,31 @@ nlohmann::json spec_json(const hardware::GpuSpec& s) {
 // One GPU in detail: what its name matches, its limits, the source of each figure group and the
 // ceilings measured on it.
 std::string detail_text(const hardware::GpuDatabase& db, const hardware::GpuSpec& s) {
-  std::string out = fmt::format("\n{}: matches device names by /{}/\n", s.name, s.match);
+  // Each string may be a user file's (--gpus, a calibration): escaped on its own, a line break
+  // included, so none prints as a line of kprof's.
+  auto shown = [](const std::string& text) { return escape_for_terminal(text); };
+  std::string out =
+      fmt::format("\n{}: matches device names by /{}/\n", shown(s.name), shown(s.match));
   out += fmt::format(
       "  shared memory {} KB/SM, {} KB/block; {} registers/SM; {} warps and {} "
       "blocks per SM\n",
       cell(s.smem_per_sm_kb), cell(s.smem_per_block_kb), cell(s.registers_per_sm),
       cell(s.max_warps_per_sm), cell(s.max_blocks_per_sm));
   for (const auto& [group, ids] : s.sources) {
-    out += fmt::format("  {} figures: {}\n", group, ids);
+    out += fmt::format("  {} figures: {}\n", shown(group), shown(ids));
   }
   if (!s.measured.empty()) {
-    out += fmt::format("  measured ({}):\n", s.measured_source);
+    out += fmt::format("  measured ({}):\n", shown(s.measured_source));
     for (const auto& [name, c] : s.measured) {
-      out +=
-          fmt::format("    {}: {} (best of {}; {})\n", name, measured_text(c), c.repeats, c.method);
+      out += fmt::format("    {}: {} (best of {}; {})\n", shown(name), measured_text(c), c.repeats,
+                         shown(c.method));
     }
   }
   out += "sources:\n";
   for (const auto& [id, citation] : db.sources) {
     bool cited = false;
     for (const auto& [group, ids] : s.sources) cited |= ids.find(id) != std::string::npos;
-    if (cited) out += fmt::format("  [{}] {}\n", id, citation);
+    if (cited) out += fmt::format("  [{}] {}\n", shown(id), shown(citation));
   }
   return out;
 }
@@ -111,7 +116,7 @@ std::string gpus_text(const hardware::GpuDatabase& db,
   std::string out = table.to_string();
   out +=
       "Dense peaks in TFLOP/s (INT8: TOPS), no 2:4 sparsity; memory TB/s = 1e12 B/s. Database: " +
-      db.origin + ".\n";
+      escape_for_terminal(db.origin) + ".\n";
   if (shown.size() == 1) out += detail_text(db, *shown.front());
   return out;
 }

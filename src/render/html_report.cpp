@@ -7,36 +7,13 @@
 #include <map>
 
 #include "common/text.h"
+#include "render/fix_list_render.h"
+#include "render/verdict_columns.h"
 
 namespace kprof::render {
 namespace {
 
-std::string escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
+std::string escape(std::string_view text) { return html_escape(text); }
 
 std::string number_or_dash(const std::optional<double>& value, double scale = 1) {
   return value && !std::isnan(*value) ? format_number(*value * scale) : "—";
@@ -152,7 +129,8 @@ bool on_roofline(const analysis::KernelVerdict& v) {
 
 std::string html_report(const std::vector<AnalyzedKernel>& kernels,
                         const std::vector<const model::Report*>& reports,
-                        const analysis::AnalysisConfig& config, const std::string& trace_path) {
+                        const analysis::AnalysisConfig& config, const std::string& trace_path,
+                        const timeline::FixList* fix_list) {
   // Peaks: DRAM from the report when it carries it, compute roofs from the hardware database
   // (dense figures), FP32 from the report's own FFMA peak when present.
   double dram_peak = 0;
@@ -210,6 +188,7 @@ td.text { text-align: left; }
       format_number(config.thresholds.compute_pct), format_number(config.thresholds.memory_pct),
       escape(dram_source.empty() ? "not in the capture" : dram_source),
       spec ? escape(spec->name) : "no database entry for this GPU");
+  if (fix_list) html += fix_list_html(*fix_list);
   html += "<h2>Roofline</h2>\n<div class=\"legend\">";
   for (auto& [name, colour] : kVerdictColours) {
     html += fmt::format("<span><i style=\"background:{}\"></i>{}</span>", colour, name);
@@ -224,42 +203,21 @@ td.text { text-align: left; }
         unplotted, unplotted == 1 ? " is" : "s are");
   }
   bool joined = std::any_of(kernels.begin(), kernels.end(), [](const auto& k) { return k.joined; });
-  html +=
-      "<h2>Kernels</h2>\n<table id=\"kernels\"><thead><tr><th>id</th><th "
-      "class=\"name\">kernel</th>";
-  if (joined) html += "<th>% pipeline</th><th>max e2e</th>";
-  html +=
-      "<th>us</th><th>verdict</th><th>bound by</th><th>SM %</th><th>mem %</th><th>TFLOP/s</th>"
-      "<th>DRAM BW %</th><th>occ % ach/theo</th><th>limiter</th><th>top stall</th><th>stage</th>"
-      "<th class=\"name\">headroom</th><th class=\"name\">missing</th></tr></thead><tbody>\n";
+  const std::vector<const VerdictColumn*> shown = html_columns(joined);
+  html += "<h2>Kernels</h2>\n<table id=\"kernels\"><thead><tr>";
+  for (const VerdictColumn* column : shown) html += column->html_header;
+  html += "</tr></thead><tbody>\n";
   std::map<std::string, double> stage_time;
   double total_time = 0;
+  const CellContext context{&config.thresholds, 0};
   for (const AnalyzedKernel& k : kernels) {
     const analysis::KernelVerdict& v = k.verdict;
     double weight = k.share ? k.share->time.total_us : v.duration_ns.value_or(0) / 1000;
     stage_time[v.stage.empty() ? "other" : v.stage] += weight;
     total_time += weight;
-    html += fmt::format("<tr><td>{}</td><td class=\"name\" title=\"{}\">{}</td>", k.kernel->id,
-                        escape(k.kernel->display_name()), escape(k.kernel->display_name()));
-    if (joined) {
-      html += k.share ? fmt::format("<td>{:.2f}</td><td>{:.3f}×</td>",
-                                    k.share->fraction_of_pipeline * 100, k.share->max_e2e_speedup)
-                      : "<td>not in trace</td><td>—</td>";
-    }
-    std::string missing;
-    for (const auto& m : v.missing)
-      missing += (missing.empty() ? "" : "; ") + m.substr(0, m.find(' '));
-    html += fmt::format(
-        "<td>{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td><td>{}</td><td>{}</td>"
-        "<td>{}</td><td>{}</td><td>{}/{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td>"
-        "<td class=\"text\">{}</td><td class=\"name\">{}</td><td class=\"name\">{}</td></tr>\n",
-        number_or_dash(v.duration_ns, 1e-3), analysis::roofline_name(v.roofline),
-        escape(v.bound_by.empty() ? "—" : v.bound_by), number_or_dash(v.sm_throughput_pct),
-        number_or_dash(v.memory_throughput_pct), number_or_dash(v.tflops),
-        number_or_dash(v.memory_bw_utilization, 100), number_or_dash(v.achieved_occupancy, 100),
-        number_or_dash(v.theoretical_occupancy, 100), escape(v.occupancy_limiter),
-        v.stalls.empty() ? "—" : escape(v.stalls.front().reason), escape(v.stage),
-        escape(v.headroom), escape(missing));
+    html += "<tr>";
+    for (const VerdictColumn* column : shown) html += column->html_cell(k, context);
+    html += "</tr>\n";
   }
   html +=
       "</tbody></table>\n<h2>Stages</h2>\n<table id=\"stages\"><thead><tr><th class=\"name\">"

@@ -31,6 +31,7 @@ json op_attribution_json(const timeline::OpAttribution& ops, const TraceSource& 
   return {{"schema", "kprof.rank-ops/1"},
           {"tool", tool_json(source.argv)},
           {"trace", source.path},
+          {"trace_format", source.stats.format},
           {"by", by_name(ops)},
           {"events", source.stats.events},
           {"gpu_events", ops.gpu_events},

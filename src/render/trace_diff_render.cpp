@@ -98,9 +98,11 @@ std::string trace_diff_text(const timeline::TraceDiff& diff, const std::string& 
                             const std::string& after, const timeline::TraceDiffOptions& options,
                             size_t top, size_t name_width) {
   std::string out = fmt::format(
-      "{} → {}\nGPU time (summed durations): {} us → {} us ({} → {} GPU activities)\n",
+      "{} → {}\nGPU time (summed durations): {} us → {} us ({} → {} GPU activities); kernels "
+      "alone {} us → {} us\n",
       escape_for_terminal(before), escape_for_terminal(after), us(diff.before_gpu_time_us),
-      us(diff.after_gpu_time_us), diff.before_gpu_events, diff.after_gpu_events);
+      us(diff.after_gpu_time_us), diff.before_gpu_events, diff.after_gpu_events,
+      us(diff.before_kernel_time_us), us(diff.after_kernel_time_us));
   const Comparison& step = diff.step;
   out +=
       fmt::format("steps before ({}): {} GPU span us: {}\n", escape_for_terminal(diff.before_steps),
@@ -144,6 +146,8 @@ json trace_diff_json(const timeline::TraceDiff& diff, const std::string& before,
                         {"threshold_pct", options.threshold_pct},
                         {"before_gpu_time_us", diff.before_gpu_time_us},
                         {"after_gpu_time_us", diff.after_gpu_time_us},
+                        {"before_kernel_time_us", diff.before_kernel_time_us},
+                        {"after_kernel_time_us", diff.after_kernel_time_us},
                         {"before_gpu_events", diff.before_gpu_events},
                         {"after_gpu_events", diff.after_gpu_events},
                         {"step",
@@ -156,6 +160,117 @@ json trace_diff_json(const timeline::TraceDiff& diff, const std::string& before,
                         {"regressed", diff.regressed()},
                         {"stages", stages},
                         {"kernels", kernels}});
+}
+
+namespace {
+
+std::string us_text(double us) { return format_number(us); }
+
+// "81 %" of the prediction, or "—" when nothing was predicted.
+std::string share_of_prediction(double realised, const std::optional<double>& predicted) {
+  if (!predicted || *predicted <= 0) return "—";
+  return fmt::format("{:.0f}%", realised / *predicted * 100);
+}
+
+}  // namespace
+
+std::string prediction_text(const timeline::PredictionCheck& check,
+                            const timeline::Prediction& prediction, size_t top, size_t name_width) {
+  TextTable table({{"#", TextTable::Align::kRight},
+                   {"kernel"},
+                   {"grid / block"},
+                   {"bound by"},
+                   {"predicted µs", TextTable::Align::kRight},
+                   {"before µs", TextTable::Align::kRight},
+                   {"after µs", TextTable::Align::kRight},
+                   {"realised µs", TextTable::Align::kRight},
+                   {"of predicted", TextTable::Align::kRight},
+                   {""}});
+  size_t shown = 0;
+  for (const timeline::GroupOutcome& g : check.groups) {
+    if (top != 0 && shown == top) break;
+    ++shown;
+    const timeline::PredictedGroup& p = g.predicted;
+    table.add_row({std::to_string(shown), ellipsize(escape_for_terminal(p.kernel), name_width),
+                   p.grid + " / " + p.block, p.bound_by.empty() ? "—" : p.bound_by,
+                   p.saving_us_per_step ? us_text(*p.saving_us_per_step) : "—",
+                   g.in_before ? us_text(g.before_us_per_step) : "not in trace",
+                   g.in_after ? us_text(g.after_us_per_step) : "not in trace",
+                   us_text(g.realised_us_per_step()),
+                   share_of_prediction(g.realised_us_per_step(), p.saving_us_per_step),
+                   g.improved_step_did_not ? "kernel faster, step not" : ""});
+  }
+  std::string out = fmt::format(
+      "predicted ({}: {} group{}) against realised, per step ({} steps before, {} after):\n",
+      escape_for_terminal(prediction.path), prediction.groups.size(),
+      prediction.groups.size() == 1 ? "" : "s", check.before_steps, check.after_steps);
+  out += table.to_string();
+  if (top != 0 && check.groups.size() > top) {
+    out += fmt::format("… {} more (--top 0 shows all)\n", check.groups.size() - top);
+  }
+  const double realised = check.realised_step_saving_us();
+  out += fmt::format(
+      "step: predicted {} µs of {} µs, realised {} µs ({}): median step {} µs before, {} µs "
+      "after; the predicted kernels gained {} µs\n",
+      us_text(check.predicted_step_saving_us),
+      prediction.step_us ? us_text(*prediction.step_us) : us_text(check.before_step_us),
+      us_text(realised),
+      share_of_prediction(realised, check.predicted_step_saving_us > 0
+                                        ? std::optional<double>(check.predicted_step_saving_us)
+                                        : std::nullopt) +
+          " of the prediction",
+      us_text(check.before_step_us), us_text(check.after_step_us),
+      us_text(check.realised_kernel_saving_us));
+  if (check.kernels_improved_step_did_not) {
+    out += fmt::format(
+        "kernels improved, step did not: the kernels gained {} µs a step, the step {} µs — the "
+        "gain went into idle (a host-bound or dependency-bound step: `kprof budget` of the after "
+        "trace says which) or into other work\n",
+        us_text(check.realised_kernel_saving_us), us_text(realised));
+  }
+  for (const std::string& note : check.notes) out += "note: " + escape_for_terminal(note) + "\n";
+  out +=
+      "per step: a name's trace time over the trace's steps (kprof budget's; the whole trace "
+      "without steps), the step's median GPU span; realised = before − after; predicted = the "
+      "fix list's estimated saving over its steps. A kernel is flagged when it gained ≥ 5% and "
+      "≥ 1 µs a step while the step was not improved (Welch) or kept less than half of it.\n";
+  return out;
+}
+
+nlohmann::json prediction_json(const timeline::PredictionCheck& check,
+                               const timeline::Prediction& prediction) {
+  using nlohmann::json;
+  json groups = json::array();
+  for (const timeline::GroupOutcome& g : check.groups) {
+    const timeline::PredictedGroup& p = g.predicted;
+    groups.push_back({{"kernel", p.kernel},
+                      {"canonical_name", p.canonical},
+                      {"grid", p.grid},
+                      {"block", p.block},
+                      {"bound_by", p.bound_by.empty() ? json(nullptr) : json(p.bound_by)},
+                      {"predicted_saving_us_per_step",
+                       p.saving_us_per_step ? json(*p.saving_us_per_step) : json(nullptr)},
+                      {"in_before", g.in_before},
+                      {"in_after", g.in_after},
+                      {"trace_names", g.trace_names},
+                      {"before_us_per_step", g.before_us_per_step},
+                      {"after_us_per_step", g.after_us_per_step},
+                      {"realised_saving_us_per_step", g.realised_us_per_step()},
+                      {"kernel_improved_step_did_not", g.improved_step_did_not}});
+  }
+  return {{"prediction", prediction.path},
+          {"predicted_steps", prediction.steps},
+          {"before_steps", check.before_steps},
+          {"after_steps", check.after_steps},
+          {"predicted_step_saving_us", check.predicted_step_saving_us},
+          {"before_step_us", check.before_step_us},
+          {"after_step_us", check.after_step_us},
+          {"step_improved", check.step_improved},
+          {"realised_step_saving_us", check.realised_step_saving_us()},
+          {"realised_kernel_saving_us", check.realised_kernel_saving_us},
+          {"kernels_improved_step_did_not", check.kernels_improved_step_did_not},
+          {"groups", groups},
+          {"notes", check.notes}};
 }
 
 }  // namespace kprof::render

@@ -28,7 +28,7 @@ double busy_fraction(const timeline::Budget& budget) {
 }
 
 double host_fed_fraction(const timeline::Budget& budget) {
-  double fed = budget.total_busy_us + budget.total_host_gap_us;
+  double fed = budget.total_busy_us + budget.total_host_gap_us + budget.total_dependency_wait_us;
   return fed > 0 ? budget.total_busy_us / fed : 0;
 }
 
@@ -42,6 +42,20 @@ std::string budget_advice(const timeline::Budget& budget) {
         "mode=\"reduce-overhead\") or the host work shrinks.",
         busy * 100, busy * 50);
   }
+  if (budget.overall == timeline::StepVerdict::kGraphCapture) {
+    return "The trace records CUDA graphs being captured (an engine's warm-up): captured launches "
+           "run nothing, so there is no serving step to judge. Profile the replays (the steps "
+           "after capture) for a budget.";
+  }
+  if (budget.overall == timeline::StepVerdict::kDependencyBound) {
+    return fmt::format(
+        "The GPU sits idle {} ms with work enqueued behind stream waits (cudaStreamWaitEvent and "
+        "kin) — more than the host's own gaps ({} ms): the steps wait on a dependency, often "
+        "another stream, device or the host blocked in a synchronous copy. Faster kernels or "
+        "launches will not shorten them; find what each wait waits for (the longest are listed "
+        "above).",
+        ms(budget.total_dependency_wait_us), ms(budget.total_host_gap_us));
+  }
   if (budget.overall == timeline::StepVerdict::kKernelBound) {
     return fmt::format(
         "The GPU is busy {:.0f}% of the time its work spans: the steps are kernel-bound, so "
@@ -52,15 +66,25 @@ std::string budget_advice(const timeline::Budget& budget) {
   return {};
 }
 
-// One warning line (no "kprof: " prefix, no newline) naming the trace, how many events were
-// skipped and the first of them; "" when none was.
-std::string skipped_events_warning(const std::string& path,
-                                   const importers::TraceReadStats& stats) {
-  if (stats.skipped_events == 0) return {};
-  return fmt::format(
-      "warning: {}: skipped {} event{} with an impossible time (first {}); "
-      "the rest of the trace is used",
-      path, stats.skipped_events, stats.skipped_events == 1 ? "" : "s", stats.first_skipped);
+// The warning lines (no "kprof: " prefix, no newline) naming the trace, how many events were
+// skipped and the first of them: for an impossible time, and for a size no profiler writes.
+std::vector<std::string> skipped_events_warnings(const std::string& path,
+                                                 const importers::TraceReadStats& stats) {
+  std::vector<std::string> lines;
+  if (stats.skipped_events != 0) {
+    lines.push_back(fmt::format(
+        "warning: {}: skipped {} event{} with an impossible time (first {}); "
+        "the rest of the trace is used",
+        path, stats.skipped_events, stats.skipped_events == 1 ? "" : "s", stats.first_skipped));
+  }
+  if (stats.oversized_events != 0) {
+    lines.push_back(fmt::format(
+        "warning: {}: skipped {} event{} larger than 16 MiB, more than any profiler writes "
+        "(first at byte {}); the rest of the trace is used",
+        path, stats.oversized_events, stats.oversized_events == 1 ? "" : "s",
+        stats.first_oversized_at));
+  }
+  return lines;
 }
 
 std::string device_name(std::int64_t device) {
@@ -95,6 +119,7 @@ json budget_device_json(const timeline::DeviceBudget& d) {
           {"busy_fraction", d.busy_fraction},
           {"host_gap_us", d.host_idle_us},
           {"device_idle_us", d.device_idle_us},
+          {"dependency_wait_us", d.dependency_wait_us},
           {"exposed_communication_us", d.exposed_communication_us}};
 }
 
@@ -119,8 +144,19 @@ json ranking_devices_json(const timeline::Ranking& ranking) {
 }
 
 std::string trace_warnings(const TraceSource& source) {
-  std::string warning = skipped_events_warning(source.path, source.stats);
-  return warning.empty() ? "" : "kprof: " + escape_for_terminal(warning) + "\n";
+  std::string text;
+  for (const std::string& warning : skipped_events_warnings(source.path, source.stats)) {
+    text += "kprof: " + escape_for_terminal(warning) + "\n";
+  }
+  // Said, as the figures of such a trace rest on the mapping (kineto's tb_plugin maps the same).
+  if (source.stats.legacy_categories) {
+    text += fmt::format(
+        "kprof: note: {} is read as a PyTorch 1.8/1.9 trace: its categories Kernel, Runtime, "
+        "Memcpy, Memset and Operator as kernel, cuda_runtime, gpu_memcpy, gpu_memset and cpu_op, "
+        "its ProfilerStep#N operators as steps\n",
+        escape_for_terminal(source.path));
+  }
+  return text;
 }
 
 json ranking_json(const timeline::Ranking& ranking, const TraceSource& source) {
@@ -147,6 +183,7 @@ json ranking_json(const timeline::Ranking& ranking, const TraceSource& source) {
   return {{"schema", "kprof.rank/1"},
           {"tool", tool_json(source.argv)},
           {"trace", source.path},
+          {"trace_format", source.stats.format},
           {"events", source.stats.events},
           {"gpu_events", ranking.gpu_events},
           {"gpu_time_us", ranking.gpu_time_us},
@@ -226,6 +263,7 @@ json step_ranking_json(const timeline::Budget& budget, const TraceSource& source
   return {{"schema", "kprof.rank-steps/1"},
           {"tool", tool_json(source.argv)},
           {"trace", source.path},
+          {"trace_format", source.stats.format},
           {"steps_from", budget.step_selector},
           {"steps", steps}};
 }
@@ -256,6 +294,22 @@ std::string step_ranking_text(const timeline::Budget& budget, const TraceSource&
   return out;
 }
 
+json dependency_waits_json(const timeline::StepBudget& step) {
+  json waits = json::array();
+  for (const timeline::DependencyWait& w : step.dependency_waits) {
+    waits.push_back(
+        {{"device", w.device},
+         {"stream", w.stream ? json(*w.stream) : json(nullptr)},
+         {"idle_from_us", w.idle_from_us},
+         {"waited_us", w.waited_us},
+         {"next_work", w.next_work},
+         {"wait_call", w.wait_call},
+         {"wait_call_at_us", w.wait_call_at_us},
+         {"blocking_call", w.blocking_call.empty() ? json(nullptr) : json(w.blocking_call)}});
+  }
+  return waits;
+}
+
 json budget_json(const timeline::Budget& budget, const timeline::BudgetThresholds& thresholds,
                  const TraceSource& source) {
   json steps = json::array();
@@ -272,10 +326,14 @@ json budget_json(const timeline::Budget& budget, const timeline::BudgetThreshold
                      {"device_idle_us", s.device_idle_us},
                      {"busy_fraction", s.busy_fraction},
                      {"host_fed_fraction", s.host_fed_fraction},
+                     {"dependency_wait_us", s.dependency_wait_us},
+                     {"dependency_waits", dependency_waits_json(s)},
                      {"exposed_communication_us", s.exposed_communication_us},
                      {"gpu_activities", s.gpu_activities},
                      {"launches", s.kernel_launches},
                      {"graph_launches", s.graph_launches},
+                     {"captured_launches", s.captured_launches},
+                     {"graph_captures", s.graph_captures},
                      {"verdict", timeline::step_verdict_name(s.verdict)},
                      {"devices", step_devices}});
   }
@@ -284,6 +342,7 @@ json budget_json(const timeline::Budget& budget, const timeline::BudgetThreshold
   return {{"schema", "kprof.budget/1"},
           {"tool", tool_json(source.argv)},
           {"trace", source.path},
+          {"trace_format", source.stats.format},
           {"steps_from", budget.step_selector},
           {"thresholds",
            {{"host_bound_below", thresholds.host_bound_below},
@@ -292,6 +351,8 @@ json budget_json(const timeline::Budget& budget, const timeline::BudgetThreshold
           {"host_gap_us", budget.total_host_gap_us},
           {"device_idle_us", budget.total_device_idle_us},
           {"host_fed_fraction", host_fed_fraction(budget)},
+          {"dependency_wait_us", budget.total_dependency_wait_us},
+          {"graph_capture_steps", budget.capture_steps},
           {"exposed_communication_us", budget.total_exposed_communication_us},
           {"verdict", timeline::step_verdict_name(budget.overall)},
           {"devices", devices},
@@ -301,29 +362,60 @@ json budget_json(const timeline::Budget& budget, const timeline::BudgetThreshold
 
 std::string budget_text(const timeline::Budget& budget,
                         const timeline::BudgetThresholds& thresholds, const TraceSource& source) {
-  TextTable table({{"step"},
-                   {"host ms", TextTable::Align::kRight},
-                   {"GPU span ms", TextTable::Align::kRight},
-                   {"GPU busy ms", TextTable::Align::kRight},
-                   {"host gap ms", TextTable::Align::kRight},
-                   {"device idle ms", TextTable::Align::kRight},
-                   {"busy %", TextTable::Align::kRight},
-                   {"launches", TextTable::Align::kRight},
-                   {"graphs", TextTable::Align::kRight},
-                   {"verdict"}});
+  // The dependency-wait column only where a step waited (most traces have none).
+  bool any_wait = false;
+  for (const auto& s : budget.steps) any_wait = any_wait || s.dependency_wait_us > 0;
+  std::vector<TextTable::Column> columns = {{"step"},
+                                            {"host ms", TextTable::Align::kRight},
+                                            {"GPU span ms", TextTable::Align::kRight},
+                                            {"GPU busy ms", TextTable::Align::kRight},
+                                            {"host gap ms", TextTable::Align::kRight},
+                                            {"device idle ms", TextTable::Align::kRight},
+                                            {"busy %", TextTable::Align::kRight},
+                                            {"launches", TextTable::Align::kRight},
+                                            {"graphs", TextTable::Align::kRight},
+                                            {"verdict"}};
+  if (any_wait) columns.insert(columns.begin() + 6, {"wait ms", TextTable::Align::kRight});
+  TextTable table(std::move(columns));
   for (const auto& s : budget.steps) {
-    table.add_row({s.name, ms(s.host_duration_us), ms(s.gpu_span_us), ms(s.gpu_busy_us),
-                   ms(s.host_gap_us), ms(s.device_idle_us),
-                   fmt::format("{:.1f}", s.busy_fraction * 100), std::to_string(s.kernel_launches),
-                   std::to_string(s.graph_launches), timeline::step_verdict_name(s.verdict)});
+    std::vector<std::string> row = {s.name,
+                                    ms(s.host_duration_us),
+                                    ms(s.gpu_span_us),
+                                    ms(s.gpu_busy_us),
+                                    ms(s.host_gap_us),
+                                    ms(s.device_idle_us),
+                                    fmt::format("{:.1f}", s.busy_fraction * 100),
+                                    std::to_string(s.kernel_launches),
+                                    std::to_string(s.graph_launches),
+                                    timeline::step_verdict_name(s.verdict)};
+    if (any_wait) row.insert(row.begin() + 6, ms(s.dependency_wait_us));
+    table.add_row(row);
   }
+  std::string waits =
+      budget.total_dependency_wait_us > 0
+          ? fmt::format(", dependency waits {} ms", ms(budget.total_dependency_wait_us))
+          : "";
   std::string out = fmt::format(
       "{}: {} step{} ({}) — {}: GPU busy {:.1f}% of its span, {:.1f}% of the time "
-      "the host kept it fed (host gap {} ms, device-side idle {} ms)\n",
+      "the host kept it fed (host gap {} ms, device-side idle {} ms{})\n",
       escape_for_terminal(source.path), budget.steps.size(), budget.steps.size() == 1 ? "" : "s",
       escape_for_terminal(budget.step_selector), timeline::step_verdict_name(budget.overall),
       busy_fraction(budget) * 100, host_fed_fraction(budget) * 100, ms(budget.total_host_gap_us),
-      ms(budget.total_device_idle_us));
+      ms(budget.total_device_idle_us), waits);
+  if (budget.capture_steps > 0) {
+    std::uint64_t captured = 0, graphs = 0;
+    for (const auto& s : budget.steps) {
+      if (s.verdict != timeline::StepVerdict::kGraphCapture) continue;
+      captured += s.captured_launches;
+      graphs += s.graph_captures;
+    }
+    out += fmt::format(
+        "{} step{} capture{} CUDA graphs ({} capture{} ended, {} launches inside "
+        "cudaStreamBeginCapture … EndCapture, which run nothing): no verdict on serving; shown, "
+        "left out of the totals\n",
+        budget.capture_steps, budget.capture_steps == 1 ? "" : "s",
+        budget.capture_steps == 1 ? "s" : "", graphs, graphs == 1 ? "" : "s", captured);
+  }
   if (budget.devices.size() > 1) {
     out += fmt::format("{} devices, each accounted on its own (step figures are their sums):\n",
                        budget.devices.size());
@@ -340,6 +432,27 @@ std::string budget_text(const timeline::Budget& budget,
       "thresholds: host-bound below {}% GPU busy (of the GPU span of a step's work less its "
       "device-side idle), kernel-bound from {}%, mixed between\n",
       percent_of(thresholds.host_bound_below), percent_of(thresholds.kernel_bound_from));
+  // The longest waits, with the call that made each and what the host was doing meanwhile.
+  std::vector<std::pair<const timeline::StepBudget*, const timeline::DependencyWait*>> longest;
+  for (const auto& s : budget.steps) {
+    for (const auto& w : s.dependency_waits) longest.emplace_back(&s, &w);
+  }
+  std::stable_sort(longest.begin(), longest.end(), [](const auto& a, const auto& b) {
+    return a.second->waited_us > b.second->waited_us;
+  });
+  if (!longest.empty()) out += "dependency waits (the longest):\n";
+  for (size_t i = 0; i < longest.size() && i < 3; ++i) {
+    const auto& [s, w] = longest[i];
+    out += fmt::format(
+        "  {}: {} ms idle on {}{} before {}, held by {} at {:.3f} ms{}\n",
+        escape_for_terminal(s->name), ms(w->waited_us), device_name(w->device),
+        w->stream ? fmt::format(" stream {}", *w->stream) : std::string(),
+        ellipsize(w->next_work, 60), escape_for_terminal(w->wait_call),
+        (w->wait_call_at_us - s->start_us) / 1000,
+        w->blocking_call.empty()
+            ? std::string()
+            : "; the host sat in " + escape_for_terminal(w->blocking_call) + " meanwhile");
+  }
   std::string advice = budget_advice(budget);
   if (!advice.empty()) out += advice + "\n";
   return out;
@@ -375,6 +488,7 @@ json ranks_ranking_json(const std::vector<TraceSource>& sources,
   for (std::size_t r = 0; r < rankings.size(); ++r) {
     ranks.push_back({{"rank", r},
                      {"trace", sources[r].path},
+                     {"trace_format", sources[r].stats.format},
                      {"events", sources[r].stats.events},
                      {"gpu_events", rankings[r].gpu_events},
                      {"gpu_time_us", rankings[r].gpu_time_us},
@@ -483,6 +597,7 @@ json ranks_budget_json(const std::vector<TraceSource>& sources,
     for (const auto& d : b.devices) devices.push_back(budget_device_json(d));
     ranks.push_back({{"rank", r},
                      {"trace", sources[r].path},
+                     {"trace_format", sources[r].stats.format},
                      {"steps_from", b.step_selector},
                      {"steps", b.steps.size()},
                      {"gpu_span_us", b.total_span_us},

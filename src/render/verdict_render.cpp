@@ -11,58 +11,18 @@
 #include "render/envelope.h"
 #include "render/report_json.h"
 #include "render/table.h"
+#include "render/verdict_columns.h"
 
 namespace kprof::render {
 namespace {
 
 using nlohmann::json;
 
-std::string cell(const std::optional<double>& value, double scale = 1) {
-  if (!value || std::isnan(*value)) return "—";
-  double scaled = *value * scale;
-  return scaled != 0 && std::fabs(scaled) < 0.0005 ? "~0" : format_number(scaled);
-}
-
 std::string thresholds_text(const analysis::Thresholds& t) {
   return fmt::format(
       "compute-bound: SM throughput ≥ {}% of peak; memory-bound: memory throughput "
       "≥ {}%; both: at the ridge; neither: latency-bound",
       format_number(t.compute_pct), format_number(t.memory_pct));
-}
-
-std::string top_stall(const analysis::KernelVerdict& v) {
-  if (v.stalls.empty()) return "—";
-  return fmt::format("{} {:.0f}%", v.stalls.front().reason, v.stalls.front().share * 100);
-}
-
-std::string limiter_cell(const analysis::KernelVerdict& v) {
-  if (!v.achieved_occupancy && !v.theoretical_occupancy) return "—";
-  std::string text =
-      fmt::format("{}/{}", cell(v.achieved_occupancy, 100), cell(v.theoretical_occupancy, 100));
-  if (!v.occupancy_limiter.empty() && v.occupancy_limiter != "none") {
-    text += " " + v.occupancy_limiter;
-  }
-  return text;
-}
-
-std::string short_ceiling_name(const std::string& ceiling) {
-  for (const char* suffix : {"_bandwidth", "_flops"}) {
-    std::string_view tail(suffix);
-    if (ceiling.size() > tail.size() && ceiling.ends_with(tail)) {
-      return ceiling.substr(0, ceiling.size() - tail.size());
-    }
-  }
-  return ceiling;
-}
-
-// The ceiling the kernel came closest to: "dram 97% (peak 83%)".
-std::string measured_ceiling_cell(const analysis::KernelVerdict& v) {
-  if (v.measured_ceilings.empty()) return "—";
-  const analysis::CeilingUse& top = v.measured_ceilings.front();
-  std::string text =
-      fmt::format("{} {:.0f}%", short_ceiling_name(top.ceiling), top.fraction_of_measured * 100);
-  if (top.fraction_of_peak) text += fmt::format(" (peak {:.0f}%)", *top.fraction_of_peak * 100);
-  return text;
 }
 
 }  // namespace
@@ -76,17 +36,6 @@ std::string csv_field(const std::string& text) {
   return out + "\"";
 }
 
-std::string share_cell(const AnalyzedKernel& k) {
-  if (!k.share) return "not in trace";
-  return fmt::format("{:.1f}", k.share->fraction_of_pipeline * 100);
-}
-
-std::string speedup_cell(const AnalyzedKernel& k) {
-  if (!k.share) return "—";
-  return std::isinf(k.share->max_e2e_speedup) ? "∞"
-                                              : fmt::format("{:.2f}×", k.share->max_e2e_speedup);
-}
-
 std::string verdict_table(const std::vector<AnalyzedKernel>& kernels,
                           const analysis::Thresholds& thresholds, size_t name_width) {
   bool joined =
@@ -94,52 +43,19 @@ std::string verdict_table(const std::vector<AnalyzedKernel>& kernels,
   bool calibrated = std::any_of(kernels.begin(), kernels.end(), [](const AnalyzedKernel& k) {
     return !k.verdict.measured_ceilings.empty();
   });
-  std::vector<TextTable::Column> columns = {
-      {"id", TextTable::Align::kRight}, {"kernel"}, {"us", TextTable::Align::kRight}};
-  if (joined) {
-    columns.push_back({"% pipe", TextTable::Align::kRight});
-    columns.push_back({"max e2e", TextTable::Align::kRight});
-  }
-  TextTable table = [&] {
-    std::vector<TextTable::Column> rest = {{"verdict"},
-                                           {"bound by"},
-                                           {"SM %", TextTable::Align::kRight},
-                                           {"mem %", TextTable::Align::kRight},
-                                           {"TFLOP/s", TextTable::Align::kRight},
-                                           {"DRAM BW", TextTable::Align::kRight},
-                                           {"occ % ach/theo limiter"},
-                                           {"top stall"},
-                                           {"stage"}};
-    if (calibrated) rest.insert(rest.begin() + 6, TextTable::Column{"measured ceiling"});
-    columns.insert(columns.end(), rest.begin(), rest.end());
-    return TextTable(columns);
-  }();
+  const CellContext context{&thresholds, name_width};
+  const std::vector<const VerdictColumn*> shown = table_columns(joined, calibrated);
+  std::vector<TextTable::Column> columns;
+  for (const VerdictColumn* column : shown)
+    columns.push_back({std::string(column->table_header), column->align});
+  TextTable table(columns);
   std::set<std::string> missing;
   std::vector<std::pair<std::string, std::string>> notes;  // contradiction -> kernel ids
   for (const AnalyzedKernel& k : kernels) {
     const analysis::KernelVerdict& v = k.verdict;
     missing.insert(v.missing.begin(), v.missing.end());
-    std::string verdict = analysis::roofline_name(v.roofline);
-    if (v.contradicts_expectation) verdict += " (!)";
-    std::vector<std::string> row = {std::to_string(k.kernel->id),
-                                    ellipsize(k.kernel->display_name(), name_width),
-                                    cell(v.duration_ns, 1e-3)};
-    if (joined) {
-      row.push_back(share_cell(k));
-      row.push_back(speedup_cell(k));
-    }
-    std::vector<std::string> rest = {
-        verdict,
-        v.bound_by.empty() ? "—" : v.bound_by,
-        cell(v.sm_throughput_pct),
-        cell(v.memory_throughput_pct),
-        cell(v.tflops),
-        v.memory_bw_utilization ? fmt::format("{:.0f}%", *v.memory_bw_utilization * 100) : "—",
-        limiter_cell(v),
-        top_stall(v),
-        v.stage.empty() ? "—" : v.stage};
-    if (calibrated) rest.insert(rest.begin() + 6, measured_ceiling_cell(v));
-    row.insert(row.end(), rest.begin(), rest.end());
+    std::vector<std::string> row;
+    for (const VerdictColumn* column : shown) row.push_back(column->table_cell(k, context));
     table.add_row(std::move(row));
     if (v.contradicts_expectation) {
       std::string key = fmt::format(
@@ -184,6 +100,36 @@ std::string verdict_table(const std::vector<AnalyzedKernel>& kernels,
     out +=
         fmt::format("(!) contradicts its expected bottleneck: {} — kernel{} {}\n",
                     escape_for_terminal(what), ids.find(',') == std::string::npos ? "" : "s", ids);
+  }
+  // Figures kprof took from ncu's own verdicts, where the capture lacks what kprof derives them
+  // from (a details CSV of SpeedOfLight's headline rows, a GPU kprof's database lacks).
+  std::string from_rule, from_ncu_pct;
+  for (const AnalyzedKernel& k : kernels) {
+    std::string id = std::to_string(k.kernel->id);
+    if (!k.verdict.bound_by_source.empty()) from_rule += (from_rule.empty() ? "" : ", ") + id;
+    if (k.verdict.memory_bw_from_ncu_pct) {
+      from_ncu_pct += (from_ncu_pct.empty() ? "" : ", ") + id;
+    }
+  }
+  for (const AnalyzedKernel& k : kernels) {
+    if (k.verdict.invalid_counters.empty()) continue;
+    std::string names;
+    for (const std::string& name : k.verdict.invalid_counters) {
+      names += (names.empty() ? "" : ", ") + name;
+    }
+    out += fmt::format(
+        "kernel {}: counters ncu wrote as NaN or infinite, every figure needing them withheld: "
+        "{}\n",
+        k.kernel->id, escape_for_terminal(names));
+  }
+  if (!from_rule.empty()) {
+    out += "bound by from ncu's SOLBottleneck rule (the capture has no breakdown metrics): kernel" +
+           std::string(from_rule.find(',') == std::string::npos ? " " : "s ") + from_rule + "\n";
+  }
+  if (!from_ncu_pct.empty()) {
+    out +=
+        "DRAM BW is ncu's DRAM Throughput (the capture lacks DRAM bytes/s or their peak): kernel" +
+        std::string(from_ncu_pct.find(',') == std::string::npos ? " " : "s ") + from_ncu_pct + "\n";
   }
   if (!missing.empty()) {
     out += "not derivable from this capture:";
@@ -248,6 +194,9 @@ json verdict_json(const std::vector<AnalyzedKernel>& kernels,
         {"block", {k.kernel->block.x, k.kernel->block.y, k.kernel->block.z}},
         {"roofline", analysis::roofline_name(v.roofline)},
         {"bound_by", v.bound_by.empty() ? json(nullptr) : json(v.bound_by)},
+        {"bound_by_source", v.bound_by.empty()          ? json(nullptr)
+                            : v.bound_by_source.empty() ? json("breakdown metrics")
+                                                        : json(v.bound_by_source)},
         {"units", {{"memory", unit_json(v.memory_unit)}, {"compute", unit_json(v.compute_unit)}}},
         {"sm_throughput_pct", optional_json(v.sm_throughput_pct)},
         {"memory_throughput_pct", optional_json(v.memory_throughput_pct)},
@@ -257,6 +206,10 @@ json verdict_json(const std::vector<AnalyzedKernel>& kernels,
         {"dram_peak_bytes_per_second", optional_json(v.dram_peak_bytes_per_second)},
         {"dram_peak_source", v.dram_peak_source},
         {"memory_bw_utilization", optional_json(v.memory_bw_utilization)},
+        {"memory_bw_source", !v.memory_bw_utilization ? json(nullptr)
+                             : v.memory_bw_from_ncu_pct
+                                 ? json("ncu's DRAM Throughput (gpu__dram_throughput)")
+                                 : json("dram bytes/s over the peak")},
         {"arithmetic_intensity", optional_json(v.arithmetic_intensity)},
         {"measured_ceilings", ceilings},
         {"sm_occupancy", optional_json(v.achieved_occupancy)},
@@ -268,6 +221,8 @@ json verdict_json(const std::vector<AnalyzedKernel>& kernels,
         {"registers_per_thread", optional_json(v.registers_per_thread)},
         {"waves_per_sm", optional_json(v.waves_per_sm)},
         {"warp_stall_reasons", stalls},
+        {"stall_variant", v.stall_variant.empty() ? json(nullptr) : json(v.stall_variant)},
+        {"invalid_counters", v.invalid_counters},
         {"latency_reasons", v.latency_reasons},
         {"wall_clock_us", v.duration_ns ? json(*v.duration_ns / 1000) : json(nullptr)},
         {"fraction_of_pipeline", k.share ? json(k.share->fraction_of_pipeline) : json(nullptr)},
@@ -302,42 +257,16 @@ json verdict_json(const std::vector<AnalyzedKernel>& kernels,
 
 std::string verdict_csv(const std::vector<AnalyzedKernel>& kernels,
                         const analysis::Thresholds& thresholds) {
-  std::string out =
-      "report,launch,kernel,stage,wall_clock_us,roofline,bound_by,sm_throughput_pct,"
-      "memory_throughput_pct,tflops,memory_bw_utilization,arithmetic_intensity,sm_occupancy,"
-      "theoretical_occupancy,occupancy_limiter,registers_per_thread,top_stall,top_stall_share,"
-      "expected_bottleneck,contradicts_expectation,optimization_headroom,compute_threshold_pct,"
-      "memory_threshold_pct\n";
-  auto number = [](const std::optional<double>& value) {
-    return value && !std::isnan(*value) ? fmt::format("{}", *value) : std::string();
-  };
+  const CellContext context{&thresholds, 0};
+  const std::vector<const VerdictColumn*> fields = csv_columns();
+  std::string out;
+  for (size_t i = 0; i < fields.size(); ++i)
+    out += (i ? "," : "") + std::string(fields[i]->csv_header);
+  out += "\n";
   for (const AnalyzedKernel& k : kernels) {
-    const analysis::KernelVerdict& v = k.verdict;
-    std::vector<std::string> fields = {
-        csv_field(k.report->path),
-        std::to_string(k.kernel->id),
-        csv_field(k.kernel->display_name()),
-        csv_field(v.stage),
-        number(v.duration_ns ? std::optional<double>(*v.duration_ns / 1000) : std::nullopt),
-        csv_field(analysis::roofline_name(v.roofline)),
-        csv_field(v.bound_by),
-        number(v.sm_throughput_pct),
-        number(v.memory_throughput_pct),
-        number(v.tflops),
-        number(v.memory_bw_utilization),
-        number(v.arithmetic_intensity),
-        number(v.achieved_occupancy),
-        number(v.theoretical_occupancy),
-        csv_field(v.occupancy_limiter),
-        number(v.registers_per_thread),
-        csv_field(v.stalls.empty() ? "" : v.stalls.front().reason),
-        v.stalls.empty() ? "" : fmt::format("{}", v.stalls.front().share),
-        csv_field(v.expected_bottleneck),
-        v.contradicts_expectation ? "true" : "false",
-        csv_field(v.headroom),
-        fmt::format("{}", thresholds.compute_pct),
-        fmt::format("{}", thresholds.memory_pct)};
-    for (size_t i = 0; i < fields.size(); ++i) out += (i ? "," : "") + fields[i];
+    for (size_t i = 0; i < fields.size(); ++i) {
+      out += (i ? "," : "") + fields[i]->csv_cell(k, context);
+    }
     out += "\n";
   }
   return out;

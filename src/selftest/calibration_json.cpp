@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/file_bytes.h"
 #include "common/json_table.h"
+#include "hardware/gpu_specs.h"
 
 namespace kprof::selftest {
 namespace {
@@ -67,19 +68,22 @@ Calibration from_document(const json& document) {
     x.median_seconds = optional_field<double>(entry, "median_seconds", 0);
     x.work = optional_field<double>(entry, "work", 0);
     x.work_unit = optional_field<std::string>(entry, "work_unit", "");
+    x.code = optional_field<std::string>(entry, "code", "kprof");
+    if (auto candidates = entry.find("candidates"); candidates != entry.end()) {
+      for (const json& candidate : *candidates) {
+        x.candidates.push_back({candidate.at("code").get<std::string>(),
+                                optional_field<std::string>(candidate, "kernel", ""),
+                                candidate.at("figure").get<double>(),
+                                optional_field<std::string>(candidate, "method", "")});
+        hardware::check_measured_ceiling(x.name, x.candidates.back().figure, x.unit);
+      }
+    }
     if (auto launch = entry.find("launch"); launch != entry.end()) {
       x.grid = optional_field<unsigned>(*launch, "grid", 0);
       x.block = optional_field<unsigned>(*launch, "block", 0);
       x.shared_bytes = optional_field<unsigned>(*launch, "shared_bytes", 0);
     }
-    if (!(x.figure > 0) || !std::isfinite(x.figure)) {
-      throw std::invalid_argument(
-          fmt::format("ceiling {}: figure must be a positive number", x.name));
-    }
-    if (x.unit != "byte/s" && x.unit != "flop/s" && x.unit != "s") {
-      throw std::invalid_argument(
-          fmt::format("ceiling {}: unit must be byte/s, flop/s or s, not \"{}\"", x.name, x.unit));
-    }
+    hardware::check_measured_ceiling(x.name, x.figure, x.unit);
     if (x.repeats < 1) {
       throw std::invalid_argument(fmt::format("ceiling {}: repeats must be at least 1", x.name));
     }
@@ -117,20 +121,33 @@ nlohmann::json calibration_to_json(const Calibration& c) {
   using nlohmann::json;
   json ceilings = json::array();
   for (const Ceiling& ceiling : c.ceilings) {
-    ceilings.push_back({{"name", ceiling.name},
-                        {"figure", ceiling.figure},
-                        {"unit", ceiling.unit},
-                        {"method", ceiling.method},
-                        {"kernel", ceiling.kernel},
-                        {"repeats", ceiling.repeats},
-                        {"best_seconds", ceiling.best_seconds},
-                        {"median_seconds", ceiling.median_seconds},
-                        {"work", ceiling.work},
-                        {"work_unit", ceiling.work_unit},
-                        {"launch",
-                         {{"grid", ceiling.grid},
-                          {"block", ceiling.block},
-                          {"shared_bytes", ceiling.shared_bytes}}}});
+    json entry = {{"name", ceiling.name},
+                  {"figure", ceiling.figure},
+                  {"unit", ceiling.unit},
+                  {"method", ceiling.method},
+                  {"kernel", ceiling.kernel},
+                  {"code", ceiling.code},
+                  {"repeats", ceiling.repeats},
+                  {"best_seconds", ceiling.best_seconds},
+                  {"median_seconds", ceiling.median_seconds},
+                  {"work", ceiling.work},
+                  {"work_unit", ceiling.work_unit}};
+    // A library's GEMM or the driver's copy has no launch of kprof's to describe.
+    if (ceiling.grid > 0) {
+      entry["launch"] = {
+          {"grid", ceiling.grid}, {"block", ceiling.block}, {"shared_bytes", ceiling.shared_bytes}};
+    }
+    if (ceiling.candidates.size() > 1) {
+      json candidates = json::array();
+      for (const CeilingCandidate& candidate : ceiling.candidates) {
+        candidates.push_back({{"code", candidate.code},
+                              {"kernel", candidate.kernel},
+                              {"figure", candidate.figure},
+                              {"method", candidate.method}});
+      }
+      entry["candidates"] = std::move(candidates);
+    }
+    ceilings.push_back(std::move(entry));
   }
   const gpu::DeviceInfo& d = c.device;
   return {{"schema", "kprof.calibration/1"},

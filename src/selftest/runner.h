@@ -18,6 +18,9 @@ struct RunOptions {
   std::string driver_library = gpu::kDefaultDriverLibrary;
   int device = 0;
   const SelftestTable* table = nullptr;  // null: the built-in table
+  // calibrate: the cuBLASLt to time the vendor's GEMMs with ("": the usual places,
+  // gpu::cublaslt_candidates(); "none": kprof's own kernels only).
+  std::string cublaslt;
 };
 
 struct KernelRun {
@@ -39,9 +42,18 @@ struct RunResult {
 RunResult run_kernels(const std::vector<std::string>& names, int repeat,
                       const RunOptions& options = {});
 
+// One code measured for a ceiling: the figure it reached and how.
+struct CeilingCandidate {
+  std::string code;    // "kprof" (its own PTX kernel), "cublasLt", "driver copy"
+  std::string kernel;  // k_tensor_mma_bf16, "cublasLt matmul", cuMemcpyDtoD
+  double figure = 0;
+  std::string method;
+};
+
 struct Ceiling {
-  std::string name;    // dram_bandwidth, l2_bandwidth, fp32_flops, fp64_flops, bf16_tensor_flops,
-                       // fp8_tensor_flops, launch_back_to_back, launch_to_completion
+  std::string
+      name;  // dram_bandwidth, l2_bandwidth, fp32_flops, fp64_flops, bf16_tensor_flops,
+             // fp16_tensor_flops, fp8_tensor_flops, launch_back_to_back, launch_to_completion
   double figure = 0;   // in unit
   std::string unit;    // "byte/s", "flop/s", "s"
   std::string method;  // what ran and how the figure was computed
@@ -52,6 +64,10 @@ struct Ceiling {
   double work = 0;            // per run, in work_unit ("byte", "flop", "launch")
   std::string work_unit;
   unsigned grid = 0, block = 0, shared_bytes = 0;
+  // Which code reached the figure ("kprof", "cublasLt", "driver copy"), and every code measured
+  // for this ceiling in the run, the fastest first (one entry when only kprof's kernel ran).
+  std::string code = "kprof";
+  std::vector<CeilingCandidate> candidates;
 };
 
 struct Calibration {
@@ -63,6 +79,11 @@ struct Calibration {
   std::vector<Ceiling> ceilings;
   std::vector<std::string> notes;
 };
+
+// Adds a measurement of a ceiling by other code: the ceiling becomes the faster of the two (a
+// ceiling is what the best code reaches), both kept among its candidates. A throughput ceiling
+// only: higher is better.
+void adopt_faster(std::vector<Ceiling>& ceilings, Ceiling measured);
 
 // The calibration measurements, each the best of `repeats` runs after one warm-up.
 Calibration calibrate(int repeats, const RunOptions& options = {});

@@ -227,6 +227,7 @@ CalibrateOutcome run_calibrate(const CalibrateRequest& request, const Progress& 
     RunOptions options;
     options.driver_library = request.driver_library;
     options.device = request.gpu;
+    options.cublaslt = request.cublaslt;
     // Asked first, so that no driver or no device is one line before anything is said.
     gpu::DeviceInfo device =
         gpu::query_device(*gpu::CudaDriver::load(request.driver_library), request.gpu);

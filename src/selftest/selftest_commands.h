@@ -79,6 +79,7 @@ struct CalibrateRequest {
   std::string from;    // --from: a calibration file instead of measuring (no GPU needed)
   int gpu = 0;
   std::string driver_library = gpu::kDefaultDriverLibrary;
+  std::string cublaslt;  // --cublaslt: "" the usual places, "none" kprof's kernels only, or a path
 };
 
 struct CalibrateOutcome {

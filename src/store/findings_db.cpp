@@ -74,6 +74,14 @@ constexpr const char* kMigrations[] = {
          best_seconds REAL, median_seconds REAL, cc TEXT, driver_cuda TEXT, driver_nvidia TEXT,
          kprof_version TEXT, source TEXT, stored_at TEXT NOT NULL,
          PRIMARY KEY (gpu, ceiling, measured_at));)",
+    // 3: what fix lists predicted against what before/after traces showed (kprof diff
+    // --predicted --outcomes-db), a team's history of predicted against realised gains.
+    R"(CREATE TABLE prediction_outcomes (
+         id INTEGER PRIMARY KEY, checked_at TEXT NOT NULL, prediction TEXT NOT NULL,
+         before_trace TEXT NOT NULL, after_trace TEXT NOT NULL, kernel TEXT NOT NULL,
+         grid TEXT, block TEXT, bound_by TEXT, predicted_us_per_step REAL,
+         before_us_per_step REAL NOT NULL, after_us_per_step REAL NOT NULL,
+         realised_us_per_step REAL NOT NULL, improved_step_did_not INTEGER NOT NULL);)",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
@@ -561,6 +569,72 @@ std::size_t FindingsDb::store_measured_ceilings(const std::vector<MeasuredCeilin
     db_->exec_status("ROLLBACK");
     throw;
   }
+}
+
+std::size_t FindingsDb::store_prediction_outcomes(const std::vector<PredictionOutcomeRow>& rows) {
+  exec("BEGIN IMMEDIATE");
+  try {
+    sqlite::Statement insert(
+        *db_,
+        "INSERT INTO prediction_outcomes (checked_at, prediction, before_trace, after_trace, "
+        "kernel, grid, block, bound_by, predicted_us_per_step, before_us_per_step, "
+        "after_us_per_step, realised_us_per_step, improved_step_did_not) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    for (const PredictionOutcomeRow& row : rows) {
+      insert.bind(1, row.checked_at)
+          .bind(2, row.prediction)
+          .bind(3, row.before_trace)
+          .bind(4, row.after_trace)
+          .bind(5, row.kernel)
+          .bind(6, row.grid)
+          .bind(7, row.block)
+          .bind(8, row.bound_by)
+          .bind(9, row.predicted_us_per_step)
+          .bind(10, std::optional<double>(row.before_us_per_step))
+          .bind(11, std::optional<double>(row.after_us_per_step))
+          .bind(12, std::optional<double>(row.realised_us_per_step))
+          .bind(13, static_cast<std::int64_t>(row.improved_step_did_not));
+      insert.run();
+    }
+    exec("COMMIT");
+    return rows.size();
+  } catch (...) {
+    db_->exec_status("ROLLBACK");
+    throw;
+  }
+}
+
+std::vector<PredictionOutcomeRow> FindingsDb::prediction_outcomes() {
+  std::vector<PredictionOutcomeRow> rows;
+  {
+    sqlite::Statement table(*db_,
+                            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = "
+                            "'prediction_outcomes'");
+    if (!table.step()) return rows;
+  }
+  sqlite::Statement query(
+      *db_,
+      "SELECT checked_at, prediction, before_trace, after_trace, kernel, grid, block, bound_by, "
+      "predicted_us_per_step, before_us_per_step, after_us_per_step, realised_us_per_step, "
+      "improved_step_did_not FROM prediction_outcomes ORDER BY id");
+  while (query.step()) {
+    PredictionOutcomeRow row;
+    row.checked_at = query.text(0);
+    row.prediction = query.text(1);
+    row.before_trace = query.text(2);
+    row.after_trace = query.text(3);
+    row.kernel = query.text(4);
+    row.grid = query.text(5);
+    row.block = query.text(6);
+    row.bound_by = query.text(7);
+    row.predicted_us_per_step = query.real(8);
+    row.before_us_per_step = query.real(9).value_or(0);
+    row.after_us_per_step = query.real(10).value_or(0);
+    row.realised_us_per_step = query.real(11).value_or(0);
+    row.improved_step_did_not = query.integer(12) != 0;
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }
 
 std::vector<MeasuredCeilingRow> FindingsDb::measured_ceilings() {

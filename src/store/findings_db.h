@@ -20,7 +20,7 @@ class Database;
 
 namespace kprof::store {
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 // kprof's mark in the database header: "kprf". A file without it is not kprof's and is refused,
 // except a database kprof wrote before it marked its files (schema version set, kprof's tables
 // there), which is marked on its next write.
@@ -62,6 +62,17 @@ struct MeasuredCeilingRow {
   std::optional<double> best_seconds, median_seconds;
 };
 
+// One kernel group's (or, kernel "(step)", the step's) predicted saving against what two traces
+// showed: `kprof diff BEFORE AFTER --predicted REPORT.json --outcomes-db DB`.
+struct PredictionOutcomeRow {
+  std::string checked_at;                             // UTC, ISO 8601
+  std::string prediction, before_trace, after_trace;  // the files, as given
+  std::string kernel, grid, block, bound_by;
+  std::optional<double> predicted_us_per_step;
+  double before_us_per_step = 0, after_us_per_step = 0, realised_us_per_step = 0;
+  bool improved_step_did_not = false;
+};
+
 class FindingsDb {
  public:
   enum class Access {
@@ -92,6 +103,10 @@ class FindingsDb {
   // ceiling and time, replaces its rows). Returns how many rows were written.
   std::size_t store_measured_ceilings(const std::vector<MeasuredCeilingRow>& rows);
   std::vector<MeasuredCeilingRow> measured_ceilings();
+  // Stores one check's rows in one transaction; returns how many were written.
+  std::size_t store_prediction_outcomes(const std::vector<PredictionOutcomeRow>& rows);
+  // Every stored outcome, oldest check first (none in a database older than schema 3).
+  std::vector<PredictionOutcomeRow> prediction_outcomes();
   // A stored run as a report model: its kernels (name, launch configuration, stored metrics).
   // Throws InputError when there is no such run.
   model::Report load_run(std::int64_t run_id);

@@ -64,6 +64,9 @@ void RankingBuilder::on_event(const importers::TraceEvent& event) {
                       ? stages_.stage_of_name(std::string(event.name))
                       : std::string("memory");
     stats.min_us = stats.max_us = event.duration_us;
+    // A collective, or an expert-parallel all-to-all whose stage stays MoE's (DeepEP's dispatch).
+    stats.communication =
+        kind == std::string_view("kernel") && stages_.is_communication(event.name);
     it = by_name_.emplace(key, std::move(stats)).first;
   }
   KernelStats& stats = it->second;
@@ -83,7 +86,7 @@ void RankingBuilder::on_event(const importers::TraceEvent& event) {
     device.stats.kernel_time_us += event.duration_us;
   }
   device.all.add(event.timestamp_us, event.timestamp_us + event.duration_us);
-  if (stats.stage == "communication") {
+  if (stats.communication) {
     device.stats.communication_us += event.duration_us;
   } else {
     device.other_than_communication.add(event.timestamp_us, event.timestamp_us + event.duration_us);

@@ -21,6 +21,9 @@ struct KernelStats {
   std::string name;
   std::string kind;  // kernel, memcpy, memset
   std::string stage;
+  // It moves data between GPUs: the stage table's collectives, and expert-parallel all-to-all
+  // kernels, whose stage stays MoE dispatch/combine (StageTable::is_communication).
+  bool communication = false;
   std::uint64_t count = 0;
   double total_us = 0, min_us = 0, max_us = 0;
   double share_of_gpu_time = 0;  // of the summed durations of all GPU activities
@@ -29,9 +32,10 @@ struct KernelStats {
   double share_of_wall = 0;
 };
 
-// One device's accounting (a trace without device ids is device -1). Communication is the stage
-// table's "communication" stage (NCCL, custom all-reduce, multimem); exposed communication is the
-// time this device runs only communication, no other work overlapping it.
+// One device's accounting (a trace without device ids is device -1). Communication is what the
+// stage table calls communication: its "communication" stage (NCCL, custom all-reduce, multimem)
+// and expert-parallel all-to-all (DeepEP, pplx, mori; their stage stays MoE's); exposed
+// communication is the time this device runs only communication, no other work overlapping it.
 struct DeviceStats {
   std::int64_t device = -1;
   std::uint64_t gpu_events = 0, kernel_events = 0;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "timeline/launch_join.h"
+
 namespace kprof::timeline {
 namespace {
 
@@ -27,7 +29,13 @@ void OpAttributionBuilder::on_event(const importers::TraceEvent& event) {
   if (is_gpu_work(category)) {
     ++gpu_events_;
     gpu_time_us_ += event.duration_us;
-    Work& work = event.correlation ? work_[*event.correlation] : uncorrelated_;
+    Work& work =
+        event.correlation
+            ? work_[{event.process.value_or(-1), event.device.value_or(-1), *event.correlation}]
+            : uncorrelated_;
+    if (work.count == 0 || event.timestamp_us < work.first_start) {
+      work.first_start = event.timestamp_us;
+    }
     ++work.count;
     work.total_us += event.duration_us;
     return;
@@ -35,7 +43,8 @@ void OpAttributionBuilder::on_event(const importers::TraceEvent& event) {
   if (is_launch_call(category)) {
     if (!event.correlation) return;
     ++launches_read_;
-    launches_[{event.pid, event.tid}].push_back({event.timestamp_us, *event.correlation});
+    launches_[{event.pid, event.tid}].push_back(
+        {event.timestamp_us, *event.correlation, event.process.value_or(event.pid)});
     return;
   }
   std::string_view name = event.name;
@@ -62,16 +71,10 @@ OpAttribution OpAttributionBuilder::finish() const {
   result.cpu_ops = spans_read_;
   result.launches = launches_read_;
   std::map<std::string, OpStats, std::less<>> buckets;
-  std::map<std::int64_t, Work> unclaimed = work_;
-  auto claim = [&](const std::string& bucket, std::int64_t correlation) {
-    auto it = unclaimed.find(correlation);
-    if (it == unclaimed.end()) return;
-    OpStats& stats = buckets[bucket];
-    stats.kernels += it->second.count;
-    stats.total_us += it->second.total_us;
-    unclaimed.erase(it);
-  };
   const std::string no_bucket(by_ == AttributeBy::kOp ? kNoOperator : kNoModule);
+  // Each launch call's bucket (one sweep per thread), then each GPU work item's launch.
+  std::vector<LaunchKey> launch_keys;
+  std::vector<std::string> launch_bucket;
   for (const auto& [thread, thread_launches] : launches_) {
     std::vector<Launch> launches = thread_launches;
     std::sort(launches.begin(), launches.end(),
@@ -102,13 +105,33 @@ OpAttribution OpAttributionBuilder::finish() const {
           bucket += names_[span->name];
         }
       }
-      claim(bucket.empty() ? no_bucket : bucket, launch.correlation);
+      launch_keys.push_back({launch.process, launch.correlation, launch.time});
+      launch_bucket.push_back(bucket.empty() ? no_bucket : std::move(bucket));
     }
   }
+  std::vector<WorkKey> work_keys;
+  std::vector<const Work*> work_items;
+  for (const auto& [id, work] : work_) {
+    const auto& [process, device, correlation] = id;
+    work_keys.push_back({process >= 0 ? std::optional(process) : std::nullopt, device, correlation,
+                         work.first_start});
+    work_items.push_back(&work);
+  }
+  std::vector<std::size_t> joined = join_launches(launch_keys, work_keys);
+  std::vector<const Work*> unclaimed;
+  for (std::size_t w = 0; w < work_items.size(); ++w) {
+    if (joined[w] == kNoLaunch) {
+      unclaimed.push_back(work_items[w]);
+      continue;
+    }
+    OpStats& stats = buckets[launch_bucket[joined[w]]];
+    stats.kernels += work_items[w]->count;
+    stats.total_us += work_items[w]->total_us;
+  }
   OpStats& none = buckets[no_bucket];
-  for (const auto& [correlation, work] : unclaimed) {
-    none.kernels += work.count;
-    none.total_us += work.total_us;
+  for (const Work* work : unclaimed) {
+    none.kernels += work->count;
+    none.total_us += work->total_us;
   }
   none.kernels += uncorrelated_.count;
   none.total_us += uncorrelated_.total_us;

@@ -14,6 +14,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "importers/common/trace_sink.h"
@@ -60,15 +61,20 @@ class OpAttributionBuilder final : public importers::TraceEventSink {
   struct Launch {
     double time;
     std::int64_t correlation;
+    std::int64_t process;
   };
   struct Work {
     std::uint64_t count = 0;
     double total_us = 0;
+    double first_start = 0;
   };
+  // GPU work by what it can be joined on: its process where the trace says (-1 where not), its
+  // device and its correlation id (numbered per process: see launch_join.h).
+  using WorkId = std::tuple<std::int64_t, std::int64_t, std::int64_t>;
   AttributeBy by_;
   std::map<Thread, std::vector<Span>> spans_;
   std::map<Thread, std::vector<Launch>> launches_;
-  std::map<std::int64_t, Work> work_;  // correlation id -> GPU work it launched
+  std::map<WorkId, Work> work_;
   Work uncorrelated_;
   std::vector<std::string> names_;
   std::map<std::string, std::uint32_t, std::less<>> name_ids_;

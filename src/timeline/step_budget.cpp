@@ -3,12 +3,33 @@
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <climits>
+#include <limits>
+#include <tuple>
 
 #include "common/error.h"
 #include "timeline/kernel_ranking.h"
+#include "timeline/launch_join.h"
 
 namespace kprof::timeline {
 namespace {
+
+bool contains(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
+
+// Host calls that return only when the device has got somewhere: synchronizations and the
+// synchronous copies (cudaMemcpy, hipMemcpyWithStream; not the …Async ones).
+bool is_blocking_call(std::string_view name) {
+  return contains(name, "Synchronize") ||
+         (contains(name, "Memcpy") && !contains(name, "Async") && !contains(name, "Peer"));
+}
+
+// Annotations that are steps of their own kind or profiler bookkeeping, never "the program's
+// repeated step" (ProfilerStep#N is a builtin marker; each N is a different name anyway).
+bool is_step_operator_like(std::string_view name) {
+  return name.rfind("ProfilerStep#", 0) == 0 || name.rfind("## ", 0) == 0;
+}
 
 StepVerdict classify(double busy_fraction, const BudgetThresholds& t) {
   if (busy_fraction >= t.kernel_bound_from) return StepVerdict::kKernelBound;
@@ -47,6 +68,31 @@ const std::vector<StepMarker>& builtin_step_markers() {
   return markers;
 }
 
+std::optional<StepBatch> step_batch(const std::string& name) {
+  static const RE2 kVllm(
+      "^execute_(?:\\d+_)?context_(\\d+)\\((\\d+)\\)_generation_(\\d+)\\((\\d+)\\)$");
+  static const RE2 kSglang("^step\\[(decode|prefill|mixed|extend)(?: bs=(\\d+))?[^\\]]*\\]$");
+  StepBatch batch;
+  std::uint64_t context = 0, context_tokens = 0, generation = 0, generation_tokens = 0;
+  if (RE2::FullMatch(name, kVllm, &context, &context_tokens, &generation, &generation_tokens)) {
+    batch.prefill_requests = context;
+    batch.decode_requests = generation;
+    batch.decode_tokens = generation_tokens;
+    return batch;
+  }
+  std::string mode, bs;
+  if (RE2::FullMatch(name, kSglang, &mode, &bs) && !bs.empty()) {
+    std::uint64_t n = std::stoull(bs.substr(0, 12));
+    if (mode == "decode") {
+      batch.decode_requests = batch.decode_tokens = n;
+    } else {
+      batch.prefill_requests = n;  // prefill, extend or mixed: not a decode-only step
+    }
+    return batch;
+  }
+  return std::nullopt;
+}
+
 std::string step_verdict_name(StepVerdict verdict) {
   switch (verdict) {
     case StepVerdict::kHostBound:
@@ -55,10 +101,23 @@ std::string step_verdict_name(StepVerdict verdict) {
       return "kernel-bound";
     case StepVerdict::kMixed:
       return "mixed";
+    case StepVerdict::kDependencyBound:
+      return "dependency-bound";
+    case StepVerdict::kGraphCapture:
+      return "graph capture";
     case StepVerdict::kNoGpuWork:
       break;
   }
   return "no GPU work";
+}
+
+std::uint32_t BudgetBuilder::call_name(std::string_view name) {
+  auto found = call_name_ids_.find(name);
+  if (found != call_name_ids_.end()) return found->second;
+  auto id = static_cast<std::uint32_t>(call_names_.size());
+  call_names_.emplace_back(name);
+  call_name_ids_.emplace(std::string(name), id);
+  return id;
 }
 
 void BudgetBuilder::on_event(const importers::TraceEvent& event) {
@@ -69,19 +128,39 @@ void BudgetBuilder::on_event(const importers::TraceEvent& event) {
     auto [it, added] = name_ids_.emplace(name, static_cast<std::uint32_t>(names_.size()));
     if (added) {
       names_.push_back(std::move(name));
+      // Collectives and expert-parallel all-to-all (whose stage stays MoE's) alike.
       communication_.push_back(stages_ != nullptr && category == "kernel" &&
-                               stages_->stage_of_name(std::string(event.name)) == "communication");
+                               stages_->is_communication(event.name));
     }
-    activities_.push_back({event.timestamp_us, end, event.correlation, event.device.value_or(-1),
-                           it->second, category == "kernel", communication_[it->second]});
+    activities_.push_back({event.timestamp_us, end, event.correlation, event.stream, event.process,
+                           event.device.value_or(-1), it->second, category == "kernel",
+                           communication_[it->second]});
+  } else if (category == "cuda_sync") {
+    // Kineto's "Stream Wait Event" (and nsys's stream-wait synchronization rows, read as such):
+    // on the waiting stream's GPU row.
+    if (contains(event.name, "Wait") && event.stream) {
+      gpu_waits_.push_back({event.timestamp_us, event.device.value_or(-1), *event.stream, 0, 0,
+                            call_name(event.name)});
+    }
   } else if (category == "cuda_runtime" || category == "cuda_driver") {
+    std::int64_t pid = event.process.value_or(event.pid);
     if (event.correlation && is_launch(event.name)) {
-      launches_[*event.correlation] = {event.timestamp_us, end, event.pid,
-                                       event.name.find("GraphLaunch") != std::string_view::npos};
+      launches_.push_back({event.timestamp_us, end, pid, event.tid, *event.correlation,
+                           event.name.find("GraphLaunch") != std::string_view::npos});
+    }
+    if (contains(event.name, "StreamWaitEvent") || contains(event.name, "StreamWaitValue")) {
+      host_waits_.push_back({event.timestamp_us, -1, -1, pid, event.tid, call_name(event.name)});
+    } else if (contains(event.name, "BeginCapture")) {
+      capture_begins_.push_back({event.timestamp_us, end, pid, event.tid, call_name(event.name)});
+    } else if (contains(event.name, "EndCapture")) {
+      capture_ends_.push_back({event.timestamp_us, end, pid, event.tid, call_name(event.name)});
+    }
+    if (is_blocking_call(event.name)) {
+      blocking_calls_.push_back({event.timestamp_us, end, pid, event.tid, call_name(event.name)});
     }
   } else if (category == "user_annotation" || category == "gpu_user_annotation") {
     annotations_.push_back({std::string(event.name), event.timestamp_us, event.duration_us,
-                            event.pid, category == "gpu_user_annotation"});
+                            event.process.value_or(event.pid), category == "gpu_user_annotation"});
   }
 }
 
@@ -89,7 +168,8 @@ namespace {
 
 struct StepWork {
   double start, end;
-  std::optional<std::int64_t> correlation;
+  std::size_t launch;  // index of the launch call that enqueued it, or kNoLaunch
+  std::size_t activity;
   std::int64_t device;
   std::uint32_t name;
   bool kernel;
@@ -104,12 +184,22 @@ void add_device(DeviceBudget& into, const DeviceBudget& part) {
   into.gpu_busy_us += part.gpu_busy_us;
   into.host_idle_us += part.host_idle_us;
   into.device_idle_us += part.device_idle_us;
+  into.dependency_wait_us += part.dependency_wait_us;
   into.exposed_communication_us += part.exposed_communication_us;
   into.busy_fraction = into.gpu_span_us > 0 ? into.gpu_busy_us / into.gpu_span_us : 0;
 }
 
-double host_fed(double busy, double host_gap) {
-  return busy + host_gap > 0 ? busy / (busy + host_gap) : 1;
+double host_fed(double busy, double waited) {
+  return busy + waited > 0 ? busy / (busy + waited) : 1;
+}
+
+// The verdict of GPU work that was kept waiting `host_gap` by the host and `dependency` by
+// stream waits: dependency-bound when the waits are the larger share and the step is not
+// kernel-bound anyway; else by the fraction of the time the device was kept fed.
+StepVerdict judge(double busy, double host_gap, double dependency, const BudgetThresholds& t) {
+  double fed = host_fed(busy, host_gap + dependency);
+  if (dependency > host_gap && fed < t.kernel_bound_from) return StepVerdict::kDependencyBound;
+  return classify(fed, t);
 }
 
 }  // namespace
@@ -147,6 +237,119 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
   if (budget.step_selector == "PyTorch step annotations") {
     budget.step_selector = "ProfilerStep#N annotations";
   }
+  if (steps.empty() && step_regex.empty()) steps = repeated_annotation(&budget.step_selector);
+
+  // Each activity's launch call, joined by (process, correlation id).
+  std::vector<std::size_t> launch_of;
+  {
+    std::vector<LaunchKey> launch_keys;
+    launch_keys.reserve(launches_.size());
+    for (const Launch& l : launches_) launch_keys.push_back({l.pid, l.correlation, l.time});
+    std::vector<WorkKey> work_keys;
+    work_keys.reserve(activities_.size());
+    for (const Activity& a : activities_) {
+      // Without an id a work item can join nothing: an id no launch has stands for it.
+      work_keys.push_back({a.process, a.device, a.correlation.value_or(INT64_MIN), a.start});
+    }
+    launch_of = join_launches(launch_keys, work_keys);
+  }
+  // Per activity, the launch time of the previous work on its (device, stream): a wait counts
+  // for work only when issued after that (the wait is then between the two).
+  std::vector<double> previous_on_stream(activities_.size(),
+                                         -std::numeric_limits<double>::infinity());
+  {
+    std::vector<std::size_t> order(activities_.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    auto key = [&](std::size_t i) {
+      const Activity& a = activities_[i];
+      return std::make_tuple(a.device, a.stream.value_or(-1), a.start);
+    };
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t x, std::size_t y) { return key(x) < key(y); });
+    for (std::size_t k = 1; k < order.size(); ++k) {
+      const Activity& a = activities_[order[k]];
+      const Activity& before = activities_[order[k - 1]];
+      std::size_t launch = launch_of[order[k - 1]];
+      if (a.device == before.device && a.stream == before.stream && launch != kNoLaunch) {
+        previous_on_stream[order[k]] = launches_[launch].time;
+      }
+    }
+  }
+  // Launches inside a stream capture of their thread (BeginCapture … EndCapture) enqueue nothing.
+  std::vector<bool> captured(launches_.size(), false);
+  {
+    using Thread = std::pair<std::int64_t, std::int64_t>;
+    std::map<Thread, std::vector<std::pair<double, double>>> windows;
+    std::vector<HostCall> ends = capture_ends_;
+    std::sort(ends.begin(), ends.end(),
+              [](const HostCall& x, const HostCall& y) { return x.start < y.start; });
+    for (const HostCall& begin : capture_begins_) {
+      auto end = std::find_if(ends.begin(), ends.end(), [&](const HostCall& e) {
+        return e.pid == begin.pid && e.tid == begin.tid && e.start >= begin.start;
+      });
+      windows[{begin.pid, begin.tid}].emplace_back(
+          begin.start, end == ends.end() ? std::numeric_limits<double>::infinity() : end->end);
+    }
+    for (std::size_t i = 0; i < launches_.size() && !windows.empty(); ++i) {
+      auto found = windows.find({launches_[i].pid, launches_[i].tid});
+      if (found == windows.end()) continue;
+      for (const auto& [from, to] : found->second) {
+        if (launches_[i].time >= from && launches_[i].time <= to) captured[i] = true;
+      }
+    }
+  }
+  // The wait that held `w` back, if the trace shows one: a cuda_sync wait on its stream, or a
+  // wait call on its launching thread, issued after the stream's previous work was launched.
+  // Waits indexed for the lookup below (a long trace has a wait per step and a gap per launch):
+  // GPU-side waits by (device, stream, time), runtime wait calls by (process, thread, time).
+  std::vector<const StreamWait*> gpu_waits, host_waits;
+  for (const StreamWait& wait : gpu_waits_) gpu_waits.push_back(&wait);
+  for (const StreamWait& wait : host_waits_) host_waits.push_back(&wait);
+  auto by_stream = [](const StreamWait* x) { return std::tie(x->device, x->stream, x->time); };
+  auto by_thread = [](const StreamWait* x) { return std::tie(x->pid, x->tid, x->time); };
+  std::sort(gpu_waits.begin(), gpu_waits.end(),
+            [&](const StreamWait* x, const StreamWait* y) { return by_stream(x) < by_stream(y); });
+  std::sort(host_waits.begin(), host_waits.end(),
+            [&](const StreamWait* x, const StreamWait* y) { return by_thread(x) < by_thread(y); });
+  // The wait that held `w` back, if the trace shows one: the latest cuda_sync wait on its stream,
+  // or wait call on its launching thread, issued after the stream's previous work was launched.
+  auto find_wait = [&](const StepWork& w) -> const StreamWait* {
+    const Activity& a = activities_[w.activity];
+    const Launch& launch = launches_[w.launch];
+    double after = previous_on_stream[w.activity];
+    if (a.stream) {
+      auto key = std::make_tuple(a.device, *a.stream, w.start);
+      auto it =
+          std::upper_bound(gpu_waits.begin(), gpu_waits.end(), key,
+                           [&](const auto& k, const StreamWait* x) { return k < by_stream(x); });
+      if (it != gpu_waits.begin()) {
+        const StreamWait* latest = *std::prev(it);
+        if (latest->device == a.device && latest->stream == *a.stream && latest->time > after) {
+          return latest;
+        }
+      }
+    }
+    auto key = std::make_tuple(launch.pid, launch.tid, launch.time);
+    auto it =
+        std::upper_bound(host_waits.begin(), host_waits.end(), key,
+                         [&](const auto& k, const StreamWait* x) { return k < by_thread(x); });
+    if (it != host_waits.begin()) {
+      const StreamWait* latest = *std::prev(it);
+      if (latest->pid == launch.pid && latest->tid == launch.tid && latest->time > after) {
+        return latest;
+      }
+    }
+    return nullptr;
+  };
+  // Looked up only for the waits a step keeps (at most 10).
+  auto blocking_over = [&](std::int64_t pid, double from, double to) -> std::string {
+    for (const HostCall& call : blocking_calls_) {
+      double overlap = std::min(call.end, to) - std::max(call.start, from);
+      if (call.pid == pid && overlap >= 0.5 * (to - from)) return call_names_[call.name];
+    }
+    return {};
+  };
+
   std::vector<StepBudget> results;
   auto summarize = [&](StepBudget& step, std::vector<StepWork> work) {
     std::map<std::uint32_t, double> per_name;
@@ -161,7 +364,8 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
     });
     // Per device: walk its work in start order; an idle interval before an item is the host's
     // when that item's launch call ended after the device had run out of work (or its launch is
-    // not in the trace), the device's own otherwise.
+    // not in the trace), the device's own otherwise — unless a stream wait held the item back
+    // after it was ready, which makes that part of the interval a dependency wait.
     for (size_t i = 0; i < work.size();) {
       DeviceBudget device;
       device.device = work[i].device;
@@ -191,11 +395,35 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
         if (w.start > frontier) {
           device.gpu_busy_us += frontier - open_start;
           double gap = w.start - frontier;
-          auto launch = w.correlation ? launches_.find(*w.correlation) : launches_.end();
-          if (launch == launches_.end() || launch->second.end > frontier) {
+          if (w.launch == kNoLaunch) {
             device.host_idle_us += gap;
           } else {
-            device.device_idle_us += gap;
+            const Launch& launch = launches_[w.launch];
+            // A graph's nodes run while cudaGraphLaunch is still in progress.
+            double ready = launch.graph ? launch.time : launch.end;
+            double waiting_from = std::max(frontier, ready);
+            double waited = w.start - waiting_from;
+            const StreamWait* wait = waited > kDependencyWaitFloorUs ? find_wait(w) : nullptr;
+            if (wait) {
+              double host_part = std::max(0.0, std::min(ready, w.start) - frontier);
+              device.host_idle_us += host_part;
+              device.dependency_wait_us += waited;
+              DependencyWait record;
+              record.device = device.device;
+              record.stream = activities_[w.activity].stream;
+              record.idle_from_us = frontier;
+              record.waited_us = waited;
+              record.next_work = names_[w.name];
+              record.wait_call = call_names_[wait->name];
+              record.wait_call_at_us = wait->time;
+              record.process = launch.pid;
+              record.ready_at_us = waiting_from;
+              step.dependency_waits.push_back(std::move(record));
+            } else if (launch.end > frontier) {
+              device.host_idle_us += gap;
+            } else {
+              device.device_idle_us += gap;
+            }
           }
           open_start = w.start;
         }
@@ -210,16 +438,25 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
       step.gpu_busy_us += device.gpu_busy_us;
       step.host_gap_us += device.host_idle_us;
       step.device_idle_us += device.device_idle_us;
+      step.dependency_wait_us += device.dependency_wait_us;
       step.exposed_communication_us += device.exposed_communication_us;
       step.devices.push_back(device);
       i = j;
     }
+    std::stable_sort(step.dependency_waits.begin(), step.dependency_waits.end(),
+                     [](const auto& a, const auto& b) { return a.waited_us > b.waited_us; });
+    if (step.dependency_waits.size() > 10) step.dependency_waits.resize(10);
+    for (DependencyWait& wait : step.dependency_waits) {
+      wait.blocking_call =
+          blocking_over(wait.process, wait.ready_at_us, wait.ready_at_us + wait.waited_us);
+    }
     step.busy_fraction = step.gpu_span_us > 0 ? step.gpu_busy_us / step.gpu_span_us : 1;
-    step.host_fed_fraction = host_fed(step.gpu_busy_us, step.host_gap_us);
-    step.verdict = classify(step.host_fed_fraction, t);
+    step.host_fed_fraction = host_fed(step.gpu_busy_us, step.host_gap_us + step.dependency_wait_us);
+    step.verdict = judge(step.gpu_busy_us, step.host_gap_us, step.dependency_wait_us, t);
   };
-  auto work_of = [](const Activity& a) {
-    return StepWork{a.start, a.end, a.correlation, a.device, a.name, a.kernel, a.communication};
+  auto work_of = [&](std::size_t i) {
+    const Activity& a = activities_[i];
+    return StepWork{a.start, a.end, launch_of[i], i, a.device, a.name, a.kernel, a.communication};
   };
   if (steps.empty()) {
     budget.step_selector =
@@ -230,31 +467,39 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
     whole.name = "trace";
     whole.source = "whole trace";
     std::vector<StepWork> work;
-    for (const Activity& a : activities_) work.push_back(work_of(a));
-    for (const auto& [id, launch] : launches_) {
+    for (std::size_t i = 0; i < activities_.size(); ++i) work.push_back(work_of(i));
+    for (std::size_t i = 0; i < launches_.size(); ++i) {
       ++whole.kernel_launches;
-      whole.graph_launches += launch.graph;
+      whole.graph_launches += launches_[i].graph;
+      whole.captured_launches += captured[i];
     }
+    whole.graph_captures = capture_ends_.size();
     summarize(whole, std::move(work));
+    // A trace of an engine capturing its graphs (vLLM's capture_model under the profiler): most
+    // launches are captured ones, which ran nothing — a capture, not a timeline to judge.
+    if (whole.graph_captures > 0 && 2 * whole.captured_launches >= whole.kernel_launches) {
+      whole.verdict = StepVerdict::kGraphCapture;
+    }
     results.push_back(whole);
   }
   // Indexes, so that each step looks only at its own launches and work (a long trace has
   // thousands of steps): launches by time, launched work by its launch's time, all work by start.
-  std::vector<std::pair<double, const Launch*>> launches_by_time;
+  std::vector<std::pair<double, std::size_t>> launches_by_time;
   std::vector<std::pair<double, std::size_t>> work_by_launch_time, work_by_start;
   double longest = 0;
   if (!steps.empty()) {
-    for (const auto& [id, launch] : launches_) launches_by_time.emplace_back(launch.time, &launch);
+    for (std::size_t i = 0; i < launches_.size(); ++i) {
+      launches_by_time.emplace_back(launches_[i].time, i);
+    }
     for (std::size_t i = 0; i < activities_.size(); ++i) {
       const Activity& activity = activities_[i];
       work_by_start.emplace_back(activity.start, i);
       longest = std::max(longest, activity.end - activity.start);
-      if (!activity.correlation) continue;
-      auto launch = launches_.find(*activity.correlation);
-      if (launch != launches_.end()) work_by_launch_time.emplace_back(launch->second.time, i);
+      if (launch_of[i] != kNoLaunch) {
+        work_by_launch_time.emplace_back(launches_[launch_of[i]].time, i);
+      }
     }
-    std::sort(launches_by_time.begin(), launches_by_time.end(),
-              [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::sort(launches_by_time.begin(), launches_by_time.end());
     std::sort(work_by_launch_time.begin(), work_by_launch_time.end());
     std::sort(work_by_start.begin(), work_by_start.end());
   }
@@ -273,15 +518,18 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
       step.source = "cpu annotation";
       for (auto it = from(launches_by_time, a->start);
            it != launches_by_time.end() && it->first <= end; ++it) {
-        if (it->second->pid != a->pid) continue;
+        const Launch& launch = launches_[it->second];
+        if (launch.pid != a->pid) continue;
         ++step.kernel_launches;
-        step.graph_launches += it->second->graph;
+        step.graph_launches += launch.graph;
+        step.captured_launches += captured[it->second];
+      }
+      for (const HostCall& call : capture_ends_) {
+        step.graph_captures += call.pid == a->pid && call.start >= a->start && call.start <= end;
       }
       for (auto it = from(work_by_launch_time, a->start);
            it != work_by_launch_time.end() && it->first <= end; ++it) {
-        if (launches_.at(*activities_[it->second].correlation).pid == a->pid) {
-          taken.push_back(it->second);
-        }
+        if (launches_[launch_of[it->second]].pid == a->pid) taken.push_back(it->second);
       }
     } else {
       step.source = "gpu annotation";
@@ -293,7 +541,7 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
     std::sort(taken.begin(), taken.end());
     std::vector<StepWork> work;
     for (std::size_t i : taken) {
-      StepWork w = work_of(activities_[i]);
+      StepWork w = work_of(i);
       if (a->gpu_side) {
         w.start = std::max(w.start, a->start);
         w.end = std::min(w.end, end);
@@ -301,16 +549,24 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
       work.push_back(w);
     }
     summarize(step, std::move(work));
+    // A step that captures a graph (vLLM's capture_model, a first torch.compile call) measures
+    // warm-up, capture and instantiation, whose launches run nothing: not serving.
+    if (step.graph_captures > 0) step.verdict = StepVerdict::kGraphCapture;
     results.push_back(step);
   }
   std::sort(results.begin(), results.end(),
             [](const StepBudget& x, const StepBudget& y) { return x.start_us < y.start_us; });
   std::map<std::int64_t, DeviceBudget> devices;
   for (const StepBudget& step : results) {
+    if (step.verdict == StepVerdict::kGraphCapture) {
+      ++budget.capture_steps;
+      continue;
+    }
     budget.total_busy_us += step.gpu_busy_us;
     budget.total_span_us += step.gpu_span_us;
     budget.total_host_gap_us += step.host_gap_us;
     budget.total_device_idle_us += step.device_idle_us;
+    budget.total_dependency_wait_us += step.dependency_wait_us;
     budget.total_exposed_communication_us += step.exposed_communication_us;
     for (const DeviceBudget& part : step.devices) {
       DeviceBudget& device = devices[part.device];
@@ -321,9 +577,75 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
   for (const auto& [id, device] : devices) budget.devices.push_back(device);
   budget.steps = std::move(results);
   if (budget.total_span_us > 0) {
-    budget.overall = classify(host_fed(budget.total_busy_us, budget.total_host_gap_us), t);
+    budget.overall =
+        judge(budget.total_busy_us, budget.total_host_gap_us, budget.total_dependency_wait_us, t);
+  } else if (budget.capture_steps > 0 && budget.capture_steps == budget.steps.size()) {
+    budget.overall = StepVerdict::kGraphCapture;
   }
   return budget;
+}
+
+// Without a step marker kprof knows: a CPU annotation the program repeats (record_function
+// "decode_step" around each step) — at least 3 times, top-level (inside no other annotation of
+// its process), never overlapping itself — the one whose ranges hold the most launches.
+std::vector<const BudgetBuilder::Annotation*> BudgetBuilder::repeated_annotation(
+    std::string* selector) const {
+  std::map<std::string, std::vector<const Annotation*>> by_name;
+  for (const Annotation& a : annotations_) {
+    if (!a.gpu_side && !is_step_operator_like(a.name)) by_name[a.name].push_back(&a);
+  }
+  auto inside_another = [&](const Annotation& a) {
+    for (const Annotation& other : annotations_) {
+      if (&other != &a && !other.gpu_side && other.pid == a.pid && other.start <= a.start &&
+          other.start + other.duration >= a.start + a.duration && other.duration > a.duration) {
+        return true;
+      }
+    }
+    return false;
+  };
+  std::vector<double> launch_times;
+  for (const Launch& l : launches_) launch_times.push_back(l.time);
+  std::sort(launch_times.begin(), launch_times.end());
+  // The 64 most repeated names are candidates: the checks below scan the annotations, and a trace
+  // may hold thousands of distinct ones.
+  std::vector<std::vector<const Annotation*>*> candidates;
+  for (auto& [name, ranges] : by_name) {
+    if (ranges.size() >= 3) candidates.push_back(&ranges);
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const auto* x, const auto* y) { return x->size() > y->size(); });
+  if (candidates.size() > 64) candidates.resize(64);
+  const std::vector<const Annotation*>* best = nullptr;
+  std::size_t best_launches = 0;
+  for (std::vector<const Annotation*>* candidate : candidates) {
+    std::vector<const Annotation*>& ranges = *candidate;
+    std::sort(ranges.begin(), ranges.end(),
+              [](const Annotation* x, const Annotation* y) { return x->start < y->start; });
+    bool ok = true;
+    for (std::size_t i = 1; i < ranges.size() && ok; ++i) {
+      ok = ranges[i]->start >= ranges[i - 1]->start + ranges[i - 1]->duration ||
+           ranges[i]->pid != ranges[i - 1]->pid;
+    }
+    // Checked on a few ranges only: the rule is about the kind of range, and a trace has many.
+    for (std::size_t i = 0; i < ranges.size() && i < 3 && ok; ++i) ok = !inside_another(*ranges[i]);
+    if (!ok) continue;
+    std::size_t launches = 0;
+    for (const Annotation* a : ranges) {
+      launches +=
+          std::upper_bound(launch_times.begin(), launch_times.end(), a->start + a->duration) -
+          std::lower_bound(launch_times.begin(), launch_times.end(), a->start);
+    }
+    if (launches > best_launches) {
+      best = &ranges;
+      best_launches = launches;
+    }
+  }
+  if (!best) return {};
+  *selector = "the repeated annotation \"" + best->front()->name + "\" (" +
+              std::to_string(best->size()) +
+              " top-level ranges holding the most launches; no engine step annotation; --step "
+              "picks others)";
+  return *best;
 }
 
 }  // namespace kprof::timeline

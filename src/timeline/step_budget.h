@@ -22,7 +22,18 @@ struct BudgetThresholds {
   double kernel_bound_from = 0.9;  // at or above: kernel-bound; between: mixed
 };
 
-enum class StepVerdict { kHostBound, kKernelBound, kMixed, kNoGpuWork };
+// kDependencyBound: the device sat idle with the step's work enqueued behind a stream wait
+// (cudaStreamWaitEvent and kin) longer than the host kept it waiting. kGraphCapture: a step that
+// captures a CUDA graph (a cudaStreamEndCapture in it; its launches between BeginCapture and
+// EndCapture run nothing) measures capture, not serving; it is left out of the totals.
+enum class StepVerdict {
+  kHostBound,
+  kKernelBound,
+  kMixed,
+  kNoGpuWork,
+  kDependencyBound,
+  kGraphCapture
+};
 std::string step_verdict_name(StepVerdict verdict);
 
 // The step markers kprof recognises without --step, in the order it tries them: the first kind
@@ -35,6 +46,18 @@ struct StepMarker {
 };
 const std::vector<StepMarker>& builtin_step_markers();
 
+// The batch an engine's step name carries: vLLM's execute_context_C(T)_generation_G(T) (C
+// prefill requests, G decode requests generating T tokens in the step) and SGLang's
+// step[decode bs=N] / step[prefill bs=N …]. nullopt for a name that says nothing of it
+// (ProfilerStep#N, execute_new_N_cached_M, step[idle], a user's annotation).
+struct StepBatch {
+  std::uint64_t prefill_requests = 0;
+  std::uint64_t decode_requests = 0;
+  std::uint64_t decode_tokens = 0;  // generated in the step (more than requests when speculating)
+  bool decode_only() const { return decode_requests > 0 && prefill_requests == 0; }
+};
+std::optional<StepBatch> step_batch(const std::string& name);
+
 // One device's share of a step (or, in Budget::devices, of all steps).
 struct DeviceBudget {
   std::int64_t device = -1;  // -1: the trace did not say
@@ -45,28 +68,59 @@ struct DeviceBudget {
   double gpu_busy_us = 0;     // union of the activities' intervals
   double host_idle_us = 0;    // idle before work whose launch call ended late
   double device_idle_us = 0;  // idle before work already enqueued
-  double busy_fraction = 0;   // busy / span
+  // Idle before work that was enqueued behind a stream wait: the part of an idle interval after
+  // the work was ready (its launch call returned; a graph's node: the cudaGraphLaunch began),
+  // when longer than kDependencyWaitFloorUs and a wait was issued for its stream (or on the
+  // launching thread, where the trace does not say the stream) since the stream's previous work.
+  double dependency_wait_us = 0;
+  double busy_fraction = 0;  // busy / span
   // Time this device ran only communication kernels (the stage table's "communication"), no other
   // work overlapping them: busy minus the union of its other work. 0 without a stage table.
   double exposed_communication_us = 0;
 };
+// Idle shorter than this after work was ready is launch latency, not a wait (HIP's and CUDA's
+// launch latencies seen in the traces kprof was checked on are 4-15 us).
+inline constexpr double kDependencyWaitFloorUs = 20;
+
+// One idle interval booked as a dependency wait, with what the trace shows of it.
+struct DependencyWait {
+  std::int64_t device = -1;
+  std::optional<std::int64_t> stream;
+  double idle_from_us = 0;   // the device ran out of work
+  double ready_at_us = 0;    // the next work was ready (launch returned): the wait began
+  double waited_us = 0;      // the interval's part after the next work was ready
+  std::int64_t process = 0;  // the process that launched the next work
+  std::string next_work;     // the work that then ran (normalised name)
+  std::string wait_call;     // "Stream Wait Event" (cuda_sync), "cudaStreamWaitEvent", …
+  double wait_call_at_us = 0;
+  // A blocking host call spanning at least half the wait (hipMemcpyWithStream,
+  // cudaStreamSynchronize…): the host was waiting for the device, not the device for the host.
+  std::string blocking_call;
+};
+
 struct StepBudget {
   std::string name;
   std::string source;  // "cpu annotation" (launches within it) or "gpu annotation"
   double start_us = 0;
   double host_duration_us = 0;  // the annotation's own duration
   // Summed over the step's devices (each device's span, busy and idle computed on its own).
-  double gpu_span_us = 0;        // first GPU activity start to last end
-  double gpu_busy_us = 0;        // union of GPU activity intervals
-  double host_gap_us = 0;        // idle the host caused (the GPU waited for a launch)
-  double device_idle_us = 0;     // idle with the work already enqueued (graph-internal, latency)
-  double busy_fraction = 0;      // busy / span
-  double host_fed_fraction = 0;  // busy / (busy + host gap): what the verdict is taken from
+  double gpu_span_us = 0;         // first GPU activity start to last end
+  double gpu_busy_us = 0;         // union of GPU activity intervals
+  double host_gap_us = 0;         // idle the host caused (the GPU waited for a launch)
+  double device_idle_us = 0;      // idle with the work already enqueued (graph-internal, latency)
+  double dependency_wait_us = 0;  // idle behind a stream wait (DeviceBudget::dependency_wait_us)
+  double busy_fraction = 0;       // busy / span
+  // busy / (busy + host gap + dependency wait): what the verdict is taken from.
+  double host_fed_fraction = 0;
+  std::vector<DependencyWait> dependency_waits;  // the longest first, at most 10
   double exposed_communication_us = 0;
   std::vector<DeviceBudget> devices;  // by device id
   std::uint64_t gpu_activities = 0;
   std::uint64_t kernel_launches = 0;  // launch API calls in the step
   std::uint64_t graph_launches = 0;   // cudaGraphLaunch calls in the step
+  // Launch calls made inside a stream capture (they enqueue nothing), and captures ended.
+  std::uint64_t captured_launches = 0;
+  std::uint64_t graph_captures = 0;
   StepVerdict verdict = StepVerdict::kNoGpuWork;
   // The step's GPU time per normalised kernel name, largest first.
   std::vector<std::pair<std::string, double>> kernels;
@@ -77,6 +131,8 @@ struct Budget {
   std::string step_selector;  // how steps were found
   double total_busy_us = 0, total_span_us = 0, total_host_gap_us = 0, total_device_idle_us = 0;
   double total_exposed_communication_us = 0;
+  double total_dependency_wait_us = 0;
+  std::uint64_t capture_steps = 0;    // steps judged kGraphCapture, left out of the totals
   std::vector<DeviceBudget> devices;  // each device over all steps, by device id
   StepVerdict overall = StepVerdict::kNoGpuWork;
 };
@@ -94,7 +150,8 @@ class BudgetBuilder final : public importers::TraceEventSink {
  private:
   struct Activity {
     double start, end;
-    std::optional<std::int64_t> correlation;
+    std::optional<std::int64_t> correlation, stream;
+    std::optional<std::int64_t> process;  // where the trace says (see launch_join.h)
     std::int64_t device;
     std::uint32_t name;  // index into names_
     bool kernel;
@@ -110,12 +167,36 @@ class BudgetBuilder final : public importers::TraceEventSink {
   };
   struct Launch {
     double time, end;
-    std::int64_t pid;
+    std::int64_t pid, tid;
+    std::int64_t correlation;
     bool graph;
+  };
+  // A stream wait as the trace shows it: a GPU-side cuda_sync row of the waiting stream, or a
+  // runtime call on the launching thread (HIP and CUDA without cuda_sync events name no stream).
+  struct StreamWait {
+    double time;
+    std::int64_t device;    // cuda_sync rows
+    std::int64_t stream;    // cuda_sync rows; -1 for a runtime call
+    std::int64_t pid, tid;  // runtime calls
+    std::uint32_t name;     // index into call_names_
+  };
+  // Host calls that block (synchronize, synchronous copies) and stream-capture begin/end calls.
+  struct HostCall {
+    double start, end;
+    std::int64_t pid, tid;
+    std::uint32_t name;
   };
   std::vector<Activity> activities_;
   std::vector<Annotation> annotations_;
-  std::map<std::int64_t, Launch> launches_;  // correlation -> launch call
+  std::vector<Launch> launches_;  // joined to activities_ by (process, correlation id)
+  std::vector<StreamWait> gpu_waits_, host_waits_;
+  std::vector<HostCall> blocking_calls_, capture_begins_, capture_ends_;
+  std::vector<std::string> call_names_;
+  std::map<std::string, std::uint32_t, std::less<>> call_name_ids_;
+  std::uint32_t call_name(std::string_view name);
+  // The steps of a program that repeats an annotation of its own (see the .cpp), and how they
+  // were found; none when nothing repeats.
+  std::vector<const Annotation*> repeated_annotation(std::string* selector) const;
   const analysis::StageTable* stages_ = nullptr;
   std::vector<std::string> names_;   // distinct normalised kernel names
   std::vector<bool> communication_;  // per name: the communication stage

@@ -99,6 +99,7 @@ void TraceProfileBuilder::on_event(const importers::TraceEvent& event) {
   if (!kernel && category != "gpu_memcpy" && category != "gpu_memset") return;
   ++profile_.gpu_events;
   profile_.gpu_time_us += event.duration_us;
+  if (kernel) profile_.kernel_time_us += event.duration_us;
   std::string key = normalize_kernel_name(event.name);
   auto it = profile_.names.find(key);
   if (it == profile_.names.end()) {
@@ -119,6 +120,8 @@ TraceDiff diff_traces(const TraceProfile& before, const TraceProfile& after,
   TraceDiff diff;
   diff.before_gpu_time_us = before.gpu_time_us;
   diff.after_gpu_time_us = after.gpu_time_us;
+  diff.before_kernel_time_us = before.kernel_time_us;
+  diff.after_kernel_time_us = after.kernel_time_us;
   diff.before_gpu_events = before.gpu_events;
   diff.after_gpu_events = after.gpu_events;
   diff.before_steps = before.budget.step_selector;

@@ -62,6 +62,7 @@ struct TraceProfile {
   std::map<std::string, Name> names;
   Budget budget;
   double gpu_time_us = 0;
+  double kernel_time_us = 0;  // of kernels alone (gpu_time_us adds memcpy and memset)
   std::uint64_t gpu_events = 0;
 };
 
@@ -85,6 +86,7 @@ struct TraceDiff {
   std::vector<double> before_steps_us, after_steps_us;  // each step's GPU span, in time order
   std::string before_steps, after_steps;                // how each side's steps were found
   double before_gpu_time_us = 0, after_gpu_time_us = 0;
+  double before_kernel_time_us = 0, after_kernel_time_us = 0;
   std::uint64_t before_gpu_events = 0, after_gpu_events = 0;
   bool regressed() const { return step.change == TraceChange::kRegressed; }
 };

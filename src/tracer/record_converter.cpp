@@ -105,6 +105,30 @@ void append_graph_ids(std::string& out, std::uint32_t graph_id, std::uint64_t gr
   append_uint(out, graph_node_id);
 }
 
+// The args of a memcpy or memset (both carry the same fields): where it ran, its correlation,
+// its bytes and their rate (bytes per ns is GB/s), its graph ids.
+template <typename Record>
+void append_transfer_args(std::string& out, const Record& m) {
+  out += ", \"args\": {\"device\": ";
+  append_uint(out, m.deviceId);
+  out += ", \"context\": ";
+  append_uint(out, m.contextId);
+  out += ", \"stream\": ";
+  append_uint(out, m.streamId);
+  out += ", \"correlation\": ";
+  append_uint(out, m.correlationId);
+  out += ", \"bytes\": ";
+  append_uint(out, m.bytes);
+  out += ", \"memory bandwidth (GB/s)\": ";
+  if (m.end > m.start) {
+    append_double(out, static_cast<double>(m.bytes) / static_cast<double>(m.end - m.start));
+  } else {
+    out += "\"N/A\"";
+  }
+  append_graph_ids(out, m.graphId, m.graphNodeId);
+  out += "}}";
+}
+
 }  // namespace
 
 std::string api_display_name(std::string_view cupti_name, bool runtime) {
@@ -375,24 +399,7 @@ void RecordConverter::on_memcpy(const CUpti_ActivityMemcpy6& m, std::string& out
   name += memory_kind_name(m.dstKind);
   name += ")";
   append_complete(out, "gpu_memcpy", name, m.deviceId, m.streamId, m.start, m.end);
-  out += ", \"args\": {\"device\": ";
-  append_uint(out, m.deviceId);
-  out += ", \"context\": ";
-  append_uint(out, m.contextId);
-  out += ", \"stream\": ";
-  append_uint(out, m.streamId);
-  out += ", \"correlation\": ";
-  append_uint(out, m.correlationId);
-  out += ", \"bytes\": ";
-  append_uint(out, m.bytes);
-  out += ", \"memory bandwidth (GB/s)\": ";
-  if (m.end > m.start) {
-    append_double(out, static_cast<double>(m.bytes) / static_cast<double>(m.end - m.start));
-  } else {
-    out += "\"N/A\"";
-  }
-  append_graph_ids(out, m.graphId, m.graphNodeId);
-  out += "}}";
+  append_transfer_args(out, m);
   append_flow(out, false, m.correlationId, m.deviceId, m.streamId, m.start);
 }
 
@@ -406,24 +413,7 @@ void RecordConverter::on_memset(const CUpti_ActivityMemset4& m, std::string& out
   name += memory_kind_name(m.memoryKind);
   name += ")";
   append_complete(out, "gpu_memset", name, m.deviceId, m.streamId, m.start, m.end);
-  out += ", \"args\": {\"device\": ";
-  append_uint(out, m.deviceId);
-  out += ", \"context\": ";
-  append_uint(out, m.contextId);
-  out += ", \"stream\": ";
-  append_uint(out, m.streamId);
-  out += ", \"correlation\": ";
-  append_uint(out, m.correlationId);
-  out += ", \"bytes\": ";
-  append_uint(out, m.bytes);
-  out += ", \"memory bandwidth (GB/s)\": ";
-  if (m.end > m.start) {
-    append_double(out, static_cast<double>(m.bytes) / static_cast<double>(m.end - m.start));
-  } else {
-    out += "\"N/A\"";
-  }
-  append_graph_ids(out, m.graphId, m.graphNodeId);
-  out += "}}";
+  append_transfer_args(out, m);
   append_flow(out, false, m.correlationId, m.deviceId, m.streamId, m.start);
 }
 

@@ -200,3 +200,50 @@ TEST(CaptureDiff, ASingleLaunchPastTheFloorIsJudged) {
 
 }  // namespace
 }  // namespace kprof::analysis
+
+namespace kprof::analysis {
+namespace {
+
+// A retune (ESMM-Research's 1D warptiling kernel went (16,16,1)/(128,1,1) → (8,8,1)/(256,1,1),
+// 324.8 → 221.2 us): the slowed run of the suite with k_fp32_fma's grid changed in the
+// candidate. Each side has that name in one configuration only, so it is matched by name and
+// judged (+100%, the slowdown), with both configurations, not split into "only in baseline" and
+// "only in candidate". Another name's configurations are left alone.
+TEST(CaptureDiff, ARetunedKernelIsMatchedByNameWithBothLaunchConfigurations) {
+  static const hardware::GpuDatabase gpus = hardware::load_gpu_database();
+  static const StageTable stages = load_stage_table();
+  static const ExpectationTable expectations = load_expectations();
+  AnalysisConfig config{{}, &stages, &expectations, &gpus};
+  model::Report base =
+      importers::import_report(data_path("h200/diff_suite_basic_base_a.ncu-rep.zst"));
+  model::Report slow =
+      importers::import_report(data_path("h200/diff_suite_basic_slow_fp32.ncu-rep.zst"));
+  model::Dim3 retuned_grid;
+  for (model::Kernel& k : slow.kernels) {
+    if (k.display_name().find("k_fp32_fma") != std::string::npos) {
+      k.grid.x *= 2;
+      retuned_grid = k.grid;
+    }
+  }
+  CaptureDiff diff = diff_captures(base, slow, {}, config);
+  EXPECT_EQ(diff.kernels.size(), 10u);
+  EXPECT_EQ(diff.in_both, 10u);
+  const KernelDiff* fma = nullptr;
+  for (const KernelDiff& d : diff.kernels) {
+    EXPECT_NE(d.change, Change::kOnlyInBaseline) << d.name;
+    EXPECT_NE(d.change, Change::kOnlyInCandidate) << d.name;
+    if (d.name.find("k_fp32_fma") != std::string::npos) fma = &d;
+    if (d.name.find("k_fp32_fma") == std::string::npos) {
+      EXPECT_FALSE(d.candidate_grid) << d.name;
+    }
+  }
+  ASSERT_NE(fma, nullptr);
+  EXPECT_EQ(fma->change, Change::kRegression);
+  ASSERT_TRUE(fma->candidate_grid);
+  EXPECT_EQ(*fma->candidate_grid, retuned_grid);
+  EXPECT_NE(fma->grid, retuned_grid);
+  EXPECT_GT(*fma->change_pct, 90);
+}
+
+}  // namespace
+}  // namespace kprof::analysis

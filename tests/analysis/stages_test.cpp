@@ -1,12 +1,15 @@
 // The built-in stage table against real engine kernel names (tests/analysis/data/
-// engine_kernel_names.tsv, see the README there): right on the held-out names it was not tuned on,
-// and wrong exactly where the data says it is, for the reason given there.
+// engine_kernel_names.tsv, see the README there): right on the two held-out batches it was not
+// tuned on, wrong exactly where the data says it is, for the reason given there, and marking as
+// communication exactly the names the data says move data between GPUs.
 #include "analysis/stages.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <fstream>
+#include <iomanip>
+#include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -17,7 +20,7 @@ namespace kprof::analysis {
 namespace {
 
 struct LabelledName {
-  std::string name, expected_stage, library, source, provenance, split, known_miss;
+  std::string name, expected_stage, library, source, provenance, split, known_miss, note;
 };
 
 std::string corpus_path(const std::string& file) {
@@ -52,7 +55,7 @@ std::vector<LabelledName> load_corpus() {
     auto f = split_tabs(line);
     EXPECT_EQ(f.size(), 8u) << line;
     if (f.size() != 8) continue;
-    names.push_back({f[0], f[1], f[2], f[3], f[4], f[5], f[6]});
+    names.push_back({f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]});
   }
   return names;
 }
@@ -72,6 +75,12 @@ struct Score {
   int right = 0, total = 0;
 };
 
+// The figure in the test's output, so that a run shows it.
+void print_score(const char* what, const Score& s) {
+  std::cout << what << ": " << s.right << " of " << s.total << " right (" << std::fixed
+            << std::setprecision(1) << (s.total ? 100.0 * s.right / s.total : 0.0) << " %)\n";
+}
+
 Score score(const StageTable& table, const std::vector<LabelledName>& names,
             const std::string& split) {
   Score s;
@@ -87,17 +96,24 @@ TEST(StageCorpus, IsRealNamesWithSourcesSplitByHash) {
   auto names = load_corpus();
   ASSERT_GE(names.size(), 300u);
   std::set<std::string> distinct;
-  int held_out = 0;
+  std::map<std::string, int> splits;
   for (const LabelledName& n : names) {
     EXPECT_TRUE(distinct.insert(n.name).second) << "listed twice: " << n.name;
     EXPECT_FALSE(n.source.empty()) << n.name;
     EXPECT_TRUE(n.provenance == "verbatim" || n.provenance == "reconstructed") << n.name;
     // One name in five is held out: FNV-1a residue 1 modulo 5 (residue 0 was the first choice;
-    // its misses were read while the table was written, so it is no longer held out).
-    EXPECT_EQ(n.split, fnv1a64(n.name) % 5 == 1 ? "heldout" : "tuning") << n.name;
-    if (n.split == "heldout") ++held_out;
+    // its misses were read while the table was written, so it is no longer held out). The names
+    // added for issue 29 that fall in the residue are a second held-out batch, "heldout2", kept
+    // apart so the first batch stays the 84 it was.
+    if (fnv1a64(n.name) % 5 == 1) {
+      EXPECT_TRUE(n.split == "heldout" || n.split == "heldout2") << n.name;
+    } else {
+      EXPECT_EQ(n.split, "tuning") << n.name;
+    }
+    ++splits[n.split];
   }
-  EXPECT_EQ(held_out, 84);
+  EXPECT_EQ(splits["heldout"], 84);
+  EXPECT_EQ(splits["heldout2"], 48);
 }
 
 TEST(StageCorpus, EveryExpectedStageIsOneTheTableCanGive) {
@@ -127,15 +143,30 @@ TEST(StageCorpus, MissesAreExactlyTheExplainedOnes) {
 
 // The table was written from the tuning rows only. Measured on the held-out rows once after the
 // tuning set grew by 87 engine names (issue 14, second pass): 82 of 84 (97.6 %), up from 75; the
-// two misses each carry a word no tuning name has (see their known_miss).
+// two misses each carry a word no tuning name has (see their known_miss). Issue 29's rules left
+// it at 82.
 TEST(StageCorpus, HeldOutNamesFiledRight) {
   auto names = load_corpus();
   Score held_out = score(load_stage_table(), names, "heldout");
+  print_score("held-out batch 1", held_out);
   ASSERT_EQ(held_out.total, 84);
   RecordProperty("held_out_right", held_out.right);
   EXPECT_GE(held_out.right, 82);
   Score tuning = score(load_stage_table(), names, "tuning");
+  print_score("tuning", tuning);
   EXPECT_GE(tuning.right, tuning.total - 2);
+}
+
+// The second held-out batch: the issue-29 names (AMD/ROCm GEMMs and attention, expert-parallel
+// all-to-all, triton_kernels MoE, FBGEMM, FP8 casts, CuPy, BatchNorm, ROCm runtime) whose hash
+// falls in the held-out residue, never tuned on. The table before issue 29 filed 15 of 48 right;
+// measured once after the rules were extended on the tuning rows: 48 of 48.
+TEST(StageCorpus, SecondHeldOutBatchFiledRight) {
+  Score held_out = score(load_stage_table(), load_corpus(), "heldout2");
+  print_score("held-out batch 2", held_out);
+  ASSERT_EQ(held_out.total, 48);
+  RecordProperty("held_out_2_right", held_out.right);
+  EXPECT_GE(held_out.right, 48);
 }
 
 // The table kprof shipped before issue 14 (tests/analysis/data/stages_before_issue14.json),
@@ -205,6 +236,58 @@ TEST(StageCorpus, IssueFourteenFamiliesFiledAsAsked) {
     }
     EXPECT_GT(rows, 0) << "no corpus row for " << family.pattern;
   }
+}
+
+// Communication is orthogonal to the stage: a row whose note starts "comm:" moves data between
+// GPUs (expert-parallel all-to-all keeps its MoE stage), as does every row of the communication
+// stage (a collective); no other row does.
+TEST(StageCorpus, CommunicationIsExactlyTheCommRows) {
+  StageTable table = load_stage_table();
+  int expert_parallel = 0, collective = 0;
+  for (const LabelledName& n : load_corpus()) {
+    CommunicationKind kind = table.communication_kind(n.name);
+    EXPECT_EQ(table.is_communication(n.name), kind != CommunicationKind::kNone) << n.name;
+    CommunicationKind expected = CommunicationKind::kNone;
+    if (n.expected_stage == "communication") {
+      expected = CommunicationKind::kCollective;
+    } else if (n.note.rfind("comm:", 0) == 0) {
+      expected = CommunicationKind::kExpertParallel;
+    }
+    EXPECT_EQ(communication_kind_name(kind), std::string(communication_kind_name(expected)))
+        << n.split << " name: " << n.name;
+    if (expected == CommunicationKind::kExpertParallel) ++expert_parallel;
+    if (expected == CommunicationKind::kCollective) ++collective;
+  }
+  EXPECT_GE(expert_parallel, 40);
+  EXPECT_GE(collective, 50);
+}
+
+// A user table's "communication" list: the first entry that matches gives the kind, "none" an
+// exception; a name no entry matches is a collective in the communication stage, else none.
+TEST(StageTableCommunication, FirstEntryWinsElseTheCommunicationStage) {
+  StageTable table = parse_stage_table("user.json", R"({
+    "communication": [
+      {"kind": "none", "regex": "layout"},
+      {"kind": "expert_parallel", "regex": "^ep_"}
+    ],
+    "rules": [
+      {"stage": "moe_dispatch", "regex": "dispatch"},
+      {"stage": "communication", "regex": "allreduce"}
+    ]
+  })");
+  EXPECT_EQ(table.communication_kind("ep_dispatch"), CommunicationKind::kExpertParallel);
+  EXPECT_EQ(table.stage_of_name("ep_dispatch"), "moe_dispatch");
+  EXPECT_EQ(table.communication_kind("ep_dispatch_layout"), CommunicationKind::kNone);
+  EXPECT_EQ(table.communication_kind("allreduce_kernel"), CommunicationKind::kCollective);
+  EXPECT_EQ(table.communication_kind("local_dispatch"), CommunicationKind::kNone);
+  EXPECT_TRUE(table.is_communication("allreduce_kernel"));
+  EXPECT_FALSE(table.is_communication("gemm"));
+  EXPECT_STREQ(communication_kind_name(CommunicationKind::kNone), "none");
+  EXPECT_STREQ(communication_kind_name(CommunicationKind::kCollective), "collective");
+  EXPECT_STREQ(communication_kind_name(CommunicationKind::kExpertParallel), "expert_parallel");
+  EXPECT_THROW(parse_stage_table("bad.json", R"({"communication": [{"kind": "p2p", "regex": "x"}],
+                                                  "rules": []})"),
+               std::exception);
 }
 
 }  // namespace

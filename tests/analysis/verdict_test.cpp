@@ -243,10 +243,10 @@ TEST(Verdicts, WhatACaptureCannotSupportIsListedAsMissing) {
     }
     return fields;
   };
-  // --set basic: no warp states, no roofline rates.
+  // --set basic: no warp states, no roofline rates; no DRAM bytes either, but ncu's own DRAM
+  // Throughput gives the bandwidth utilisation.
   EXPECT_EQ(missing_fields("h200/big_basic.ncu-rep.zst"),
-            (std::set<std::string>{"arithmetic_intensity", "memory_bw_utilization", "tflops",
-                                   "warp_stall_reasons"}));
+            (std::set<std::string>{"arithmetic_intensity", "tflops", "warp_stall_reasons"}));
   // big_min's metric list: no breakdowns and no tensor op rates.
   EXPECT_EQ(missing_fields("h200/big_min.ncu-rep.zst"),
             (std::set<std::string>{"arithmetic_intensity", "bound_by", "tflops"}));
@@ -323,6 +323,106 @@ TEST(Verdict, GraphNodesGetTheVerdictsOfTheSameKernelsLaunchedEagerly) {
     ASSERT_FALSE(ve.stalls.empty());
     ASSERT_FALSE(vg.stalls.empty());
     EXPECT_EQ(ve.stalls.front().reason, vg.stalls.front().reason);
+  }
+}
+
+}  // namespace
+}  // namespace kprof::analysis
+
+namespace kprof::analysis {
+namespace {
+
+// A details CSV of SpeedOfLight's headline rows on a GPU kprof's database has no peak for (the
+// shape of nsightful's T4 export: "DRAM Throughput 61.84 %", a SOLBottleneck rule saying memory,
+// no breakdown metrics): DRAM BW is ncu's percentage and the binding side ncu's rule, each said.
+TEST(Verdicts, WithoutBreakdownOrPeakNcusOwnFiguresAreTakenAndSaid) {
+  std::string path = ::testing::TempDir() + "/t4_details.csv";
+  std::ofstream(path)
+      << R"csv("ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value","Rule Name","Rule Type","Rule Description","Estimated Speedup Type","Estimated Speedup"
+"0","6153","python3.11","127.0.0.1","copy_blocked","1","7","(256, 1, 1)","(1024, 1, 1)","0","7.5","GPU Speed Of Light Throughput","Memory Throughput","%","61.84","","","","",""
+"0","6153","python3.11","127.0.0.1","copy_blocked","1","7","(256, 1, 1)","(1024, 1, 1)","0","7.5","GPU Speed Of Light Throughput","DRAM Throughput","%","61.84","","","","",""
+"0","6153","python3.11","127.0.0.1","copy_blocked","1","7","(256, 1, 1)","(1024, 1, 1)","0","7.5","GPU Speed Of Light Throughput","Duration","ms","21.06","","","","",""
+"0","6153","python3.11","127.0.0.1","copy_blocked","1","7","(256, 1, 1)","(1024, 1, 1)","0","7.5","GPU Speed Of Light Throughput","Compute (SM) Throughput","%","1.30","","","","",""
+"0","6153","python3.11","127.0.0.1","copy_blocked","1","7","(256, 1, 1)","(1024, 1, 1)","0","7.5","SpeedOfLight","","","","SOLBottleneck","OPT","Memory is more heavily utilized than Compute: Look at the Memory Workload Analysis section to identify the DRAM bottleneck.","",""
+)csv";
+  Fixture fixture;
+  model::Report report = importers::import_report(path);
+  ASSERT_EQ(report.kernels.size(), 1u);
+  KernelVerdict v = analyze_kernel(report, report.kernels[0], fixture.config());
+  EXPECT_EQ(v.roofline, Roofline::kLatencyBound);  // 61.84 % < 80 %, within the lean band
+  ASSERT_TRUE(v.memory_bw_utilization);
+  EXPECT_NEAR(*v.memory_bw_utilization, 0.6184, 1e-12);
+  EXPECT_TRUE(v.memory_bw_from_ncu_pct);
+  EXPECT_EQ(v.bound_by, "dram");
+  EXPECT_EQ(v.bound_by_source, "ncu's SOLBottleneck rule");
+}
+
+}  // namespace
+}  // namespace kprof::analysis
+
+namespace kprof::analysis {
+namespace {
+
+model::Metric* find_metric(model::Kernel& kernel, std::string_view name) {
+  for (model::Metric& m : kernel.metrics) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
+// ncu 2026.2 writes NaN counters on B200 (its users report): a real H200 capture with its SM
+// throughput made NaN is no longer "latency-bound" (NaN < 80 %) but unknown, the counter named.
+TEST(Verdicts, NanCountersAreNamedAndTheirVerdictsWithheld) {
+  Fixture fixture;
+  model::Report report = importers::import_report(data_path("h200/big_full.ncu-rep.zst"));
+  model::Kernel& kernel = report.kernels.front();
+  KernelVerdict before = analyze_kernel(report, kernel, fixture.config());
+  ASSERT_NE(before.roofline, Roofline::kUnknown);
+  EXPECT_TRUE(before.invalid_counters.empty());
+  model::Metric* sm = find_metric(kernel, "sm__throughput.avg.pct_of_peak_sustained_elapsed");
+  ASSERT_NE(sm, nullptr);
+  sm->value = model::MetricValue::of_double(std::nan(""));
+  KernelVerdict after = analyze_kernel(report, kernel, fixture.config());
+  EXPECT_EQ(after.roofline, Roofline::kUnknown);
+  EXPECT_FALSE(after.sm_throughput_pct);
+  EXPECT_EQ(after.invalid_counters,
+            std::vector<std::string>{"sm__throughput.avg.pct_of_peak_sustained_elapsed"});
+  // What does not need it stays.
+  EXPECT_EQ(after.achieved_occupancy, before.achieved_occupancy);
+}
+
+// ncu 2025.4 samples the _not_issued variant of the warp states by default: a report with only
+// those (a real capture's sampled states renamed so) gives the same stalls, saying which variant.
+TEST(Verdicts, NotIssuedStallSamplesAreReadWhenThePlainOnesAreAbsent) {
+  Fixture fixture;
+  model::Report report = importers::import_report(data_path("h200/big_full.ncu-rep.zst"));
+  model::Kernel& kernel = report.kernels.front();
+  // Only the sampled states, as a capture without WarpStateStats' per-issue ratios has them.
+  std::vector<model::Metric> kept;
+  for (model::Metric& m : kernel.metrics) {
+    if (m.name.str().rfind("smsp__average_warps_issue_stalled_", 0) != 0) kept.push_back(m);
+  }
+  kernel.metrics = kept;
+  KernelVerdict plain = analyze_kernel(report, kernel, fixture.config());
+  ASSERT_FALSE(plain.stalls.empty());
+  EXPECT_EQ(plain.stall_variant, "sampled");
+  std::vector<model::Metric> renamed;
+  for (model::Metric& m : kernel.metrics) {
+    const std::string& name = m.name.str();
+    bool sampled = name.rfind("smsp__pcsamp_warps_issue_stalled_", 0) == 0;
+    if (sampled && name.ends_with("_not_issued")) continue;  // the real ones: dropped
+    model::Metric copy = m;
+    if (sampled) copy.name = model::MetricName(name + "_not_issued");
+    renamed.push_back(copy);
+  }
+  model::sort_metrics(renamed);
+  kernel.metrics = renamed;
+  KernelVerdict not_issued = analyze_kernel(report, kernel, fixture.config());
+  EXPECT_EQ(not_issued.stall_variant, "sampled_not_issued");
+  ASSERT_EQ(not_issued.stalls.size(), plain.stalls.size());
+  for (size_t i = 0; i < plain.stalls.size(); ++i) {
+    EXPECT_EQ(not_issued.stalls[i].reason, plain.stalls[i].reason);
+    EXPECT_DOUBLE_EQ(not_issued.stalls[i].share, plain.stalls[i].share);
   }
 }
 

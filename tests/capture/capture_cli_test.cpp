@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "common/child_process.h"
+#include "support/canned_http_server.h"
 #include "support/run_process.h"
 #include "support/test_data.h"
 
@@ -840,6 +841,124 @@ TEST_F(Capture, CtrlCDuringTheWarmUpEndsAtOnceAndKeepsTheBundle) {
   EXPECT_FALSE(fs::exists(world / "held-49153"));
 }
 
+// Issue 27 item 9: --warmup-timeout 3 bounds the warm-up, requests of 16 s in flight included
+// (it took up to the 600 s request timeout); the diagnosis counts what was cut off.
+TEST_F(Capture, TheWarmUpTimeoutBoundsTheWarmUp) {
+  fs::path world = dir_ / "world";
+  LaunchedTree tree(world);
+  FakeServer server(dir_ / "server", {"--fake-ms-per-token", "2000"});  // 8 tokens: 16 s each
+  ASSERT_FALSE(server.url().empty());
+  setenv("FAKE_NCU_WORLD", world.c_str(), 1);
+  const auto began = std::chrono::steady_clock::now();
+  auto result = capture(recording("attach_1"),
+                        {"--attach", "127.0.0.1", "--load-url", server.url(), "-k", "k_alpha",
+                         "--output-len", "8", "--warmup-requests", "2", "--warmup-timeout", "3",
+                         "--attach-timeout", "20", "--ready-timeout", "20"});
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  unsetenv("FAKE_NCU_WORLD");
+  EXPECT_EQ(result.exit_code, 7) << result.err;
+  EXPECT_LT(took, 12) << result.err;  // 3 s of warm-up, the start-up and holds around it
+  // The first request outlived the warm-up's bound (its own timeout), the second was cut off.
+  EXPECT_NE(result.err.find("[warmup_requests_failed] 0 of 2 warm-up requests completed (1 "
+                            "failed (1 timeout: timeout: no reply within 3 s), 1 cut off when the "
+                            "time was up) within 3 s"),
+            std::string::npos)
+      << result.err;
+  nlohmann::json m = manifest(bundle());
+  EXPECT_EQ(m["load"]["warmup"]["cancelled"], 1) << m.dump(1);
+  EXPECT_FALSE(fs::exists(world / "held-49152"));
+}
+
+// Issue 27 item 1: a key planted everywhere a capture reads one — the profiled program's
+// arguments and environment, the server's own --api-key in its command line (read from /proc by
+// the attach steps), KPROF_API_KEY, a load URL's password — reaches none of what kprof prints or
+// writes: stdout, stderr, and every file of every bundle.
+TEST_F(Capture, APlantedKeyReachesNoOutputOfAnyCapture) {
+  const std::vector<std::string> planted = {"sk-PLANTED-arg", "hf_PLANTED_env", "sk-PLANTED-srv",
+                                            "PLANTEDpw"};
+  auto expect_clean = [&](const testing::ProcessResult& result, const fs::path& folder,
+                          const char* what) {
+    for (const std::string& secret : planted) {
+      EXPECT_EQ(result.out.find(secret), std::string::npos) << what << " stdout: " << secret;
+      EXPECT_EQ(result.err.find(secret), std::string::npos) << what << " stderr: " << secret;
+      for (const auto& entry : fs::recursive_directory_iterator(folder)) {
+        if (!entry.is_regular_file()) continue;
+        EXPECT_EQ(read_file(entry.path().string()).find(secret), std::string::npos)
+            << what << ": " << entry.path() << " holds " << secret;
+      }
+    }
+  };
+  // A local capture: the program's argv and its --env.
+  auto local = capture(recording("suite_triage"),
+                       {"-k", "^k_", "--env", "HF_TOKEN=hf_PLANTED_env", "--", "./suite",
+                        "--api-key", "sk-PLANTED-arg", "--url", "http://u:PLANTEDpw@h/v1"});
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  nlohmann::json m = manifest(bundle());
+  EXPECT_EQ(m["target"]["argv"],
+            nlohmann::json({"./suite", "--api-key", "***", "--url", "http://u:***@h/v1"}));
+  expect_clean(local, bundle(), "local capture");
+  fs::remove_all(bundle());
+
+  // The warm sequence: the server started with its own --api-key (and the front's command line
+  // shows it), the requests carrying it from KPROF_API_KEY.
+  fs::path world = dir_ / "world";
+  LaunchedTree tree(world, {"--api-key", "sk-PLANTED-srv"});
+  FakeServer server(dir_ / "server", {"--api-key", "sk-PLANTED-srv"});
+  ASSERT_FALSE(server.url().empty());
+  setenv("FAKE_NCU_WORLD", world.c_str(), 1);
+  setenv("KPROF_API_KEY", "sk-PLANTED-srv", 1);
+  std::string url_with_password = server.url();
+  url_with_password.insert(url_with_password.find("://") + 3, "kprof:PLANTEDpw@");
+  auto warm =
+      capture(recording("attach_1"),
+              {"--attach", "127.0.0.1", "--load-url", url_with_password, "--warmup-requests", "2",
+               "-k", "k_alpha", "--launch-count", "2", "--attach-timeout", "20", "--ready-timeout",
+               "20", "--warmup-timeout", "20"});
+  unsetenv("FAKE_NCU_WORLD");
+  unsetenv("KPROF_API_KEY");
+  ASSERT_EQ(warm.exit_code, 0) << warm.err;
+  m = manifest(bundle());
+  EXPECT_EQ(m["load"]["completed"].get<int>() > 0, true) << m.dump(1);  // the key was sent
+  bool saw_command_line = false;
+  for (const auto& step : m["attach"]["steps"]) {
+    std::string line = step.value("command_line", "");
+    if (line.find("--api-key") == std::string::npos) continue;
+    saw_command_line = true;
+    EXPECT_NE(line.find("--api-key ***"), std::string::npos) << line;
+  }
+  EXPECT_TRUE(saw_command_line) << m["attach"].dump(1);
+  // (The stand-ins' own logs beside it hold what they were given: the real key, as they must.)
+  expect_clean(warm, bundle(), "warm capture");
+}
+
+// Issue 27 item 2: the API key goes only to the host it was given for (the load URL's): a
+// --ready-url on another host is polled without it.
+TEST_F(Capture, TheKeyGoesOnlyToTheLoadUrlsHost) {
+  fs::path world = dir_ / "world";
+  LaunchedTree tree(world);
+  FakeServer server(dir_ / "server", {"--api-key", "sk-only-here"});
+  ASSERT_FALSE(server.url().empty());
+  testing::CannedHttpServer elsewhere(
+      [](const std::string&) { return testing::CannedHttpServer::json_response("{}"); },
+      "127.0.0.2");
+  ASSERT_TRUE(elsewhere.started());
+  setenv("FAKE_NCU_WORLD", world.c_str(), 1);
+  setenv("KPROF_API_KEY", "sk-only-here", 1);
+  auto result = capture(recording("attach_1"),
+                        {"--attach", "127.0.0.1", "--load-url", server.url(), "--ready-url",
+                         elsewhere.url() + "/health", "--warmup-requests", "2", "-k", "k_alpha",
+                         "--launch-count", "2", "--attach-timeout", "20", "--ready-timeout", "20"});
+  unsetenv("FAKE_NCU_WORLD");
+  unsetenv("KPROF_API_KEY");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  ASSERT_FALSE(elsewhere.requests().empty());
+  for (const std::string& request : elsewhere.requests()) {
+    EXPECT_EQ(request.find("Authorization"), std::string::npos) << request;
+  }
+  EXPECT_EQ(manifest(bundle())["load"]["warmup"]["completed"], 2);  // the load URL got the key
+}
+
 TEST_F(Capture, WarmSequenceCapturesNTimesOneBundleEach) {
   fs::path world = dir_ / "world";
   LaunchedTree tree(world);
@@ -1030,6 +1149,72 @@ TEST_F(Capture, CtrlCStopsNcuAndItsTargetAndMarksTheBundleIncomplete) {
   for (int i = 0; i < 100 && alive(target); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_FALSE(alive(target));
+}
+
+// Issue 27 item 16: a closed terminal (SIGHUP) or SIGQUIT ends a capture as Ctrl-C does: ncu and
+// its target stopped, the bundle kept as .incomplete. Before, kprof died with 129 and left both
+// running and an empty .partial folder.
+TEST_F(Capture, AHangUpEndsTheCaptureAsCtrlCDoes) {
+  for (int signal : {SIGHUP, SIGQUIT}) {
+    SCOPED_TRACE(signal);
+    fs::remove_all(bundle() + ".incomplete");
+    std::string pidfile = (dir_ / ("target-" + std::to_string(signal) + ".pid")).string();
+    setenv("FAKE_NCU_HANG", "1", 1);
+    setenv("FAKE_NCU_HANG_PIDFILE", pidfile.c_str(), 1);
+    setenv("FAKE_NCU_RECORDING", recording("suite_triage").c_str(), 1);
+    auto result = testing::run_process_signalled(
+        {KPROF_BINARY, "capture", "-o", bundle(), "-k", "^k_", "--", "./suite"},
+        [&] { return fs::exists(pidfile); }, signal);
+    unsetenv("FAKE_NCU_HANG");
+    EXPECT_EQ(result.exit_code, 8) << result.err;
+    nlohmann::json m = manifest(bundle() + ".incomplete");
+    EXPECT_EQ(m["incomplete_reason"], "interrupted");
+    pid_t target = wait_for_pid(pidfile);
+    for (int i = 0; i < 100 && alive(target); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_FALSE(alive(target));
+    for (const auto& entry : fs::directory_iterator(dir_)) {
+      EXPECT_EQ(entry.path().filename().string().find(".partial-"), std::string::npos);
+    }
+  }
+}
+
+// Issue 27 item 17: `-o new/.` ran ncu and then failed to rename the bundle (exit 11, left at
+// new/..incomplete); a path that names no folder of its own is refused before anything runs.
+TEST_F(Capture, AnOutputThatNamesNoFolderIsRefusedFirst) {
+  for (const std::string& output : {(dir_ / "new" / ".").string(), (dir_ / "new" / "..").string(),
+                                    (dir_ / "new" / "./").string()}) {
+    auto result =
+        testing::run_process({KPROF_BINARY, "capture", "-o", output, "-k", "^k_", "--", "./suite"});
+    EXPECT_EQ(result.exit_code, 2) << output << ": " << result.err;
+    EXPECT_NE(result.err.find("a bundle is a folder of its own"), std::string::npos) << result.err;
+  }
+  EXPECT_TRUE(ncu_calls().empty());
+  EXPECT_FALSE(fs::exists(dir_ / "new"));
+}
+
+// Issue 27 item 20: two captures in the same second (a script capturing twice in a row) got the
+// same default name and the second exited 3 "already exists".
+TEST_F(Capture, DefaultBundleNamesNeverCollide) {
+  fs::path work = dir_ / "cwd";
+  fs::create_directories(work);
+  setenv("FAKE_NCU_RECORDING", recording("suite_triage").c_str(), 1);
+  std::vector<std::string> made;
+  const fs::path before = fs::current_path();
+  fs::current_path(work);  // the default name is in the working directory
+  for (int i = 0; i < 3; ++i) {
+    auto result = testing::run_process({KPROF_BINARY, "capture", "-k", "^k_", "--", "./suite"});
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+  }
+  fs::current_path(before);
+  for (const auto& entry : fs::directory_iterator(work)) made.push_back(entry.path().filename());
+  std::sort(made.begin(), made.end());
+  ASSERT_EQ(made.size(), 3u);
+  // The same second for all three, or two seconds: the later ones numbered -2, -3 within each.
+  for (const std::string& name : made) {
+    EXPECT_EQ(name.rfind("kprof-capture-", 0), 0u) << name;
+    EXPECT_TRUE(fs::exists(work / name / "manifest.json")) << name;
+  }
 }
 
 TEST_F(Capture, RefusalsHappenBeforeAnythingRuns) {

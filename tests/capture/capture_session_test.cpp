@@ -112,7 +112,7 @@ class Session : public ::testing::Test {
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    options_.tool = {{"name", "kprof"}, {"version", "test"}, {"argv", {"kprof", "capture"}}};
+    options_.argv = {"kprof", "capture"};
     options_.campaign = "c1";
   }
   void TearDown() override { fs::remove_all(dir_); }

@@ -8,6 +8,7 @@
 #include <iterator>
 #include <optional>
 
+#include "capture/ncu_versions.h"
 #include "support/test_data.h"
 
 namespace kprof::capture {
@@ -208,6 +209,36 @@ TEST(Doctor, MemoryHeadroomWarnsWhereNcuBacksUpToSystemMemory) {
   ASSERT_TRUE(unknown.has_value());
   EXPECT_EQ(unknown->status, Check::Status::kInfo);
   EXPECT_NE(unknown->detail.find("nvidia-smi not found"), std::string::npos);
+}
+
+// The known-bad pairings are one table (known_bad_pairings); ncu 2026.2 on B200 is its row,
+// sourced to issue 30 of this project (no public source was found).
+TEST(Doctor, KnownBadNcuGpuPairingWarnsWithItsSource) {
+  SystemFacts facts = h200();
+  facts.ncu_version = "Version 2026.2.0.0 (build 1) (public-release)";
+  facts.gpu_memory = parse_gpu_memory("0, NVIDIA B200, 183359, 0\n1, NVIDIA GB200, 189471, 0\n");
+  std::vector<Check> checks = run_doctor_checks(facts);
+  std::optional<Check> b200 = find(checks, "ncu on GPU 0");
+  ASSERT_TRUE(b200);
+  EXPECT_EQ(b200->status, Check::Status::kWarning);
+  EXPECT_NE(b200->detail.find("ncu 2026.2.0 on NVIDIA B200: users report NaN counters"),
+            std::string::npos)
+      << b200->detail;
+  EXPECT_NE(b200->detail.find("reported in issue 30 of this project"), std::string::npos);
+  EXPECT_NE(b200->next.find("invalid_counters"), std::string::npos);
+  EXPECT_FALSE(find(checks, "ncu on GPU 1")) << "GB200 is not B200";
+  EXPECT_FALSE(any_failed(checks));
+  // Another version, or the H200, draws nothing.
+  facts.ncu_version = "Version 2026.1.1.0 (build 1) (public-release)";
+  EXPECT_FALSE(find(run_doctor_checks(facts), "ncu on GPU 0"));
+  facts.ncu_version = "Version 2026.2.1.0 (build 1) (public-release)";
+  EXPECT_TRUE(find(run_doctor_checks(facts), "ncu on GPU 0"));
+  facts.gpu_memory = parse_gpu_memory("0, NVIDIA H200, 143771, 0\n");
+  EXPECT_FALSE(find(run_doctor_checks(facts), "ncu on GPU 0"));
+  for (const KnownBadPairing& pairing : known_bad_pairings()) {
+    EXPECT_FALSE(pairing.source.empty());
+    EXPECT_TRUE(parse_ncu_version(pairing.ncu_from) && parse_ncu_version(pairing.ncu_to));
+  }
 }
 
 }  // namespace

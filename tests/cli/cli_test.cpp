@@ -199,8 +199,8 @@ TEST(Cli, GpusTakesACalibrationFileAsMeasuredCeilings) {
   auto zero = kprof({"gpus", "--gpus", path});
   EXPECT_EQ(zero.exit_code, 4);
   EXPECT_EQ(zero.err, "kprof: " + path +
-                          ": not a valid calibration: ceiling fp32_flops: figure must be a "
-                          "positive number\n");
+                          ": not a valid calibration: ceiling fp32_flops: 0 flop/s is not a "
+                          "figure a GPU measures (1 GFLOP/s to 1 EFLOP/s)\n");
   EXPECT_EQ(zero.out, "");
   std::ofstream(path)
       << R"({"schema": "kprof.calibration/1", "gpu": {}, "date": "x", "ceilings": []})";

@@ -21,7 +21,9 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = os.path.join(HERE, "cases.txt")
 EXPECTED = os.path.join(HERE, "expected")
-README_CASE = "analyze_readme_example"
+# The README's example blocks, each the fenced block after its marker, and the case it shows.
+README_EXAMPLES = [("Its real output", "analyze_readme_example"),
+                   ("The fix list's real output", "report_fix_list")]
 
 
 def read_cases():
@@ -114,10 +116,10 @@ def first_difference(expected, actual):
     return "trailing newline differs"
 
 
-def readme_example_block(repo):
-    """The fenced block after "Its real output" in README.md."""
+def readme_example_block(repo, marker_text):
+    """The fenced block after marker_text in README.md."""
     text = open(os.path.join(repo, "README.md"), encoding="utf-8").read()
-    marker = text.index("Its real output")
+    marker = text.index(marker_text)
     start = text.index("```\n", marker) + 4
     return text[start:text.index("```\n", start)]
 
@@ -156,12 +158,14 @@ def main():
         return 1 if orphans or missing else 0
 
     if options.check_readme:
-        golden = read_expected(os.path.join(EXPECTED, README_CASE + ".stdout"))
-        if golden is None or not readme_matches(readme_example_block(repo), golden):
-            print(f"README.md's example output is not tests/golden/expected/{README_CASE}.stdout "
-                  "(lines cut with a lone … allowed): update the README block")
-            return 1
-        print("README.md example block matches the golden output")
+        for marker, case in README_EXAMPLES:
+            golden = read_expected(os.path.join(EXPECTED, case + ".stdout"))
+            if golden is None or not readme_matches(readme_example_block(repo, marker), golden):
+                print(f"README.md's block after \"{marker}\" is not "
+                      f"tests/golden/expected/{case}.stdout (lines cut with a lone … allowed): "
+                      "update the README block")
+                return 1
+        print("README.md example blocks match the golden output")
         return 0
 
     # "kprof 0.1.0 (commit …, BuildType)": the version is the second word.

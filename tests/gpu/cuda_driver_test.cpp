@@ -164,6 +164,7 @@ TEST(CudaDriver, ConstantsAndExportedNamesAreCudaHs) {
   EXPECT_STREQ(KPROF_NAME_OF(cuMemsetD8), "cuMemsetD8_v2");
   EXPECT_STREQ(KPROF_NAME_OF(cuMemcpyHtoD), "cuMemcpyHtoD_v2");
   EXPECT_STREQ(KPROF_NAME_OF(cuMemcpyDtoH), "cuMemcpyDtoH_v2");
+  EXPECT_STREQ(KPROF_NAME_OF(cuMemcpyDtoD), "cuMemcpyDtoD_v2");
   EXPECT_STREQ(KPROF_NAME_OF(cuEventElapsedTime), "cuEventElapsedTime_v2");
   EXPECT_STREQ(KPROF_NAME_OF(cuEventDestroy), "cuEventDestroy_v2");
   EXPECT_STREQ(KPROF_NAME_OF(cuLaunchKernel), "cuLaunchKernel");

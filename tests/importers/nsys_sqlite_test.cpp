@@ -5,6 +5,8 @@
 
 #include <fstream>
 #include <map>
+#include <optional>
+#include <vector>
 
 #include "common/error.h"
 #include "importers/common/read_trace.h"
@@ -124,6 +126,140 @@ TEST(NsysSqlite, TensorRtLlmForwardStepRangesAreSteps) {
     EXPECT_EQ(engine.steps[i].gpu_busy_us, original.steps[i].gpu_busy_us);
     EXPECT_EQ(engine.steps[i].host_gap_us, original.steps[i].host_gap_us);
   }
+}
+
+// Every event the reader hands over, copied out of the sink call.
+struct HeldEvent {
+  std::string category, name;
+  double start_us = 0;
+  std::int64_t tid = 0;
+  std::optional<std::int64_t> process, stream, correlation;
+};
+struct HoldingSink : TraceEventSink {
+  std::vector<HeldEvent> events;
+  void on_event(const TraceEvent& event) override {
+    events.push_back({std::string(event.category), std::string(event.name), event.timestamp_us,
+                      event.tid, event.process, event.stream, event.correlation});
+  }
+};
+
+// What the file was read as, the GPU it names, and its stream waits (the export's 32
+// cudaStreamWaitEvent synchronization rows), each checked against SQL over the same file.
+TEST(NsysSqlite, TheSchemaTheGpuAndTheStreamWaitsAreRead) {
+  HoldingSink sink;
+  TraceReadStats stats = read_trace(data_path(kExport), sink);
+  auto meta = query(
+      "SELECT (SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_SCHEMA_VERSION'), "
+      "(SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_PRODUCT_VERSION')");
+  ASSERT_EQ(meta.size(), 1u);
+  EXPECT_EQ(stats.format,
+            "Nsight Systems SQLite export, schema " + meta[0][0] + " (nsys " + meta[0][1] + ")");
+  auto gpus = query("SELECT id, name FROM TARGET_INFO_GPU ORDER BY id");
+  ASSERT_EQ(stats.device_names.size(), gpus.size());
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    EXPECT_EQ(stats.device_names[i].first, std::stoll(gpus[i][0]));
+    EXPECT_EQ(stats.device_names[i].second, gpus[i][1]);
+  }
+  auto waits = query(
+      "SELECT y.streamId, y.correlationId FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION y JOIN "
+      "ENUM_CUPTI_SYNC_TYPE e ON e.id = y.syncType WHERE e.name = "
+      "'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT' ORDER BY y.start");
+  std::vector<std::pair<std::int64_t, std::int64_t>> read_waits;
+  for (const HeldEvent& event : sink.events) {
+    if (event.category != "cuda_sync") continue;
+    EXPECT_EQ(event.name, "Stream Wait Event");
+    read_waits.emplace_back(event.stream.value_or(-1), event.correlation.value_or(-1));
+  }
+  ASSERT_EQ(read_waits.size(), waits.size());
+  EXPECT_EQ(waits.size(), 32u);
+  for (size_t i = 0; i < waits.size(); ++i) {
+    EXPECT_EQ(read_waits[i].first, std::stoll(waits[i][0]));
+    EXPECT_EQ(read_waits[i].second, std::stoll(waits[i][1]));
+  }
+  // Launch calls carry their thread (globalTid's low 24 bits), as budget's waits need.
+  auto threads = query(
+      "SELECT DISTINCT globalTid % 16777216, (globalTid / 16777216) % 16777216 FROM "
+      "CUPTI_ACTIVITY_KIND_RUNTIME");
+  ASSERT_EQ(threads.size(), 1u);
+  size_t runtime = 0;
+  for (const HeldEvent& event : sink.events) {
+    if (event.category != "cuda_runtime") continue;
+    ++runtime;
+    EXPECT_EQ(event.tid, std::stoll(threads[0][0]));
+    EXPECT_EQ(event.process, std::stoll(threads[0][1]));
+  }
+  EXPECT_EQ(runtime, std::stoull(query("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME")[0][0]));
+  // Each table in time order, launches before the GPU work they launched.
+  double last_kernel = -1;
+  for (const HeldEvent& event : sink.events) {
+    if (event.category != "kernel") continue;
+    EXPECT_GE(event.start_us, last_kernel);
+    last_kernel = event.start_us;
+  }
+}
+
+// Newer exports revise a table's name (NVTX_EVENTS_V2…): the highest revision is read where the
+// plain name is absent.
+TEST(NsysSqlite, ARevisedTableNameIsRead) {
+  std::string copy = ::testing::TempDir() + "/revised.sqlite";
+  {
+    std::ifstream in(data_path(kExport), std::ios::binary);
+    std::ofstream out(copy, std::ios::binary | std::ios::trunc);
+    out << in.rdbuf();
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(copy.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL RENAME TO "
+                         "CUPTI_ACTIVITY_KIND_KERNEL_V3; ALTER TABLE NVTX_EVENTS RENAME TO "
+                         "NVTX_EVENTS_V2;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  timeline::BudgetBuilder revised_builder, original_builder;
+  read_trace(copy, revised_builder);
+  read_trace(data_path(kExport), original_builder);
+  timeline::Budget revised = revised_builder.finish("^decode_step$", {});
+  timeline::Budget original = original_builder.finish("^decode_step$", {});
+  ASSERT_EQ(revised.steps.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(revised.steps[i].gpu_activities, original.steps[i].gpu_activities);
+    EXPECT_EQ(revised.steps[i].gpu_busy_us, original.steps[i].gpu_busy_us);
+  }
+}
+
+// `nsys profile --cuda-graph-trace=graph` (the default) records a replay as one GRAPH_TRACE row,
+// not a KERNEL row per node (data/h200/nsys_graph_capture_graph.sqlite: 5 replays of an 8-layer
+// block): each replay is one activity named for its graph, its time the row's.
+TEST(NsysSqlite, WholeGraphReplaysCountAsOneActivityEach) {
+  const std::string file = "h200/nsys_graph_capture_graph.sqlite";
+  static const analysis::StageTable stages = analysis::load_stage_table();
+  timeline::RankingBuilder builder(stages, /*normalize=*/true);
+  read_trace(data_path(file), builder);
+  timeline::Ranking ranking = builder.finish();
+  sqlite3* db = nullptr;
+  sqlite3_open_v2(data_path(file).c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  sqlite3_stmt* statement = nullptr;
+  sqlite3_prepare_v2(db,
+                     "SELECT graphId, COUNT(*), SUM(end - start) FROM "
+                     "CUPTI_ACTIVITY_KIND_GRAPH_TRACE GROUP BY graphId",
+                     -1, &statement, nullptr);
+  ASSERT_EQ(sqlite3_step(statement), SQLITE_ROW);
+  std::string name = "CUDA graph " + std::to_string(sqlite3_column_int64(statement, 0)) +
+                     " [whole replay: --cuda-graph-trace=graph]";
+  std::uint64_t count = sqlite3_column_int64(statement, 1);
+  double total_us = sqlite3_column_double(statement, 2) / 1000;
+  EXPECT_EQ(sqlite3_step(statement), SQLITE_DONE);  // one graph
+  sqlite3_finalize(statement);
+  sqlite3_close(db);
+  EXPECT_EQ(count, 5u);
+  const timeline::KernelStats* replays = nullptr;
+  for (const auto& k : ranking.kernels) {
+    if (k.name == name) replays = &k;
+  }
+  ASSERT_NE(replays, nullptr) << name;
+  EXPECT_EQ(replays->count, count);
+  EXPECT_NEAR(replays->total_us, total_us, 1e-6);
 }
 
 TEST(NsysSqlite, OtherDatabasesAndDamagedFilesAreRejected) {

@@ -138,6 +138,20 @@ def verbs(calls):
     return [next(a for a in call if not a.startswith("-")) for call in calls]
 
 
+def without_announced_retries(test, calls, stderr):
+    """The calls with each sha256sum kprof asked again dropped. Real kubectl's WebSocket exec now
+    and then ends 0 with its stdout lost against the stand-in (seen in CI under load); kprof then
+    asks once more and says so on stderr. A retry is allowed only where it was announced."""
+    kept, retried = [], 0
+    for call in calls:
+        if kept and call == kept[-1] and "sha256sum" in call:
+            retried += 1
+            continue
+        kept.append(call)
+    test.assertEqual(retried, stderr.count("printed no digest ("), stderr)
+    return kept
+
+
 class K8sTest(unittest.TestCase):
     def cluster(self, *args, **kwargs):
         cluster = Cluster(*args, **kwargs)
@@ -281,7 +295,7 @@ class K8sTest(unittest.TestCase):
         r = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "nvcr.io/nvidia/cuda:13.0.0-devel", "--startup",
                     "-k", "k_alpha", "--captures", "2", "--preset", "basic", "-o", "run", "--campaign", "c1", "--cell", "tp8")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(verbs(c.kubectl_calls()),
+        self.assertEqual(verbs(without_announced_retries(self, c.kubectl_calls(), r.stderr)),
                          # the target (version, deployment, pods, services), the GPU room (nodes,
                          # all pods), then the sister
                          ["version", "get", "get", "get", "get", "get", "create", "get", "logs"] +
@@ -549,7 +563,42 @@ class K8sTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         m = json.load(open(os.path.join(c.dir, "run", "capture-1", "manifest.json")))
         self.assertEqual((m["load"]["failed"], m["load"]["warmup"]["completed"]), (0, 4))
-        self.assertNotIn("sk-serving-1", json.dumps(m["load"]))  # the key is not recorded
+        # The sister the cluster got runs with the key (its server needs it)...
+        posted = [q for q in c.requests() if q.get("method") == "POST" and q["path"].endswith("/deployments")]
+        self.assertIn("sk-serving-1", posted[0]["body"])
+        # ...and nothing kprof printed or wrote holds it (issue 27 item 1): stdout, stderr, the
+        # bundle, the receipt, the saved Deployment, preflight (text and JSON), the dry run.
+        self.assertNotIn("sk-serving-1", r.stdout + r.stderr)
+        for folder, _, files in os.walk(os.path.join(c.dir, "run")):
+            for name in files:
+                with open(os.path.join(folder, name), "rb") as f:
+                    self.assertNotIn(b"sk-serving-1", f.read(), os.path.join(folder, name))
+        saved = glob.glob(os.path.join(c.dir, "run", "llama-70b-kprof-*.json"))
+        self.assertEqual(len(saved), 1)
+        self.assertIn('"--api-key",\n', open(saved[0]).read())  # the flag is kept, its value not
+        for extra in ((), ("--json",)):
+            p = c.kprof("k8s", "preflight", "-n", "serving", "llama-70b", *extra)
+            self.assertNotIn("sk-serving-1", p.stdout + p.stderr)
+        d = c.kprof("k8s", "sister", "-n", "serving", "llama-70b", "--ncu-image", "img", "--startup", "--dry-run")
+        self.assertEqual(d.returncode, 0, d.stderr)
+        self.assertIn("--api-key", d.stdout)
+        self.assertNotIn("sk-serving-1", d.stdout + d.stderr)
+        # The private copy kubectl created the sister from is gone.
+        self.assertEqual(glob.glob(os.path.join(c.dir, "run", ".kprof-create-*")), [])
+
+    def test_a_pods_api_key_that_would_add_headers_is_refused_before_anything_is_created(self):
+        # Issue 27 item 3: the same value in KPROF_API_KEY was refused; from the pod's args it went
+        # into every request's headers.
+        objects = json.load(open(os.path.join(HERE, "data", "vllm_single_replica.json")))
+        objects["deployments"][0]["spec"]["template"]["spec"]["containers"][0]["args"] += ["--api-key", "sk-1\r\nX-Injected: 1"]
+        path = os.path.join(tempfile.mkdtemp(prefix="kprof-k8s-objects-"), "crlf_key.json")
+        self.addCleanup(shutil.rmtree, os.path.dirname(path), True)
+        json.dump(objects, open(path, "w"))
+        c = self.cluster(path)
+        r = c.kprof(*self.WARM_ARGS)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("the API key in the server's command line (--api-key, in container server) holds a control character", r.stderr)
+        self.assertFalse([q for q in c.requests() if q.get("method") in ("POST", "DELETE", "PATCH")])
 
     def test_sister_without_port_forward_rights_is_diagnosed_and_deleted(self):
         c = self.cluster("vllm_single_replica.json", "no-portforward")
@@ -962,7 +1011,7 @@ class K8sTest(unittest.TestCase):
 
         # The window: library checked, start, stop after the duration, files listed, each copied
         # verified, the log read; then the deletion.
-        calls = c.kubectl_calls()
+        calls = without_announced_retries(self, c.kubectl_calls(), r.stderr)
         pod = name + "-7d9f8c6b5-x2x4q"
         ex = ["exec", "-n", "serving", pod, "-c", "server", "--"]
         script = "printf '%s\\n' \"$2\" > \"$1.kprof-tmp\" && mv \"$1.kprof-tmp\" \"$1\""

@@ -184,6 +184,23 @@ TEST(Workload, ServerPortAndHealthPathComeFromTheContainer) {
                     "vllm serve m --port 8003"}}})
                 .server_port,
             8003);
+  // Issue 27 item 18: the flags of the command that runs the engine, not of every command of the
+  // script (a metrics sidecar's --port 9100 was taken over the engine's 8000).
+  ContainerInfo with_sidecar =
+      read({{"name", "s"},
+            {"command",
+             {"sh", "-c",
+              "python3 -m sglang.launch_server --model-path m --port 8000 --api-key sk-e > /l 2>&1 "
+              "&\npython3 /app/metrics.py --port 9100 --api-key sk-m\nwait"}}});
+  EXPECT_EQ(with_sidecar.server_port, 8000);
+  EXPECT_EQ(with_sidecar.api_key, "sk-e");
+  EXPECT_EQ(read({{"name", "s"},
+                  {"command", {"sh", "-c", "exporter --port 9100 & exec ./start --port 8000"}}})
+                .server_port,
+            8000);  // no engine named: the command exec'd
+  EXPECT_EQ(shell_script_commands("a 2>&1 | b && c || d; e & f\ng"),
+            (std::vector<std::vector<std::string>>{
+                {"a", "2", "1"}, {"b"}, {"c"}, {"d"}, {"e"}, {"f"}, {"g"}}));
   // A memory flag that is not a number whole is none (atof read "0.9x" as 0.9, "x" as 0).
   EXPECT_FALSE(
       read({{"name", "s"}, {"args", {"--gpu-memory-utilization", "0.9x"}}}).gpu_memory_utilization);

@@ -106,12 +106,15 @@ try:
         check((ref["sent"], ref["completed"], ref["failed"]) == (o["sent"], o["completed"], o["failed"]),
               "load.py counts the same")
         check(ref["most_in_flight"] == o["max_in_flight"], "load.py saw as many in flight")
-        # Latencies: each side's p50 within the other's [min, max]; server time is the floor.
+        # Latencies: the server's own time is the floor, and the two clients' medians agree within 2x.
+        # (Each p50 inside the other's [min, max] was too tight on a loaded 2-core CI machine: one run
+        # had kprof's p50 93.4 ms against load.py's max 92.6 ms. A client that timed the wrong thing —
+        # connect only, or the whole run — is off by far more than 2x.)
         ol, rl = o["latency_ms"], ref["latency_ms"]
         server_min = 1000 * min(x["latency_s"] for x in logged)
         check(ol["min"] >= server_min, f"kprof's fastest request ({ol['min']} ms) not under the server's time ({server_min:.1f} ms)")
-        check(rl["min"] <= ol["p50"] <= rl["max"] and ol["min"] <= rl["p50"] <= ol["max"],
-              f"p50s in each other's range: kprof {ol}, load.py {rl}")
+        check(0.5 <= ol["p50"] / rl["p50"] <= 2.0, f"p50s within 2x of each other: kprof {ol}, load.py {rl}")
+        check(ol["min"] <= ol["p50"] <= ol["max"], f"kprof's p50 inside its own range: {ol}")
         check(0.5 <= o["requests_per_s"] / ref["requests_per_s"] <= 2.0,
               f"req/s within 2x of load.py's ({o['requests_per_s']} vs {ref['requests_per_s']})")
 finally:
@@ -166,9 +169,9 @@ try:
     out, err = p.communicate(timeout=30)
     check(time.monotonic() - killed < 10, "no hang after the server died")
     doc = json.loads(out) if out else {}
-    check(p.returncode == 12 and doc.get("interrupted") is True and
+    check(p.returncode == 8 and doc.get("interrupted") is True and
           set(doc["load"]["failures_by_cause"]) == {"connection"},
-          f"server killed: connection failures, exit 12, interrupted (got {p.returncode}, {out[:300]} {err[-300:]})")
+          f"server killed: connection failures, exit 8 (interrupted) (got {p.returncode}, {out[:300]} {err[-300:]})")
     if doc:
         validate(doc)
 finally:
@@ -187,9 +190,11 @@ try:
     doc = json.loads(out) if out else {}
     figures = doc.get("load", {})
     check(took < 4, f"Ctrl-C with 3 requests of 16 s in flight ended in {took:.1f} s")
-    check(p.returncode == 0 and doc.get("interrupted") is True and
+    # Issue 27 item 13: an interrupted load exits 8, as capture and trace (0 of 3 completed
+    # exited 0).
+    check(p.returncode == 8 and doc.get("interrupted") is True and
           (figures.get("sent"), figures.get("completed"), figures.get("failed"), figures.get("cancelled")) == (3, 0, 0, 3),
-          f"3 sent, 0 completed, 0 failed, 3 cancelled, exit 0 (got {p.returncode}: {figures} {err[-300:]})")
+          f"3 sent, 0 completed, 0 failed, 3 cancelled, exit 8 (got {p.returncode}: {figures} {err[-300:]})")
     check("3 cancelled" in err and "cut off those in flight" in err, f"the summary says so ({err[-300:]})")
     if doc:
         validate(doc)

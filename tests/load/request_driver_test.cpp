@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
+#include "support/canned_http_server.h"
 #include "support/fake_server.h"
 
 namespace kprof::load {
@@ -310,6 +312,152 @@ TEST(RequestDriver, ServedModelAndItsErrors) {
   bad_api.base_url = "http://127.0.0.1:1";
   bad_api.api = "embeddings";
   EXPECT_THROW(RequestDriver{bad_api}, std::invalid_argument);
+}
+
+// --- A hostile or odd server (issue 27): replies, headers and numbers a server controls. ---
+
+// A canned OpenAI server: /v1/models lists "m", every completion is `completion`.
+std::string openai_reply(const std::string& request, const std::string& completion) {
+  if (request.rfind("GET /v1/models", 0) == 0) {
+    return testing::CannedHttpServer::json_response(R"({"data": [{"id": "m"}]})");
+  }
+  if (request.rfind("GET /health", 0) == 0) return testing::CannedHttpServer::json_response("{}");
+  return completion;
+}
+
+LoadSpec canned_spec(const testing::CannedHttpServer& server, std::int64_t requests) {
+  LoadSpec spec;
+  spec.base_url = server.url();
+  spec.max_requests = requests;
+  spec.request_timeout_s = 20;
+  return spec;
+}
+
+// The environment variables a proxy is given by, set for one scope.
+class ProxyEnvironment {
+ public:
+  explicit ProxyEnvironment(const std::string& proxy) {
+    for (const char* name : kNames) ::setenv(name, proxy.c_str(), 1);
+  }
+  ~ProxyEnvironment() {
+    for (const char* name : kNames) ::unsetenv(name);
+  }
+
+ private:
+  static constexpr const char* kNames[] = {"http_proxy",  "HTTP_PROXY", "https_proxy",
+                                           "HTTPS_PROXY", "all_proxy",  "ALL_PROXY"};
+};
+
+// Item 2: with a proxy in the environment, requests to a loopback server (the warm capture's, a
+// port-forward's) go straight to it — never through the proxy, which would get every request's
+// Authorization header.
+TEST(HostileServer, LoopbackTargetsNeverGoThroughAProxy) {
+  testing::CannedHttpServer proxy(
+      [](const std::string&) { return testing::CannedHttpServer::json_response("{}"); });
+  const std::string completion =
+      testing::CannedHttpServer::json_response(R"({"choices": [{"text": "x"}]})");
+  testing::CannedHttpServer server(
+      [&](const std::string& r) { return openai_reply(r, completion); });
+  ASSERT_TRUE(proxy.started() && server.started());
+  ProxyEnvironment environment(proxy.url());
+  LoadSpec spec = canned_spec(server, 2);
+  spec.api_key = "sk-secret-9";
+  RequestDriver driver(spec);
+  driver.start();
+  const LoadFigures f = run_to_end(driver);
+  EXPECT_EQ(f.completed, 2);
+  EXPECT_TRUE(wait_ready(server.url(), "/health", 5, nullptr, "sk-secret-9").ready);
+  EXPECT_EQ(proxy.requests().size(), 0u);
+  const auto seen = server.requests();
+  ASSERT_EQ(seen.size(), 4u);  // /v1/models, two completions, /health
+  for (const std::string& r : seen) {
+    EXPECT_NE(r.find("Authorization: Bearer sk-secret-9\r\n"), std::string::npos) << r;
+  }
+}
+
+TEST(HostileServer, AKeyGoesOnlyToTheOriginItWasGivenFor) {
+  EXPECT_TRUE(same_origin("http://127.0.0.1:8000/health", "http://127.0.0.1:8000"));
+  EXPECT_TRUE(same_origin("http://h/health", "http://h:80/v1"));  // the scheme's port
+  EXPECT_FALSE(same_origin("http://127.0.0.2:8000/health", "http://127.0.0.1:8000"));
+  EXPECT_FALSE(same_origin("http://127.0.0.1:8001/health", "http://127.0.0.1:8000"));
+  EXPECT_FALSE(same_origin("https://h/health", "http://h"));
+  EXPECT_FALSE(same_origin("not a url", "http://h"));
+}
+
+// Item 3: a key holding CR/LF (a pod's --api-key "k\r\nX-Injected: 1") would add a header to
+// every request: refused whatever its source, before anything is sent.
+TEST(HostileServer, AHeaderValueWithControlCharactersIsRefused) {
+  testing::CannedHttpServer server([](const std::string&) { return std::string(); });
+  ASSERT_TRUE(server.started());
+  LoadSpec spec = canned_spec(server, 1);
+  spec.api_key = "sk\r\nX-Injected: 1";
+  EXPECT_THROW(RequestDriver{spec}, std::invalid_argument);
+  EXPECT_THROW(wait_ready(server.url(), "/health", 1, nullptr, spec.api_key), LoadError);
+  EXPECT_THROW(read_served_model(server.url(), spec.api_key), LoadError);
+  EXPECT_THROW(check_header_value("a\tb", "x"), std::invalid_argument);
+  EXPECT_NO_THROW(check_header_value("sk-proj-ABC_123.x", "x"));
+  EXPECT_TRUE(server.requests().empty());
+}
+
+// Item 5: a reply of nested '[' took 2.2 GB for 30 MB (a DOM); it is read by a SAX pass that
+// stops at 64 levels, and a reply past 8 MiB is not read on.
+TEST(HostileServer, ADeeplyNestedOrHugeReplyIsABadResponseNotAMemoryBlowUp) {
+  const std::string nested =
+      testing::CannedHttpServer::json_response("{\"choices\": " + std::string(4 << 20, '['));
+  const std::string huge = testing::CannedHttpServer::json_response(
+      "{\"choices\": [{\"text\": \"" + std::string(9 << 20, 'x') + "\"}]}");
+  for (const auto& [reply, cause] :
+       {std::pair{&nested, "bad response: nested deeper than 64 levels"},
+        std::pair{&huge,
+                  "bad response: reply larger than 8 MiB (not "
+                  "read on)"}}) {
+    testing::CannedHttpServer server([&](const std::string& r) { return openai_reply(r, *reply); });
+    ASSERT_TRUE(server.started());
+    RequestDriver driver(canned_spec(server, 2));
+    driver.start();
+    const LoadFigures f = run_to_end(driver);
+    EXPECT_EQ(f.failed, 2) << cause;
+    ASSERT_EQ(f.failure_examples.size(), 2u);
+    EXPECT_EQ(f.failure_examples[0], cause);
+  }
+}
+
+// Item 12: a completion_tokens of INT64_MAX, -5 or 1e30 made tokens/s negative: every number a
+// server returns is bounded (0 to 10,000,000 tokens) before it is summed.
+TEST(HostileServer, ATokenCountOutOfRangeIsABadResponse) {
+  for (const char* count : {"9223372036854775807", "-5", "1e30", "18446744073709551615"}) {
+    const std::string completion = testing::CannedHttpServer::json_response(
+        std::string(R"({"choices": [{"text": "x"}], "usage": {"completion_tokens": )") + count +
+        "}}");
+    testing::CannedHttpServer server(
+        [&](const std::string& r) { return openai_reply(r, completion); });
+    ASSERT_TRUE(server.started());
+    RequestDriver driver(canned_spec(server, 2));
+    driver.start();
+    const LoadFigures f = run_to_end(driver);
+    EXPECT_EQ(f.failed, 2) << count;
+    EXPECT_EQ(f.completed, 0) << count;
+    EXPECT_GE(f.output_tokens_per_s, 0) << count;
+    ASSERT_FALSE(f.failure_examples.empty());
+    EXPECT_EQ(f.failure_examples[0],
+              "bad response: usage.completion_tokens is not a token count (0 to 10,000,000)");
+  }
+}
+
+// Item 19: a 1 MB response header was "connection: Out of memory".
+TEST(HostileServer, AnOversizedHeaderIsSaidAsSuch) {
+  const std::string completion = testing::CannedHttpServer::json_response(
+      R"({"choices": [{"text": "x"}]})", "X-Padding: " + std::string(1 << 20, 'p') + "\r\n");
+  testing::CannedHttpServer server(
+      [&](const std::string& r) { return openai_reply(r, completion); });
+  ASSERT_TRUE(server.started());
+  RequestDriver driver(canned_spec(server, 1));
+  driver.start();
+  const LoadFigures f = run_to_end(driver);
+  EXPECT_EQ(f.failures_by_cause.count("bad response"), 1u);
+  ASSERT_EQ(f.failure_examples.size(), 1u);
+  EXPECT_EQ(f.failure_examples[0],
+            "bad response: a response header larger than curl's limit (100 KiB)");
 }
 
 }  // namespace

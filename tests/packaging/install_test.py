@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """kprof as installed: `cmake --install BUILD --prefix TMP`, then the installed files used the way
 a user would — the binary (--version, analyze on a real report), `kprof trace` finding the
-installed tracer, the man page, the bash and zsh completion scripts, and the kubectl plugin
-through the real kubectl against the API-server stand-in (tests/support/fake_apiserver.py).
+installed tracer, the Python package running the kprof installed beside it, the man page, the
+bash and zsh completion scripts, and the kubectl plugin through the real kubectl against the
+API-server stand-in (tests/support/fake_apiserver.py).
 
 usage: install_test.py BUILD_DIR SOURCE_DIR BUILD_TYPE InstalledTree|KubectlPlugin
 Tests needing what is not installed here (kubectl >= 1.31, zsh, groff) are skipped, not passed;
@@ -51,6 +52,12 @@ def newest_kubectl():
     return next((found[m] for m in sorted(found, reverse=True) if m >= 31), None)
 
 
+def python_dir():
+    """Where the Python package went (lib/python3.X/site-packages; dist-packages for prefix /usr)."""
+    found = glob.glob(os.path.join(PREFIX, "lib", "python3*", "*-packages", "kprof", "__init__.py"))
+    return os.path.dirname(os.path.dirname(found[0])) if found else None
+
+
 def zsh_script():
     """Where the zsh completion went (site-functions; vendor-completions for prefix /usr)."""
     found = glob.glob(os.path.join(PREFIX, "share", "zsh", "*", "_kprof"))
@@ -66,6 +73,22 @@ class InstalledTree(unittest.TestCase):
                      "share/man/man1/kprof.1", "share/doc/kprof/README.md"]:
             self.assertTrue(os.path.isfile(os.path.join(PREFIX, path)), path)
         self.assertEqual(os.readlink(os.path.join(PREFIX, "bin", "kubectl-kprof")), "kprof")
+
+    def test_python_package_runs_the_kprof_installed_beside_it(self):
+        packages = python_dir()
+        self.assertIsNotNone(packages, "no kprof Python package under lib/python3*/")
+        code = ("import kprof, sys; print(kprof.find_binary()); "
+                "print(len(kprof.analyze(sys.argv[1]).df))")
+        # Neither KPROF_BINARY nor a kprof on PATH: only the installed one can be found.
+        env = {k: v for k, v in os.environ.items() if k != "KPROF_BINARY"}
+        env.update(PYTHONPATH=packages, PATH="/nonexistent", PYTHONDONTWRITEBYTECODE="1")
+        r = run(sys.executable, "-c", code,
+                os.path.join(SOURCE, "data", "h200", "bottleneck_suite_full.ncu-rep.zst"), env=env)
+        if r.returncode and "No module named 'pandas'" in r.stderr:
+            self.skipTest("pandas not installed (Debian: python3-pandas)")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.split("\n")[:2],
+                         [os.path.realpath(os.path.join(PREFIX, "bin", "kprof")), "10"])
 
     def test_version_names_the_commit_and_build_type(self):
         r = self.kprof("--version")

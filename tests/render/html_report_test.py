@@ -22,6 +22,10 @@ cases = [
                          f"{data}/h200/big_full.ncu-rep.zst"]),
     ("analyze_suite", ["analyze", f"{data}/h200/bottleneck_suite_full.ncu-rep.zst"]),
     ("analyze_basic", ["analyze", f"{data}/h200/big_basic.ncu-rep.zst"]),
+    ("report_compiled_decode", ["report", "--trace",
+                                f"{data}/h200/trace_compiled_decode_vllm_steps.json.gz",
+                                f"{data}/h200/compiled_decode_full.ncu-rep.zst",
+                                "--gpus", f"{data}/h200/h200_calibration.json"]),
 ]
 failures = 0
 for name, args in cases:
@@ -44,7 +48,24 @@ for name, args in cases:
     rows = len(re.findall(r"<tr><td>\d+</td>", dom))
     ok = (rendered.returncode == 0 and not console and points == expected_points
           and rows == len(analysis["kernels"]) and "<svg" in dom)
-    print(f"{name}: {points} points (expected {expected_points}), {rows} rows, "
+    # With a trace, the fix list leads: one row per opportunity of the JSON, in its order, the
+    # first row's saving as the JSON has it; and the serving units where the steps carry them.
+    fix_note = ""
+    if "fix_list" in analysis:
+        fixes = analysis["fix_list"]["opportunities"]
+        table = re.search(r'<table id="fix-list">(.*?)</table>', dom, re.S)
+        fix_rows = re.findall(r"<tr title=[^>]*>(.*?)</tr>", table.group(1), re.S) if table else []
+        cells = [re.findall(r"<td[^>]*>(.*?)</td>", row, re.S) for row in fix_rows]
+        first_saving = fixes[0]["estimated_saving_us"] if fixes else None
+        ok = ok and table is not None and len(fix_rows) == len(fixes)
+        if first_saving is not None and cells:
+            shown, want = float(cells[0][8].replace(",", "")), first_saving / 1000
+            ok = ok and abs(shown - want) <= 0.005 * want + 0.0011  # printed to 3-4 figures
+        if analysis["fix_list"]["serving"]:
+            ok = ok and "In serving units" in dom and "tokens/s" in dom
+        ok = ok and dom.find('id="fix-list"') < dom.find('id="roofline"')
+        fix_note = f", fix list {len(fix_rows)} rows (JSON {len(fixes)})"
+    print(f"{name}: {points} points (expected {expected_points}), {rows} rows{fix_note}, "
           f"{len(console)} console messages{'' if ok else '  FAILED'}")
     for line in console[:5]:
         print("  " + line)

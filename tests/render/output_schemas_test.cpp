@@ -135,6 +135,32 @@ TEST_F(OutputSchemas, Report) {
   expect_refusals("report", kprof_json(runs[0]));
 }
 
+// kprof source --json: with line tables and SASS (two_kernels_full's k_stream_copy was built with
+// -lineinfo; the SASS from a stand-in replaying nvdisasm's H200 output), without either (the
+// bottleneck suite), and a kernel whose result has no per-PC counters (unavailable).
+TEST_F(OutputSchemas, Source) {
+  const std::string nvdisasm = std::string(KPROF_TESTS_DIR) + "/support/replay_nvdisasm.py";
+  std::vector<std::vector<std::string>> runs = {
+      {"source", "--json", "-k", ".", "--top", "3", "--nvdisasm", nvdisasm,
+       data_path("h200/two_kernels_full.ncu-rep.zst")},
+      {"source", "--json", "-k", ".", "--top", "2", "--no-sass",
+       data_path("h200/bottleneck_suite_full.ncu-rep.zst")},
+      {"source", "--json", "-k", "nvjet_sm90_tst_256x128", data_path("h200/big_min.ncu-rep.zst")}};
+  for (const auto& args : runs) expect_valid("source", kprof_json(args), args.back());
+  json with_lines = kprof_json(runs[0]);
+  ASSERT_FALSE(with_lines["kernels"].at(0)["lines"].empty());
+  EXPECT_TRUE(with_lines["kernels"].at(0)["hottest"].at(0)["line"].is_object());
+  EXPECT_TRUE(kprof_json(runs[2])["kernels"].at(0).contains("unavailable"));
+  expect_refusals("source", with_lines);
+  // One level further than expect_refusals goes: an instruction's fields.
+  json mistyped = with_lines;
+  mistyped["kernels"].at(0)["hottest"].at(0)["samples"] = "many";
+  EXPECT_NE(violation("source", mistyped), "");
+  json missing = with_lines;
+  missing["kernels"].at(0)["hottest"].at(0).erase("offset");
+  EXPECT_NE(violation("source", missing), "");
+}
+
 TEST_F(OutputSchemas, RankAndRankSteps) {
   for (const char* trace :
        {"trace_eager.json.gz", "nsys_decode_steps.sqlite", "tracer_graph_decode.json.gz",
@@ -342,6 +368,27 @@ TEST_F(OutputSchemas, DbQueries) {
   ASSERT_FALSE(facts.empty());
   expect_valid("db-facts", facts, "facts");
   expect_refusals("db-facts", facts);
+  // A fix list checked against two traces (the compiled decode against itself with its steps
+  // renamed: nothing realised), stored, listed.
+  std::string fixes = (dir_ / "fixes.json").string();
+  {
+    auto report = testing::run_process({KPROF_BINARY, "report", "--json", "--trace",
+                                        data_path("h200/trace_compiled_decode.json.gz"),
+                                        data_path("h200/compiled_decode_full.ncu-rep.zst")});
+    ASSERT_EQ(report.exit_code, 0) << report.err;
+    std::ofstream(fixes) << report.out;
+  }
+  json checked = kprof_json({"diff", "--json", data_path("h200/trace_compiled_decode.json.gz"),
+                             data_path("h200/trace_compiled_decode_vllm_steps.json.gz"),
+                             "--predicted", fixes, "--outcomes-db", db});
+  expect_valid("trace-diff", checked, "with --predicted");
+  ASSERT_TRUE(checked.contains("predicted"));
+  EXPECT_FALSE(checked["predicted"]["groups"].empty());
+  json outcomes = kprof_json({"db", "--db", db, "predictions", "--json"});
+  ASSERT_EQ(outcomes.size(), checked["predicted"]["groups"].size() + 1);  // + the step
+  EXPECT_EQ(outcomes.back()["kernel"], "(step)");
+  expect_valid("db-predictions", outcomes, "predictions");
+  expect_refusals("db-predictions", outcomes);
 }
 
 TEST_F(OutputSchemas, CommittedBundlesAndOneWrittenNow) {

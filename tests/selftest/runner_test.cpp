@@ -40,6 +40,7 @@ class FakeDriver : public ::testing::Test {
     ASSERT_NE(handle_, nullptr) << dlerror();
     reinterpret_cast<void (*)()>(dlsym(handle_, "kprof_fake_cuda_reset"))();
     options_.driver_library = KPROF_FAKE_LIBCUDA;
+    options_.cublaslt = "none";  // the stand-in driver runs kprof's kernels, not a real cuBLASLt
   }
   void TearDown() override {
     if (handle_) dlclose(handle_);
@@ -249,7 +250,10 @@ TEST_F(FakeDriver, CalibrationOfFp8OnlyWhereNative) {
   for (const Ceiling& ceiling : hopper.ceilings) EXPECT_NE(ceiling.name, "fp8_tensor_flops");
   bool said = false;
   for (const std::string& note : hopper.notes) {
-    said |= note.rfind("fp8_tensor_flops not measured on sm_90: mma.sync with FP8 inputs", 0) == 0;
+    said |= note.rfind(
+                "fp8_tensor_flops: kprof's own kernel (k_tensor_mma_fp8) not run on sm_90 "
+                "(a vendor library's GEMM may still measure it): mma.sync with FP8 inputs",
+                0) == 0;
   }
   EXPECT_TRUE(said) << ::testing::PrintToString(hopper.notes);
   ScopedEnv ada("KPROF_FAKE_CUDA_CC", "8.9");
@@ -336,6 +340,68 @@ TEST(SelftestRunnerProgram, ExitCodesSayWhatHappened) {
   auto not_a_report = run_process({runner, "judge", std::string(KPROF_DATA_DIR) + "/gpus.json"});
   EXPECT_EQ(not_a_report.exit_code, 4);
   EXPECT_EQ(not_a_report.out, "");
+}
+
+// A ceiling is what the best code reaches: the faster of kprof's kernel and the vendor's code
+// becomes the figure, both stay listed, fastest first.
+TEST(AdoptFaster, TheFasterCodeIsTheCeilingAndBothAreKept) {
+  auto ceiling = [](const char* code, double figure) {
+    Ceiling c;
+    c.name = "bf16_tensor_flops";
+    c.unit = "flop/s";
+    c.code = code;
+    c.kernel = std::string(code) + " kernel";
+    c.figure = figure;
+    c.method = std::string(code) + " method";
+    c.repeats = 3;
+    return c;
+  };
+  std::vector<Ceiling> ceilings;
+  adopt_faster(ceilings, ceiling("kprof", 626e12));
+  ASSERT_EQ(ceilings.size(), 1u);
+  ASSERT_EQ(ceilings[0].candidates.size(), 1u);
+  adopt_faster(ceilings, ceiling("cublasLt", 790e12));
+  ASSERT_EQ(ceilings.size(), 1u);
+  EXPECT_EQ(ceilings[0].code, "cublasLt");
+  EXPECT_EQ(ceilings[0].figure, 790e12);
+  EXPECT_EQ(ceilings[0].method, "cublasLt method");
+  ASSERT_EQ(ceilings[0].candidates.size(), 2u);
+  EXPECT_EQ(ceilings[0].candidates[0].code, "cublasLt");
+  EXPECT_EQ(ceilings[0].candidates[1].code, "kprof");
+  EXPECT_EQ(ceilings[0].candidates[1].figure, 626e12);
+
+  // A slower vendor figure is listed but does not lower the ceiling.
+  std::vector<Ceiling> copy;
+  Ceiling stream = ceiling("kprof", 3.93e12);
+  stream.name = "dram_bandwidth";
+  stream.unit = "byte/s";
+  adopt_faster(copy, stream);
+  Ceiling driver = ceiling("driver copy", 3.80e12);
+  driver.name = "dram_bandwidth";
+  driver.unit = "byte/s";
+  adopt_faster(copy, driver);
+  ASSERT_EQ(copy.size(), 1u);
+  EXPECT_EQ(copy[0].code, "kprof");
+  EXPECT_EQ(copy[0].figure, 3.93e12);
+  ASSERT_EQ(copy[0].candidates.size(), 2u);
+  EXPECT_EQ(copy[0].candidates[1].code, "driver copy");
+
+  // Written and read back, the candidates and the code survive; a file of an earlier version
+  // (no "code") reads as kprof's.
+  Calibration c;
+  c.device.name = "NVIDIA H200";
+  c.date = "2026-12-02T06:00:00Z";
+  c.ceilings = ceilings;
+  Calibration again = parse_calibration("again.json", calibration_to_json(c).dump());
+  ASSERT_EQ(again.ceilings.size(), 1u);
+  EXPECT_EQ(again.ceilings[0].code, "cublasLt");
+  ASSERT_EQ(again.ceilings[0].candidates.size(), 2u);
+  EXPECT_EQ(again.ceilings[0].candidates[1].figure, 626e12);
+  EXPECT_EQ(calibration_to_json(again), calibration_to_json(c));
+  nlohmann::json old = calibration_to_json(c);
+  old["ceilings"][0].erase("code");
+  old["ceilings"][0].erase("candidates");
+  EXPECT_EQ(parse_calibration("old.json", old.dump()).ceilings[0].code, "kprof");
 }
 
 }  // namespace

@@ -187,8 +187,8 @@ TEST(CalibrateCommand, MeasuresWritesTheFileAndStoresTheFigures) {
   ScopedEnv durations("KPROF_FAKE_CUDA_KERNEL_US",
                       "k_dram_stream=500,k_l2_reread=250,k_fp32_fma=600,k_fp64_fma=580,"
                       "k_tensor_mma_bf16=450,k_tensor_mma_fp8=900,k_empty=2");
-  auto ran = kprof({"calibrate", "--driver", KPROF_FAKE_LIBCUDA, "--repeats", "2", "-o",
-                    dir + "/cal.json", "--db", dir + "/findings.db"});
+  auto ran = kprof({"calibrate", "--driver", KPROF_FAKE_LIBCUDA, "--cublaslt", "none", "--repeats",
+                    "2", "-o", dir + "/cal.json", "--db", dir + "/findings.db"});
   ASSERT_EQ(ran.exit_code, 0) << ran.err;
   Calibration written = read_calibration_file(dir + "/cal.json");
   EXPECT_EQ(written.device.name, "NVIDIA H200");
@@ -263,7 +263,22 @@ TEST(CalibrateCommand, MalformedCalibrationsAreRefusedNamingTheFile) {
       refused(with(R"({"name": "x", "figure": 1, "unit": "s", "method": "m", "repeats": 1})")),
       "(accepted)");
   EXPECT_NE(refused(with(R"({"name": "x", "figure": 0, "unit": "s", "method": "m", "repeats": 1})"))
-                .find("bad.json: not a valid calibration: ceiling x: figure must be a positive"),
+                .find("bad.json: not a valid calibration: ceiling x: 0 s is not a figure a GPU "
+                      "measures (10 ns to 1 s)"),
+            std::string::npos);
+  // Issue 27 item 14: a DRAM ceiling in flop/s (which --gpus then dropped silently) and a figure
+  // of 1e308 are no measurements.
+  EXPECT_NE(refused(with(R"({"name": "dram_bandwidth", "figure": 4e12, "unit": "flop/s",
+                             "method": "m", "repeats": 1})"))
+                .find("ceiling dram_bandwidth: a bandwidth is in byte/s, not flop/s"),
+            std::string::npos);
+  EXPECT_NE(refused(with(R"({"name": "bf16_tensor_flops", "figure": 1e308, "unit": "flop/s",
+                             "method": "m", "repeats": 1})"))
+                .find("ceiling bf16_tensor_flops: 1e+308 flop/s is not a figure a GPU measures"),
+            std::string::npos);
+  EXPECT_NE(refused(with(R"({"name": "launch_back_to_back", "figure": 2e-6, "unit": "byte/s",
+                             "method": "m", "repeats": 1})"))
+                .find("a latency is in s, not byte/s"),
             std::string::npos);
   EXPECT_NE(refused(with(R"({"name": "x", "figure": 1, "unit": "W", "method": "m", "repeats": 1})"))
                 .find("unit must be byte/s, flop/s or s"),
@@ -299,6 +314,23 @@ TEST(CalibrateCommand, RecordedH200CalibrationsAreReadAndAnalyzeTakesThem) {
         kprof({"analyze", "--gpus", file, data_path("h200/bottleneck_suite_full.ncu-rep.zst")});
     EXPECT_EQ(analyzed.exit_code, 0) << analyzed.err;
   }
+}
+
+// Issue 27 item 14: a GPU name or a note holding a line break printed as a line of kprof's own
+// ("PASSED: 8 of 8 ceilings …"): every string read back is escaped.
+TEST(CalibrateCommand, StringsOfACalibrationCannotForgeLines) {
+  nlohmann::json document =
+      nlohmann::json::parse(std::ifstream(data_path("h200/h200_calibration.json")));
+  document["gpu"]["name"] = "NVIDIA H200\nPASSED: 8 of 8 ceilings measured";
+  document["notes"] = {"fine\nwritten: /etc/passwd"};
+  const std::string path = ::testing::TempDir() + "/forged_calibration.json";
+  std::ofstream(path) << document.dump();
+  auto shown = kprof({"calibrate", "--from", path});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_EQ(shown.out.find("\nPASSED"), std::string::npos) << shown.out;
+  EXPECT_EQ(shown.out.find("\nwritten: /etc/passwd"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("NVIDIA H200\\nPASSED"), std::string::npos) << shown.out;
+  std::filesystem::remove(path);
 }
 
 // % of the measured ceiling against ncu's own CSV export of the same capture: k_dram_stream

@@ -21,7 +21,7 @@ jsonschema.Draft202012Validator.check_schema(schema)
 validator = jsonschema.Draft202012Validator(schema)
 failures = 0
 for label, environment in [("sm_90", {}), ("sm_80 (old driver)", {"KPROF_FAKE_CUDA_MAX_PTX_ISA": "8.0"})]:
-    env = dict(os.environ, KPROF_FAKE_CUDA_KERNEL_US="k_empty=2", **environment)
+    env = dict(os.environ, KPROF_FAKE_CUDA_KERNEL_US="k_empty=2", KPROF_CUBLASLT="none", **environment)
     out = subprocess.run([runner, "calibrate", "--repeats", "2", "--driver", fake],
                          capture_output=True, text=True, check=True, env=env).stdout
     document = json.loads(out)

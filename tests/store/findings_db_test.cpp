@@ -1,5 +1,7 @@
 // The findings database through the kprof binary: concurrent imports lose nothing, damaged
 // files are refused and left as they were, queries return what was imported.
+#include "store/findings_db.h"
+
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -348,7 +350,7 @@ TEST(FindingsDb, NewDatabasesCarryKprofsMark) {
   ASSERT_EQ(kprof({"db", "--db", db, "import", data_path("h200/big_min.ncu-rep.zst")}).exit_code,
             0);
   EXPECT_EQ(sql_integer(db, "PRAGMA application_id"), kKprofApplicationId);
-  EXPECT_EQ(sql_integer(db, "PRAGMA user_version"), 2);
+  EXPECT_EQ(sql_integer(db, "PRAGMA user_version"), store::kSchemaVersion);
 }
 
 // Schema 2 adds measured_ceilings (kprof calibrate --db): a schema-1 database gets the table on
@@ -365,7 +367,7 @@ TEST(FindingsDb, ASchemaOneDatabaseIsMigratedToHoldMeasuredCeilings) {
   ASSERT_EQ(stored.exit_code, 0) << stored.err;
   EXPECT_NE(stored.out.find("stored: 5 ceilings in the findings database"), std::string::npos)
       << stored.out;
-  EXPECT_EQ(sql_integer(db, "PRAGMA user_version"), 2);
+  EXPECT_EQ(sql_integer(db, "PRAGMA user_version"), store::kSchemaVersion);
   EXPECT_EQ(sql_integer(db, "SELECT COUNT(*) FROM runs"), 1);
   EXPECT_EQ(sql_integer(db,
                         "SELECT COUNT(*) FROM measured_ceilings WHERE gpu = 'NVIDIA H200' "

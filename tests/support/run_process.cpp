@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <stdexcept>
 
@@ -16,7 +18,14 @@ namespace kprof::testing {
 
 namespace {
 
-ProcessResult run(const std::vector<std::string>& argv, const std::string* input) {
+struct Signalling {
+  const std::function<bool()>* when = nullptr;
+  int signal = 0;
+  double limit_s = 60;
+};
+
+ProcessResult run(const std::vector<std::string>& argv, const std::string* input,
+                  const Signalling& signalling = {}) {
   int out_pipe[2], err_pipe[2], in_pipe[2] = {-1, -1};
   if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
   if (input != nullptr && pipe(in_pipe) != 0) throw std::runtime_error("pipe failed");
@@ -60,8 +69,21 @@ ProcessResult run(const std::vector<std::string>& argv, const std::string* input
   }
   int open_count = 2;
   char buffer[65536];
+  bool signalled = false;
+  const auto began = std::chrono::steady_clock::now();
   while (open_count > 0) {
-    if (poll(fds, 3, -1) < 0) break;
+    if (signalling.when != nullptr) {
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+      if (!signalled && (*signalling.when)()) {
+        kill(pid, signalling.signal);
+        signalled = true;
+      }
+      if (elapsed > signalling.limit_s) kill(pid, SIGKILL);
+    }
+    int ready = poll(fds, 3, signalling.when != nullptr ? 50 : -1);
+    if (ready < 0) break;
+    if (ready == 0) continue;
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP))) continue;
       ssize_t n = read(fds[i].fd, buffer, sizeof buffer);
@@ -87,14 +109,21 @@ ProcessResult run(const std::vector<std::string>& argv, const std::string* input
   }
   if (fds[2].fd >= 0) close(fds[2].fd);
   int status = 0;
-  waitpid(pid, &status, 0);
+  rusage usage{};
+  wait4(pid, &status, 0, &usage);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.max_rss_kib = usage.ru_maxrss;
   return result;
 }
 
 }  // namespace
 
 ProcessResult run_process(const std::vector<std::string>& argv) { return run(argv, nullptr); }
+
+ProcessResult run_process_signalled(const std::vector<std::string>& argv,
+                                    const std::function<bool()>& when, int signal, double limit_s) {
+  return run(argv, nullptr, {&when, signal, limit_s});
+}
 
 ProcessResult run_process_with_input(const std::vector<std::string>& argv,
                                      const std::string& input) {

@@ -6,6 +6,7 @@
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@
 #include "importers/chrome_trace/chrome_trace_reader.h"
 #include "support/test_data.h"
 #include "timeline/interval_union.h"
+#include "timeline/step_budget.h"
 
 namespace kprof::timeline {
 namespace {
@@ -344,6 +346,58 @@ TEST(IntervalUnion, BoundedWindowIsExactInOrderAndALowerBoundOutOfOrder) {
   for (auto [s, e] : reversed) whole.add(s, e);
   EXPECT_EQ(whole.late_intervals(), 0u);
   EXPECT_NEAR(whole.length(), exact, 1e-6 * exact);
+}
+
+}  // namespace
+}  // namespace kprof::timeline
+
+namespace kprof::timeline {
+namespace {
+
+// Expert-parallel all-to-all is communication whatever its stage (issue 29): on a small trace in
+// the shape of DeepSeek-V3's published profile (DeepEP's internode dispatch, named as DeepEP's
+// source instantiates it, beside a MoE GEMM), rank and budget count the dispatch as
+// communication with the default stage table — the stage stays moe_dispatch — and its time
+// outside the GEMM as exposed. Expected figures by hand from the timestamps below.
+TEST(KernelRanking, ExpertParallelAllToAllIsCommunicationAndKeepsItsStage) {
+  const std::string dispatch =
+      "void deep_ep::internode::dispatch<false, 4, false, 7, 4>(int4*, float*, long*)";
+  std::string path = ::testing::TempDir() + "/deepep.json";
+  std::ofstream(path) << R"json({"traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0,
+     "dur": 200},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1,
+     "dur": 2, "args": {"correlation": 1}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 4,
+     "dur": 2, "args": {"correlation": 2}},
+    {"ph": "X", "cat": "kernel", "name": ")json" +
+                             dispatch + R"json(", "pid": 0, "tid": 7,
+     "ts": 10, "dur": 100, "args": {"device": 0, "stream": 7, "correlation": 1}},
+    {"ph": "X", "cat": "kernel", "name": "void fused_moe_kernel<128>(float*)", "pid": 0,
+     "tid": 8, "ts": 60, "dur": 80, "args": {"device": 0, "stream": 8, "correlation": 2}}
+  ]})json";
+  static const analysis::StageTable stages = analysis::load_stage_table();
+  ASSERT_EQ(stages.communication_kind(dispatch), analysis::CommunicationKind::kExpertParallel);
+  RankingBuilder builder(stages, true);
+  importers::read_chrome_trace(path, builder);
+  Ranking ranking = builder.finish();
+  ASSERT_EQ(ranking.devices.size(), 1u);
+  EXPECT_DOUBLE_EQ(ranking.devices[0].communication_us, 100);
+  // The dispatch runs 10–110, the GEMM 60–140: only 10–60 is communication alone.
+  EXPECT_DOUBLE_EQ(ranking.devices[0].exposed_communication_us, 50);
+  for (const KernelStats& k : ranking.kernels) {
+    if (k.name.find("deep_ep") != std::string::npos) {
+      EXPECT_EQ(k.stage, "moe_dispatch");
+      EXPECT_TRUE(k.communication);
+    } else {
+      EXPECT_FALSE(k.communication) << k.name;
+    }
+  }
+  BudgetBuilder budget_builder(&stages);
+  importers::read_chrome_trace(path, budget_builder);
+  Budget budget = budget_builder.finish("", {});
+  ASSERT_EQ(budget.steps.size(), 1u);
+  EXPECT_DOUBLE_EQ(budget.steps[0].exposed_communication_us, 50);
 }
 
 }  // namespace

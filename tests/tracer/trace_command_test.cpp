@@ -15,6 +15,7 @@
 
 #include "capture/tracer_run.h"
 #include "common/child_process.h"
+#include "support/run_process.h"
 #include "tracer/trace_file.h"
 
 namespace kprof::tracer {
@@ -263,6 +264,27 @@ TEST_F(TraceCommand, CtrlCStopsTheWholeProcessGroupAndListsWhatWasWritten) {
   for (int i = 0; i < 100 && alive(grandchild); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_FALSE(alive(grandchild));
+}
+
+// Issue 27 item 16: a closed terminal (SIGHUP) stops the traced program's whole process group,
+// as Ctrl-C does; before, kprof died and the program ran on.
+TEST_F(TraceCommand, AHangUpStopsTheTracedProgram) {
+  std::string pidfile = dir_ + "/hangup.pid";
+  auto result = kprof::testing::run_process_signalled(
+      {KPROF_BINARY, "trace", "-o", out_, "--tracer-lib", KPROF_TRACER_LIBRARY, "--", "python3",
+       "-c",
+       "import subprocess,sys,time\n"
+       "p=subprocess.Popen(['sleep','60'])\n"
+       "open(sys.argv[1],'w').write(str(p.pid))\n"
+       "time.sleep(60)\n",
+       pidfile},
+      [&] { return fs::exists(pidfile); }, SIGHUP);
+  EXPECT_EQ(result.exit_code, 8) << result.err;
+  pid_t grandchild = wait_for_pid(pidfile);
+  ASSERT_GT(grandchild, 0);
+  for (int i = 0; i < 100 && alive(grandchild); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(alive(grandchild)) << "the traced program outlived kprof's hang-up";
 }
 
 TEST_F(TraceCommand, AMissingLibraryIsNotReadyAndNothingRuns) {

@@ -9,7 +9,11 @@ processes of an nsys export do not), and every timestamp shifted so that its fir
 starts when the first trace's does (the two processes ran 0.6 s apart on one GPU; ranks of a
 tensor-parallel run step together). Nothing else: names, durations, order are the recording's.
 
-Usage: merge_two_devices.py A.json.gz B.json.gz OUT.json.gz
+With --same-ids the correlation and flow ids stay as each process numbered them (from 1, so
+the two repeat each other's), which is what ranks' traces merged by hand and every
+multi-process export look like: data/h200/merged_two_process_same_ids.json.gz.
+
+Usage: merge_two_devices.py [--same-ids] A.json.gz B.json.gz OUT.json.gz
 """
 import gzip
 import json
@@ -29,7 +33,7 @@ def first_step(events):
                if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
 
 
-def main(a_path, b_path, out_path):
+def main(a_path, b_path, out_path, offset=OFFSET):
     a, a_events = events(a_path)
     _, b_events = events(b_path)
     shift = first_step(a_events) - first_step(b_events)
@@ -40,23 +44,28 @@ def main(a_path, b_path, out_path):
             e["ts"] = e["ts"] + shift
         args = dict(e.get("args", {}))
         if "correlation" in args:
-            args["correlation"] += OFFSET
+            args["correlation"] += offset
         if "device" in args:
             args["device"] = 1
         if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation") or (
                 e.get("cat") == "ac2g" and e.get("pid") == 0):
             e["pid"] = 1
         if e.get("cat") == "ac2g" and "id" in e:
-            e["id"] += OFFSET
+            e["id"] += offset
         if args:
             e["args"] = args
         moved.append(e)
     a["traceEvents"] = a_events + moved
-    a["kprof_reconstruction"] = ("two processes' traces (tracer_two_process_a, _b) merged, the "
-                                 "second's GPU work on device 1: tools/traces/merge_two_devices.py")
+    a["kprof_reconstruction"] = (
+        "two processes' traces merged, the second's GPU work on device 1" +
+        (", correlation ids as each process numbered them" if offset == 0 else "") +
+        ": tools/traces/merge_two_devices.py")
     with gzip.open(out_path, "wt", compresslevel=9) as f:
         json.dump(a, f, separators=(",", ":"))
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    arguments = sys.argv[1:]
+    same_ids = "--same-ids" in arguments
+    arguments = [a for a in arguments if a != "--same-ids"]
+    main(*arguments[:3], offset=0 if same_ids else OFFSET)

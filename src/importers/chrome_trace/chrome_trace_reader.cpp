@@ -8,10 +8,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 
 #include "common/error.h"
@@ -61,6 +63,7 @@ class GzFileSource final : public ByteSource {
                        fmt::format("cannot open: {}", std::strerror(errno)));
     }
     gzbuffer(file_, 1 << 20);
+    file_size_ = static_cast<std::uint64_t>(info.st_size);
   }
   ~GzFileSource() override { gzclose(file_); }
 
@@ -79,6 +82,13 @@ class GzFileSource final : public ByteSource {
     if (from_stdin_ && first_read_)
       check_stdin_head(std::string_view(into, static_cast<size_t>(n)));
     first_read_ = false;
+    // gzip is held to zstd's bound: a few hundred KB that expand to gigabytes are refused once
+    // they pass it (stdin's compressed size is what was read of it so far).
+    decompressed_ += static_cast<std::uint64_t>(n);
+    if (!gzdirect(file_)) {
+      const auto read_so_far = static_cast<std::uint64_t>(std::max<z_off_t>(0, gzoffset(file_)));
+      check_decompressed_size(path_, "gzip", std::max(file_size_, read_so_far), decompressed_);
+    }
     return static_cast<size_t>(n);
   }
 
@@ -108,6 +118,8 @@ class GzFileSource final : public ByteSource {
   gzFile file_ = nullptr;
   bool from_stdin_ = false;
   bool first_read_ = true;
+  std::uint64_t file_size_ = 0;  // of a file (compressed); stdin: 0
+  std::uint64_t decompressed_ = 0;
 };
 
 class MemorySource final : public ByteSource {
@@ -129,6 +141,42 @@ class MemorySource final : public ByteSource {
 };
 
 constexpr int kEnd = -1;
+// No profiler writes an event this large (the longest seen, a cpu_op with thousands of input
+// shapes, is tens of KB): one is skipped under the time rule's warning, never held, so a small
+// compressed trace cannot make kprof hold gigabytes for one name.
+constexpr size_t kMaxEventBytes = 16u << 20;
+
+// A value's JSON text as a message quotes it: trimmed, at most 40 bytes, safe for a terminal.
+std::string quoted_token(std::string_view token) {
+  while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' ||
+                            token.back() == '\t')) {
+    token.remove_suffix(1);
+  }
+  constexpr size_t kMaxQuoted = 40;
+  std::string text = to_valid_utf8(token.substr(0, kMaxQuoted));
+  if (token.size() > kMaxQuoted) text += "…";
+  return escape_for_terminal(text);
+}
+
+// PyTorch 1.8/1.9 wrote capitalised categories ("Kernel", "Runtime", "Memcpy", "Memset",
+// "Operator"); every consumer compares the modern names, so they are mapped on reading, as the
+// TensorBoard plugin maps them (pytorch/kineto tb_plugin, profiler/trace.py EventTypeMap). Views
+// of static strings; anything else is returned as given.
+std::string_view modern_category(std::string_view category) {
+  if (category == "Kernel") return "kernel";
+  if (category == "Runtime" || category == "runtime") return "cuda_runtime";
+  if (category == "Memcpy" || category == "memcpy") return "gpu_memcpy";
+  if (category == "Memset" || category == "memset") return "gpu_memset";
+  if (category == "Operator" || category == "operator") return "cpu_op";
+  return category;
+}
+
+bool is_legacy_operator(std::string_view category) {
+  return category == "Operator" || category == "operator";
+}
+
+// The 1.8/1.9 trace has no user_annotation: torch.profiler's step ranges are operators.
+bool is_step_operator(std::string_view name) { return name.rfind("ProfilerStep#", 0) == 0; }
 
 bool is_hex(char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
@@ -188,6 +236,7 @@ class Scanner {
     int c = peek();
     if (c == '[') {
       next();
+      top_level_array_ = true;
       read_events();
     } else if (c == '{') {
       next();
@@ -197,14 +246,82 @@ class Scanner {
                      : "not a Chrome trace: expected a JSON object or array");
     }
     skip_space();
+    // Nsight Systems' own JSON export is one protobuf message per line ({"type": "String", …}
+    // {"Type": …}); its layout changes between releases, its SQLite export's does not.
+    if (!saw_events_ && (peek() == '{' || saw_export_key_)) {
+      throw_invalid(path_, InputPosition::byte(0),
+                    "an Nsight Systems JSON export (one JSON object per line), not a Chrome "
+                    "trace: give kprof the SQLite export instead (`nsys export --type sqlite "
+                    "REPORT.nsys-rep`)");
+    }
     if (peek() != kEnd) fail("unexpected text after the end of the trace");
     if (!saw_events_) fail("no \"traceEvents\" array in this JSON: not a profiler trace");
     stats_.bytes = offset();
+    describe_format();
     return stats_;
   }
 
  private:
   std::uint64_t offset() const { return consumed_ + position_; }
+
+  // Categories are counted (a handful of distinct ones per trace; a hostile file's thousands of
+  // made-up ones stop being counted at kMaxCategories) to tell what a file without GPU work is.
+  void count_category(std::string_view category) {
+    if (last_category_ < categories_.size() && categories_[last_category_].first == category) {
+      ++categories_[last_category_].second;
+      return;
+    }
+    for (std::size_t i = 0; i < categories_.size(); ++i) {
+      if (categories_[i].first == category) {
+        ++categories_[i].second;
+        last_category_ = i;
+        return;
+      }
+    }
+    constexpr std::size_t kMaxCategories = 64;
+    if (categories_.size() < kMaxCategories) {
+      categories_.emplace_back(std::string(category), 1);
+      last_category_ = categories_.size() - 1;
+    }
+  }
+  std::uint64_t category_count(std::string_view category) const {
+    for (const auto& [name, count] : categories_) {
+      if (name == category) return count;
+    }
+    return 0;
+  }
+
+  void describe_format() {
+    const std::uint64_t kernels = category_count("kernel") + category_count("Kernel");
+    if (top_level_array_) {
+      stats_.format = "Chrome trace (a JSON array of events)";
+    } else if (!schema_version_.empty()) {
+      stats_.format = "Kineto trace, schemaVersion " + schema_version_;
+    } else {
+      stats_.format = "Chrome trace";
+    }
+    if (stats_.legacy_categories) {
+      stats_.format += " (PyTorch 1.8/1.9 categories: Kernel, Runtime, Operator, Memcpy, Memset)";
+    }
+    if (kernels != 0) return;
+    // nsightful and nsys2json convert an Nsight Systems export into an array of events whose
+    // categories are "cuda" (kernels), "cuda_api" and "nvtx"/"nvtx-kernel".
+    if (category_count("cuda") + category_count("cuda_api") != 0) {
+      stats_.not_a_timeline =
+          "a Chrome-JSON conversion of an Nsight Systems export (nsightful or nsys2json: "
+          "categories \"cuda\", \"cuda_api\", \"nvtx\"), whose kernels carry no stream, "
+          "device or launch correlation: give kprof the SQLite export it was made from (`nsys "
+          "export --type sqlite REPORT.nsys-rep`)";
+    } else if (category_count("cuda_profiler_range") != 0) {
+      // libkineto's CuptiRangeProfiler: one event per kernel holding counter values, its times
+      // made up ("split the total span up per range"), never recorded with kernel activity.
+      stats_.not_a_timeline =
+          "a CUPTI counter-range trace (Kineto's cuda_profiler_range activity, as HTA's counter "
+          "analysis records): per-kernel counter values on synthetic times, not a timeline; "
+          "record a trace with CUDA activities for kprof rank and budget, or give kprof "
+          "analyze an ncu report for counters";
+    }
+  }
 
   [[noreturn]] void fail(const std::string& message) const {
     throw_invalid(path_, InputPosition::byte(offset()), message);
@@ -212,7 +329,12 @@ class Scanner {
 
   bool refill() {
     if (capturing_) {  // keep the part of the event being captured that this buffer holds
-      spill_.append(buffer_.data() + capture_start_, length_ - capture_start_);
+      if (spill_.size() + (length_ - capture_start_) > kMaxEventBytes) {
+        oversized_ = true;  // the rest is skipped, not kept
+        std::string().swap(spill_);
+      } else if (!oversized_) {
+        spill_.append(buffer_.data() + capture_start_, length_ - capture_start_);
+      }
       capture_start_ = 0;
     }
     consumed_ += length_;
@@ -368,7 +490,22 @@ class Scanner {
       if (key == "traceEvents") {
         expect('[', "the traceEvents array");
         read_events();
+      } else if (key == "schemaVersion" || key == "deviceProperties") {
+        skip_space();
+        std::string_view text = capture_value();
+        if (key == "schemaVersion") {
+          // A number (1) or a string ("1.0.1"); shown without JSON's quotes.
+          std::string_view version = text;
+          while (!version.empty() && std::isspace(static_cast<unsigned char>(version.back())))
+            version.remove_suffix(1);
+          if (version.size() >= 2 && version.front() == '"' && version.back() == '"')
+            version = version.substr(1, version.size() - 2);
+          schema_version_ = quoted_token(version);
+        } else if (!text.empty()) {
+          read_device_properties(text);
+        }
       } else {
+        if (key == "type" || key == "Type" || key == "data") saw_export_key_ = true;
         skip_value();
       }
       skip_space();
@@ -393,27 +530,81 @@ class Scanner {
       if (peek() != '{')
         fail(peek() == kEnd ? "truncated: the trace ends inside traceEvents"
                             : "expected an event object in traceEvents");
-      // Capture the event without copying it when it lies within one buffer (nearly always).
-      spill_.clear();
-      capturing_ = true;
-      capture_start_ = position_;
-      skip_value();
-      capturing_ = false;
-      std::string_view text;
-      if (spill_.empty()) {
-        text = std::string_view(buffer_.data() + capture_start_, position_ - capture_start_);
-      } else {
-        spill_.append(buffer_.data() + capture_start_, position_ - capture_start_);
-        text = spill_;
+      std::string_view text = capture_value();
+      if (oversized_) {
+        skip_oversized(start);
+        if (!next_event()) return;
+        continue;
       }
       parse_event(start, text);
-      skip_space();
-      int c = next();
-      if (c == ']') return;
-      if (c != ',')
-        fail(c == kEnd ? "truncated: the trace ends inside traceEvents"
-                       : "expected ',' or ']' between events");
+      if (!next_event()) return;
     }
+  }
+
+  // The next value's text, without copying it when it lies within one buffer (nearly always);
+  // empty, with oversized_ set, past kMaxEventBytes. Valid until the next read.
+  std::string_view capture_value() {
+    spill_.clear();
+    oversized_ = false;
+    capturing_ = true;
+    capture_start_ = position_;
+    skip_value();
+    capturing_ = false;
+    if (oversized_) return {};
+    if (spill_.empty()) {
+      return std::string_view(buffer_.data() + capture_start_, position_ - capture_start_);
+    }
+    spill_.append(buffer_.data() + capture_start_, position_ - capture_start_);
+    return spill_;
+  }
+
+  // Kineto's top-level "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-40GB", …}, …].
+  // Only the ids and names are kept (trace diff warns when two traces ran on different GPUs); a
+  // shape that is not this is ignored, as the rest of the top level is.
+  void read_device_properties(std::string_view text) {
+    event_text_.assign(text);
+    size_t size = event_text_.size();
+    event_text_.append(simdjson::SIMDJSON_PADDING, ' ');
+    try {
+      simdjson::ondemand::document document =
+          parser_.iterate(event_text_.data(), size, event_text_.size());
+      simdjson::ondemand::array devices;
+      if (document.get_array().get(devices) != simdjson::SUCCESS) return;
+      for (auto element : devices) {
+        simdjson::ondemand::object device;
+        if (element.get_object().get(device) != simdjson::SUCCESS) continue;
+        std::optional<std::int64_t> id;
+        std::string name;
+        for (auto field : device) {
+          std::string_view key = field.unescaped_key();
+          simdjson::ondemand::value value = field.value();
+          std::string_view text_value;
+          if (key == "id") {
+            id = integer(value);
+          } else if (key == "name" && value.get_string().get(text_value) == simdjson::SUCCESS) {
+            name = to_valid_utf8(text_value.substr(0, 200));
+          }
+        }
+        if (id && !name.empty()) stats_.device_names.emplace_back(*id, std::move(name));
+      }
+    } catch (const simdjson::simdjson_error&) {
+      stats_.device_names.clear();  // a malformed deviceProperties costs only the GPU names
+    }
+  }
+
+  // After an event: true when another follows, false at the end of traceEvents.
+  bool next_event() {
+    skip_space();
+    int c = next();
+    if (c == ']') return false;
+    if (c != ',')
+      fail(c == kEnd ? "truncated: the trace ends inside traceEvents"
+                     : "expected ',' or ']' between events");
+    return true;
+  }
+
+  void skip_oversized(std::uint64_t start) {
+    if (stats_.oversized_events++ == 0) stats_.first_oversized_at = start;
   }
 
   static std::optional<std::int64_t> integer(simdjson::ondemand::value value) {
@@ -537,7 +728,7 @@ class Scanner {
 
   // Applies the time rule; false when the event is skipped (and counted).
   bool plausible(std::uint64_t start, std::string_view name, double ts, double dur) {
-    std::string reason = implausible_time(ts, dur);
+    std::string reason = time_problem_.empty() ? implausible_time(ts, dur) : time_problem_;
     if (reason.empty()) return true;
     if (stats_.skipped_events++ == 0) {
       stats_.first_skipped = name.empty() ? fmt::format("at byte {}: {}", start, reason)
@@ -550,7 +741,11 @@ class Scanner {
   void parse_event(std::uint64_t start, std::string_view text) {
     std::string_view phase, category;
     double ts = 0, dur = 0;
-    if (quick_fields(text, phase, category, ts, dur) && !sink_.wants_category(category)) {
+    const bool quick = quick_fields(text, phase, category, ts, dur);
+    if (quick) count_category(category);
+    // An Operator of the 1.8/1.9 trace may be its step range (a user_annotation once mapped).
+    if (quick && !sink_.wants_category(modern_category(category)) &&
+        !(is_legacy_operator(category) && sink_.wants_category("user_annotation"))) {
       if (phase != "X") {
         ++stats_.other_events;
       } else if (plausible(start, {}, ts, dur)) {
@@ -561,18 +756,35 @@ class Scanner {
     }
     TraceEvent event;
     bool complete = false;
+    time_problem_.clear();
     simdjson::error_code error = parse_full(text, event, complete);
     if (error == simdjson::UTF8_ERROR || error == simdjson::STRING_ERROR) {
       // Bytes that are not UTF-8 (names as the program spelled them) or lone surrogate escapes:
       // the event is kept with U+FFFD in their place, so every output can print its name.
       event = TraceEvent{};
       complete = false;
+      time_problem_.clear();
       repaired_text_ = replace_lone_surrogate_escapes(to_valid_utf8(text));
       error = parse_full(repaired_text_, event, complete);
     }
     if (error) {
       throw_invalid(path_, InputPosition::byte(start),
                     fmt::format("malformed trace event: {}", simdjson::error_message(error)));
+    }
+    if (!quick) count_category(event.category);
+    std::string_view modern = modern_category(event.category);
+    if (modern.data() != event.category.data()) {
+      if (complete) stats_.legacy_categories = true;
+      if (is_legacy_operator(event.category) && is_step_operator(event.name)) {
+        modern = "user_annotation";
+      }
+      event.category = modern;
+    }
+    // Kineto's GPU rows carry the device as their pid; every other row, its process.
+    if (event.category != "kernel" && event.category != "gpu_memcpy" &&
+        event.category != "gpu_memset" && event.category != "gpu_user_annotation" &&
+        event.category != "cuda_sync") {
+      event.process = event.pid;
     }
     if (!complete) {
       ++stats_.other_events;
@@ -600,10 +812,15 @@ class Scanner {
           event.category = value.get_string();
         } else if (key == "name") {
           event.name = value.get_string();
-        } else if (key == "ts") {
-          event.timestamp_us = value.get_double();
-        } else if (key == "dur") {
-          event.duration_us = value.get_double();
+        } else if (key == "ts" || key == "dur") {
+          // A time that is not a finite JSON number (a string, 1e400) skips this event under
+          // the time rule, never the whole trace.
+          double& time = key == "ts" ? event.timestamp_us : event.duration_us;
+          if (value.get_double().get(time) != simdjson::SUCCESS) {
+            time = std::numeric_limits<double>::quiet_NaN();
+            time_problem_ = fmt::format("\"{}\" is not a finite number ({})", key,
+                                        quoted_token(value.raw_json_token()));
+          }
         } else if (key == "pid") {
           event.pid = integer(value).value_or(-1);
         } else if (key == "tid") {
@@ -637,6 +854,8 @@ class Scanner {
               read_dim3(v, event.grid);
             else if (is("block"))
               read_dim3(v, event.block);
+            else if (is("kernel") && v.get_string().get(event.launched_kernel) != simdjson::SUCCESS)
+              event.launched_kernel = {};
           }
         }
       }
@@ -655,15 +874,29 @@ class Scanner {
   std::uint64_t consumed_ = 0;
   std::string event_text_;
   std::string repaired_text_;
-  std::string spill_;  // an event that straddles two buffers
+  std::string time_problem_;  // why this event's "ts" or "dur" could not be read, if so
+  std::string spill_;         // an event that straddles two buffers
   bool capturing_ = false;
+  bool oversized_ = false;  // the event being captured passed kMaxEventBytes
   size_t capture_start_ = 0;
   simdjson::ondemand::parser parser_;
   TraceReadStats stats_;
   bool saw_events_ = false;
+  bool top_level_array_ = false;
+  bool saw_export_key_ = false;  // a top-level key of Nsight Systems' JSON export
+  std::string schema_version_;
+  std::vector<std::pair<std::string, std::uint64_t>> categories_;
+  std::size_t last_category_ = 0;
 };
 
 }  // namespace
+
+std::string_view ChromeTraceReader::looks_like(std::string_view head) const {
+  if (head.size() >= 2 && head[0] == '\x1f' && head[1] == '\x8b') {
+    return "gzip-compressed, as profiler traces are (.json.gz)";
+  }
+  return looks_like_chrome_trace(head) ? "JSON, as profiler traces are (Chrome trace format)" : "";
+}
 
 bool looks_like_chrome_trace(std::string_view head) {
   for (char c : head) {

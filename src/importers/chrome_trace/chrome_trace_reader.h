@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "importers/chrome_trace/structural_scan.h"
+#include "importers/common/trace_reader.h"
 #include "importers/common/trace_sink.h"
 
 namespace kprof::importers {
@@ -33,5 +34,19 @@ TraceReadStats read_chrome_trace_bytes(const std::string& path, std::string_view
 // True when the first bytes look like a Chrome trace (a JSON object or array); gzip is sniffed
 // by the caller.
 bool looks_like_chrome_trace(std::string_view head);
+
+// The format in the registry (importers/common/trace_reader.h): .json or .json.gz, stdin too.
+class ChromeTraceReader final : public TraceReader {
+ public:
+  std::string_view name() const override { return "chrome-trace"; }
+  std::string_view describes() const override {
+    return "a PyTorch profiler trace (Chrome trace JSON, .json or .json.gz)";
+  }
+  std::string_view looks_like(std::string_view head) const override;
+  bool reads_stdin() const override { return true; }
+  TraceReadStats read(const std::string& path, TraceEventSink& sink) const override {
+    return read_chrome_trace(path, sink);
+  }
+};
 
 }  // namespace kprof::importers

@@ -3,32 +3,47 @@
 #include <fstream>
 
 #include "common/file_bytes.h"
-#include "importers/chrome_trace/chrome_trace_reader.h"
-#include "importers/nsys_sqlite/nsys_sqlite_reader.h"
+#include "importers/common/trace_reader.h"
 
 namespace kprof::importers {
+namespace {
 
-bool looks_like_trace_file(const std::string& path) {
-  if (is_stdin_path(path)) return false;
+// What the registry's readers are told by: the first bytes of the file as stored.
+std::string head_of(const std::string& path) {
   char head[256] = {};
   std::ifstream in(path, std::ios::binary);
   in.read(head, sizeof head);
-  std::string_view bytes(head, static_cast<size_t>(in.gcount()));
-  if (bytes.size() >= 2 && bytes[0] == '\x1f' && bytes[1] == '\x8b') return true;
-  return looks_like_sqlite(bytes) || looks_like_chrome_trace(bytes);
+  return std::string(head, static_cast<size_t>(in.gcount()));
+}
+
+// The reader that streams stdin (stdin cannot be looked at first and read again).
+const TraceReader& stdin_reader() {
+  for (const TraceReader* reader : all_trace_readers()) {
+    if (reader->reads_stdin()) return *reader;
+  }
+  return *all_trace_readers().back();
+}
+
+}  // namespace
+
+bool looks_like_trace_file(const std::string& path) {
+  if (is_stdin_path(path)) return false;
+  const std::string head = head_of(path);
+  for (const TraceReader* reader : all_trace_readers()) {
+    if (!reader->looks_like(head).empty()) return true;
+  }
+  return false;
 }
 
 TraceReadStats read_trace(const std::string& path, TraceEventSink& sink) {
-  // stdin cannot be looked at first and read again: the Chrome trace reader streams it and
-  // refuses an Nsight Systems export there.
-  if (is_stdin_path(path)) return read_chrome_trace(path, sink);
-  char head[16] = {};
-  std::ifstream in(path, std::ios::binary);
-  in.read(head, sizeof head);
-  if (looks_like_sqlite(std::string_view(head, static_cast<size_t>(in.gcount())))) {
-    return read_nsys_sqlite(path, sink);
+  // stdin: the Chrome trace reader streams it, and refuses an Nsight Systems export there.
+  if (is_stdin_path(path)) return stdin_reader().read(path, sink);
+  const std::string head = head_of(path);
+  for (const TraceReader* reader : all_trace_readers()) {
+    if (!reader->looks_like(head).empty()) return reader->read(path, sink);
   }
-  return read_chrome_trace(path, sink);
+  // Nothing recognises it: the most lenient reader says what is wrong with it.
+  return all_trace_readers().back()->read(path, sink);
 }
 
 }  // namespace kprof::importers

@@ -1,5 +1,5 @@
-// Reading a trace whatever its format: the reader is picked by content (SQLite magic: an Nsight
-// Systems export; else Chrome trace JSON, .gz or not).
+// Reading a trace whatever its format: the reader is picked by content from the registry
+// (importers/common/trace_reader.h).
 #pragma once
 
 #include <string>

@@ -13,16 +13,25 @@ namespace kprof::importers {
 // the sink call; the name is valid UTF-8 (bytes that are not, and lone \u surrogates, become
 // U+FFFD).
 struct TraceEvent {
-  std::string_view category;  // kernel, gpu_memcpy, gpu_memset, cuda_runtime, cuda_driver,
-                              // user_annotation, gpu_user_annotation, cpu_op, …
+  // kernel, gpu_memcpy, gpu_memset, cuda_runtime, cuda_driver, cuda_sync, user_annotation,
+  // gpu_user_annotation, cpu_op, … — the modern Kineto names whatever the trace's age (readers map
+  // PyTorch 1.8/1.9's Kernel, Runtime, Memcpy, Memset and Operator onto them).
+  std::string_view category;
   std::string_view name;
   double timestamp_us = 0;
   double duration_us = 0;
   std::int64_t pid = 0;
   std::int64_t tid = 0;
+  // The OS process that ran the event (a CPU row) or launched it (GPU work), where the trace
+  // says: a Chrome trace's GPU rows carry the device as their pid and leave it unset; every row
+  // of an Nsight Systems export has it. Correlation ids are numbered per process.
+  std::optional<std::int64_t> process;
   std::optional<std::int64_t> device, stream, correlation, external_id, graph_id;
   std::optional<std::uint64_t> graph_node_id;  // CUPTI's uint64, read exactly (not via double)
   std::optional<double> registers_per_thread, shared_memory;
+  // The kernel a launch call launched, where the runtime event names it (HIP's "kernel" arg; CUDA
+  // runtime events do not): what ties a captured launch to a replayed graph node by name.
+  std::string_view launched_kernel;
   std::optional<std::int64_t> grid[3], block[3];
 };
 

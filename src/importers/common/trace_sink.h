@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "importers/common/trace_event.h"
 
@@ -27,6 +29,21 @@ struct TraceReadStats {
   // events; the first of them described (where, which, why) for the warning.
   std::uint64_t skipped_events = 0;
   std::string first_skipped;
+  // Events larger than any profiler writes (16 MiB), skipped without being held; the first's
+  // byte offset.
+  std::uint64_t oversized_events = 0;
+  std::uint64_t first_oversized_at = 0;
+  // What the file was read as, for the user: "Kineto trace, schemaVersion 1", "Nsight Systems
+  // SQLite export, schema 3.25.0 (nsys 2026.2.1.210)"; whether the trace's categories were the
+  // PyTorch 1.8/1.9 ones (Kernel, Runtime, Operator…), read through the map.
+  std::string format;
+  bool legacy_categories = false;
+  // The GPUs the trace describes (Kineto's deviceProperties, nsys's TARGET_INFO_GPU), by id.
+  std::vector<std::pair<std::int64_t, std::string>> device_names;
+  // Set when the file is JSON of events but not a profiler timeline (an Nsight Systems export
+  // converted to Chrome JSON, a CUPTI counter-range trace): what it is and what to give instead,
+  // for the message that would otherwise ask whether CUDA was recorded.
+  std::string not_a_timeline;
 };
 
 }  // namespace kprof::importers

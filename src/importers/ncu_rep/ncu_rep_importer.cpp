@@ -9,10 +9,13 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <thread>
 
 #include "common/error.h"
+#include "common/file_bytes.h"
+#include "common/redact.h"
 #include "common/text.h"
 #include "importers/ncu_rep/ncu_report_wire.pb.h"
 #include "importers/ncu_rep/profiler_command_line.h"
@@ -305,6 +308,97 @@ bool read_metric(std::string_view bytes, bool with_instances, DecodedMetric& met
   return true;
 }
 
+// One source entry (SourceData, ProfilerReportCommon.proto): 1 Reference, 4 Binary (the
+// module's cubin), 5 SassLevel, 6 CudaSmVersion, 9 RelocationData {1 Functions: repeated
+// RelocationSymbolEntry {1 SymbolName, 2 Address, 3 SymbolIndex}}; Code, Intermediate and
+// SourceFiles (2, 3, 8) were absent from every report seen and are skipped. The cubin is a view
+// into the entry (megabytes: no copy for a parser), its offset in the entry kept for messages.
+struct WireSource {
+  std::uint64_t reference = 0;
+  std::string_view binary;
+  size_t binary_at = 0;
+  bool has_binary = false;
+  std::uint32_t sass_level = 0;
+  std::uint32_t sm_version = 0;
+  std::vector<model::ModuleFunction> functions;
+};
+
+bool read_relocation_entry(CodedInputStream& in, model::ModuleFunction& function) {
+  CodedInputStream::Limit limit;
+  if (!enter(in, limit)) return false;
+  while (std::uint32_t tag = in.ReadTag()) {
+    switch (tag) {
+      case tag_of(1, WireFormatLite::WIRETYPE_LENGTH_DELIMITED):
+        if (!WireFormatLite::ReadString(&in, &function.name)) return false;
+        break;
+      case tag_of(2, WireFormatLite::WIRETYPE_VARINT): {
+        std::uint64_t address = 0;
+        if (!in.ReadVarint64(&address)) return false;
+        function.address = address;
+        break;
+      }
+      case tag_of(3, WireFormatLite::WIRETYPE_VARINT): {
+        std::uint32_t index = 0;
+        if (!in.ReadVarint32(&index)) return false;
+        function.symbol_index = index;
+        break;
+      }
+      default:
+        if (!WireFormatLite::SkipField(&in, tag)) return false;
+    }
+  }
+  return leave(in, limit);
+}
+
+bool read_relocations(CodedInputStream& in, std::vector<model::ModuleFunction>& functions) {
+  CodedInputStream::Limit limit;
+  if (!enter(in, limit)) return false;
+  while (std::uint32_t tag = in.ReadTag()) {
+    if (tag == tag_of(1, WireFormatLite::WIRETYPE_LENGTH_DELIMITED)) {
+      model::ModuleFunction function;
+      if (!read_relocation_entry(in, function)) return false;
+      functions.push_back(std::move(function));
+    } else if (!WireFormatLite::SkipField(&in, tag)) {  // 2 Objects: empty in every report seen
+      return false;
+    }
+  }
+  return leave(in, limit);
+}
+
+bool read_source_entry(std::string_view bytes, WireSource& source) {
+  CodedInputStream in(reinterpret_cast<const std::uint8_t*>(bytes.data()),
+                      static_cast<int>(bytes.size()));
+  in.PushLimit(static_cast<int>(bytes.size()));
+  while (std::uint32_t tag = in.ReadTag()) {
+    switch (tag) {
+      case tag_of(1, WireFormatLite::WIRETYPE_VARINT):
+        if (!in.ReadVarint64(&source.reference)) return false;
+        break;
+      case tag_of(4, WireFormatLite::WIRETYPE_LENGTH_DELIMITED): {
+        int size = 0;
+        if (!in.ReadVarintSizeAsInt(&size) || size > in.BytesUntilLimit()) return false;
+        source.binary_at = static_cast<size_t>(in.CurrentPosition());
+        source.binary = bytes.substr(source.binary_at, static_cast<size_t>(size));
+        source.has_binary = true;
+        if (!in.Skip(size)) return false;
+        break;
+      }
+      case tag_of(5, WireFormatLite::WIRETYPE_VARINT):
+        if (!in.ReadVarint32(&source.sass_level)) return false;
+        break;
+      case tag_of(6, WireFormatLite::WIRETYPE_VARINT):
+        if (!in.ReadVarint32(&source.sm_version)) return false;
+        break;
+      case tag_of(9, WireFormatLite::WIRETYPE_LENGTH_DELIMITED):
+        if (!read_relocations(in, source.functions)) return false;
+        break;
+      default:
+        if (!WireFormatLite::SkipField(&in, tag)) return false;
+    }
+  }
+  return in.ConsumedEntireMessage();
+}
+
 bool is_declared_in_kernel_result(int field) {
   switch (field) {
     case 1:
@@ -316,6 +410,7 @@ bool is_declared_in_kernel_result(int field) {
     case 10:
     case 11:
     case 14:
+    case 15:
     case 19:
     case 20:
     case 22:
@@ -391,6 +486,9 @@ model::Kernel decode_kernel(const std::string& path, const ResultContext& contex
   kernel.demangled_name = result.demangled_name();
   kernel.grid = {result.grid().x(), result.grid().y(), result.grid().z()};
   kernel.block = {result.block().x(), result.block().y(), result.block().z()};
+  if (result.has_source() && result.source().has_reference()) {
+    kernel.source_reference = result.source().reference();
+  }
   kernel.metrics.reserve(metric_bytes.size());
   // A malformed message anywhere in the result is reported before a metric naming a string
   // that does not exist, as when the whole result was parsed first.
@@ -403,6 +501,12 @@ model::Kernel decode_kernel(const std::string& path, const ResultContext& contex
       continue;
     }
     if (!decoded.value) continue;  // no aggregate recorded: the metric is missing, not zero
+    if (!options.instances && options.instances_of &&
+        options.instances_of(strings[decoded.name_id].str())) {
+      // Read again with its instances: a few metrics of thousands, so the others are spared.
+      decoded = DecodedMetric{};
+      if (!read_metric(bytes, true, decoded)) throw_corrupted_result(path, context);
+    }
     model::Metric metric;
     metric.name = strings[decoded.name_id];
     metric.value = std::move(*decoded.value);
@@ -496,6 +600,33 @@ class ReportBuilder {
 
   void add_kernel(model::Kernel kernel) { report_.kernels.push_back(std::move(kernel)); }
 
+  // A module's source entry, merged by reference: a module recurs in later blocks without its
+  // cubin, listing the functions loaded since (some entries name a function not loaded yet, with
+  // no address). The first cubin is kept; a function takes its first recorded address.
+  void add_source(const WireSource& source, size_t entry_offset) {
+    model::SourceModule& module = modules_[source.reference];
+    module.reference = source.reference;
+    if (source.has_binary && module.binary.empty()) {
+      module.binary.assign(source.binary);
+      module.binary_offset = entry_offset + source.binary_at;
+    }
+    if (source.sm_version != 0) module.sm_version = source.sm_version;
+    if (source.sass_level != 0) module.sass_level = source.sass_level;
+    for (const model::ModuleFunction& function : source.functions) {
+      auto known =
+          std::find_if(module.functions.begin(), module.functions.end(),
+                       [&](const model::ModuleFunction& f) { return f.name == function.name; });
+      if (known == module.functions.end()) {
+        module.functions.push_back(function);
+        continue;
+      }
+      if (!known->address) known->address = function.address;
+      if (!known->symbol_index) known->symbol_index = function.symbol_index;
+    }
+  }
+
+  void keep_modules() { report_.modules_read = true; }
+
   const std::vector<model::MetricName>& strings() const { return strings_; }
 
   model::Report finish() {
@@ -513,6 +644,7 @@ class ReportBuilder {
     report_.session.settings = std::move(from_line);
     std::sort(report_.devices.begin(), report_.devices.end(),
               [](const model::Device& a, const model::Device& b) { return a.id < b.id; });
+    for (auto& [reference, module] : modules_) report_.modules.push_back(std::move(module));
     return std::move(report_);
   }
 
@@ -544,7 +676,10 @@ class ReportBuilder {
         session.ncu_version = version.version();
       }
     }
-    if (wire.has_profiler_command_line()) session.command_line = wire.profiler_command_line();
+    // The program's own arguments follow ncu's: a server's --api-key is kept out of every output.
+    if (wire.has_profiler_command_line()) {
+      session.command_line = redact_secrets(wire.profiler_command_line());
+    }
     if (wire.has_profiler_settings()) stored_settings_ = wire.profiler_settings();
     for (const ncu_wire::DeviceAttributes& wire_device : wire.devices()) {
       model::Device device;
@@ -615,6 +750,7 @@ class ReportBuilder {
   model::Process current_process_;
   bool have_process_ = false;
   std::optional<ncu_wire::ProfilerSettings> stored_settings_;
+  std::map<std::uint64_t, model::SourceModule> modules_;  // by reference, as the model holds them
 };
 
 // The blocks after the file header: block headers into the builder, kernel results located
@@ -623,7 +759,8 @@ class ReportBuilder {
 // needed again until its results are decoded.
 void walk_container(const std::string& path, std::string_view bytes, Cursor& cursor,
                     ReportBuilder& builder, std::vector<ResultContext>& results,
-                    const std::function<void(std::string_view)>& done_with) {
+                    const ImportOptions& options) {
+  const std::function<void(std::string_view)>& done_with = options.done_with;
   while (!cursor.at_end()) {
     size_t block_offset = cursor.offset();
     std::string_view block_bytes = cursor.take_entry("a block header");
@@ -637,12 +774,21 @@ void walk_container(const std::string& path, std::string_view bytes, Cursor& cur
     auto entry_offset = [&] { return payload_offset + entries.offset(); };
     for (std::uint32_t i = 0; i < header.num_sources(); ++i) {
       size_t at = entry_offset();
+      std::string_view entry;
       try {
-        entries.take_entry("a source entry");
+        entry = entries.take_entry("a source entry");
       } catch (const InputError&) {
         throw_invalid(path, InputPosition::byte(at),
                       "truncated block: a source entry runs past the end of its block");
       }
+      if (!options.sources) continue;  // a module's cubin: only `kprof source` reads it
+      WireSource source;
+      if (!read_source_entry(entry, source)) {
+        throw_invalid(path, InputPosition::byte(at + 4),
+                      fmt::format("corrupted source entry: the {} bytes are not a valid message",
+                                  entry.size()));
+      }
+      builder.add_source(source, at + 4);
     }
     for (std::uint32_t i = 0; i < header.num_results(); ++i) {
       size_t at = entry_offset();
@@ -720,6 +866,22 @@ class DecodedFront {
   size_t released_ = 0;
 };
 
+// What a report of a format version kprof does not know left out, for its one warning line.
+std::string unknown_version_note(std::uint32_t version, const std::string& written_by,
+                                 size_t undecoded, const std::string& rest_skipped) {
+  std::string note = fmt::format(
+      "report format version {}{} is {} the version {} kprof knows (Nsight Compute 2023.x to "
+      "2025.3.x): read with version {}'s schema, the fields it does not know ignored",
+      version, written_by.empty() ? "" : " (written by Nsight Compute " + written_by + ")",
+      version > kKnownVersion ? "newer than" : "older than", kKnownVersion, kKnownVersion);
+  if (undecoded != 0) {
+    note += fmt::format(", {} kernel result{} that did not decode skipped", undecoded,
+                        undecoded == 1 ? "" : "s");
+  }
+  if (!rest_skipped.empty()) note += ", " + rest_skipped;
+  return note;
+}
+
 }  // namespace
 
 bool NcuRepImporter::recognizes(std::string_view head) const {
@@ -731,21 +893,42 @@ model::Report NcuRepImporter::parse(const std::string& path, std::string_view by
   if (!recognizes(bytes)) {
     throw_invalid(path, InputPosition::byte(0), "not an Nsight Compute report: missing \"NVR\\0\"");
   }
-  Cursor cursor(path, bytes);
-  cursor.take(kMagic.size(), "the magic");
+  Cursor head(path, bytes);
+  head.take(kMagic.size(), "the magic");
   ReportBuilder builder(path);
 
-  size_t header_offset = cursor.offset();
-  std::string_view header_bytes = cursor.take_entry("the file header");
+  size_t header_offset = head.offset();
+  std::string_view header_bytes = head.take_entry("the file header");
   ncu_wire::FileHeader file_header;
   parse_or_throw(file_header, header_bytes, path, header_offset, "file header");
-  if (file_header.version() != kKnownVersion) {
-    throw_invalid(path, InputPosition::byte(header_offset),
-                  fmt::format("report format version {} is not supported (kprof reads version "
-                              "{}, written by Nsight Compute 2023.x-2025.x)",
-                              file_header.version(), kKnownVersion));
-  }
+  // A version kprof does not know is read with version 7's schema as far as it goes (issue 30:
+  // a newer ncu must not leave the user with nothing): protobuf skips the fields it does not
+  // declare, a kernel result that does not decode is skipped and counted, and the first block
+  // the container walk cannot read ends the walk; the report's format_note says all of it.
+  // A known version keeps every error an error.
+  const bool known = file_header.version() == kKnownVersion;
   builder.set_version(file_header.version());
+  if (options.sources) builder.keep_modules();
+
+  // .ncu-repz (ncu 2025.4+). NVIDIA documents "a new ncu-repz file format for zstd compressed
+  // report files" (https://docs.nvidia.com/nsight-compute/ReleaseNotes/topics/updates-2025-4.html)
+  // and no byte framing. kprof infers two and reads both, told apart by content, never by name:
+  // (1) the whole .ncu-rep in zstd frames — common/file_bytes decompresses that before any
+  // importer sees it (the zstd magic 28 b5 2f fd first); (2) the magic and file header plain,
+  // the blocks after them in zstd frames (one or several, concatenated) — decompressed here.
+  // Both are tested on fixtures made by compressing real 2025.3.1 reports of data/h200 that way
+  // (tests/importers/ncu_repz_test.cpp); no 2025.4 report was available to check either against.
+  // Offsets in later errors are in the decompressed report.
+  const size_t body = head.offset();
+  std::string decompressed;
+  if (has_zstd_magic(bytes.substr(body))) {
+    decompressed.reserve(body);
+    decompressed.append(bytes.substr(0, body));
+    decompressed += zstd_decompress(path, bytes.substr(body));
+    bytes = decompressed;
+  }
+  Cursor cursor(path, bytes);
+  cursor.take(body, "the file header");
 
   if (cursor.at_end()) {
     throw_invalid(path, InputPosition::byte(cursor.offset()),
@@ -757,10 +940,13 @@ model::Report NcuRepImporter::parse(const std::string& path, std::string_view by
   // the first error in file order is the one reported, as a reader going front to back would.
   std::vector<ResultContext> results;
   std::exception_ptr container_error;
+  std::string rest_skipped;  // what the note says of a walk that stopped
   try {
-    walk_container(path, bytes, cursor, builder, results, options.done_with);
-  } catch (const InputError&) {
+    walk_container(path, bytes, cursor, builder, results, options);
+  } catch (const InputError& error) {
     container_error = std::current_exception();
+    rest_skipped =
+        fmt::format("the rest from {} skipped ({})", error.position().describe(), error.message());
   }
   std::vector<model::Kernel> kernels(results.size());
   std::vector<std::exception_ptr> errors(results.size());
@@ -774,12 +960,23 @@ model::Report NcuRepImporter::parse(const std::string& path, std::string_view by
     if (options.done_with) options.done_with(results[i].bytes);
     front.finished(i);
   });
-  for (const std::exception_ptr& error : errors) {
-    if (error) std::rethrow_exception(error);
+  size_t undecoded = 0;
+  for (size_t i = 0; i < errors.size(); ++i) {
+    if (!errors[i]) continue;
+    if (known) std::rethrow_exception(errors[i]);
+    ++undecoded;
   }
-  if (container_error) std::rethrow_exception(container_error);
-  for (model::Kernel& kernel : kernels) builder.add_kernel(std::move(kernel));
-  return builder.finish();
+  if (container_error && known) std::rethrow_exception(container_error);
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    if (!errors[i]) builder.add_kernel(std::move(kernels[i]));
+  }
+  model::Report report = builder.finish();
+  if (!known) {
+    // The session's tool versions decode with the known schema too: the ncu that wrote it.
+    report.format_note = unknown_version_note(file_header.version(), report.session.ncu_version,
+                                              undecoded, rest_skipped);
+  }
+  return report;
 }
 
 }  // namespace kprof::importers

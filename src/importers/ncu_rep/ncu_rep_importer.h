@@ -2,8 +2,10 @@
 //
 // Container (version 7): "NVR\0", uint32 length + FileHeader, then blocks of
 // uint32 length + BlockHeader followed by PayloadSize bytes holding NumSources source entries
-// (cubin/SASS, skipped unparsed), NumResults kernel results, then range, command-list and graph
-// results; each entry is uint32 length + message. All integers little-endian.
+// (a CUDA module's cubin and where its functions were loaded: framing checked, decoded only with
+// ImportOptions::sources, into model::Report::modules), NumResults kernel results, then range,
+// command-list and graph results; each entry is uint32 length + message. All integers
+// little-endian.
 #pragma once
 
 #include "importers/importer.h"

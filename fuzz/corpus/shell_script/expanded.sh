@@ -1,0 +1,1 @@
+vllm serve m --port $PORT --api-key "${KEY}" --gpu-memory-utilization `cat u`

@@ -1,0 +1,1 @@
+(exec trtllm-serve m --port "80"'01')>log # --port 9000

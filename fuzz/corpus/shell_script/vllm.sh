@@ -1,0 +1,1 @@
+cd /app && exec vllm serve m --port 8000 --api-key sk-1; echo done

@@ -1,0 +1,258 @@
+#include "pipeline/analyze.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "analysis/analysis_tables.h"
+#include "analysis/kernel_summary.h"
+#include "common/file_bytes.h"
+#include "common/text.h"
+#include "common/utf8.h"
+#include "hardware/gpu_specs.h"
+#include "importers/common/read_trace.h"
+#include "pipeline/reports.h"
+#include "render/fix_list_render.h"
+#include "render/html_report.h"
+#include "render/report_json.h"
+#include "render/report_text.h"
+#include "render/table.h"
+#include "render/trace_render.h"
+#include "render/verdict_render.h"
+#include "timeline/fix_list.h"
+#include "timeline/step_budget.h"
+#include "timeline/trace_join.h"
+
+namespace kprof::pipeline {
+namespace {
+
+std::vector<size_t> ordered(const model::Report& report, std::vector<size_t> selected,
+                            const std::string& sort) {
+  if (sort == "duration") {
+    std::stable_sort(selected.begin(), selected.end(), [&](size_t a, size_t b) {
+      return report.kernels[a].number("gpu__time_duration.sum").value_or(-1) >
+             report.kernels[b].number("gpu__time_duration.sum").value_or(-1);
+    });
+  }
+  return selected;
+}
+
+// Verdicts for the selected kernels of loaded reports, in the requested order, and their text
+// table (one per report): shared by run_analyze and the bundles of capture and k8s.
+struct AnalyzedReports {
+  std::vector<render::AnalyzedKernel> kernels;
+  std::vector<const model::Report*> reports;
+  std::string table;
+};
+
+AnalyzedReports analyze_loaded(const std::vector<model::Report>& reports,
+                               const std::vector<std::vector<size_t>>& selected,
+                               const AnalyzeOptions& options,
+                               const analysis::AnalysisConfig& config,
+                               const std::optional<timeline::TraceTimeIndex>& trace) {
+  AnalyzedReports result;
+  std::vector<render::AnalyzedKernel>& analyzed = result.kernels;
+  std::vector<const model::Report*>& report_list = result.reports;
+  std::string& text = result.table;
+  for (size_t r = 0; r < reports.size(); ++r) {
+    const model::Report& report = reports[r];
+    report_list.push_back(&report);
+    std::vector<render::AnalyzedKernel> these;
+    for (size_t i : ordered(report, selected[r], options.sort)) {
+      render::AnalyzedKernel k{&report, &report.kernels[i],
+                               analysis::analyze_kernel(report, report.kernels[i], config), false,
+                               std::nullopt};
+      if (trace) {
+        k.joined = true;
+        k.share = trace->share_of(report.kernels[i]);
+      }
+      these.push_back(std::move(k));
+    }
+    if (options.sort == "pipeline") {
+      std::stable_sort(these.begin(), these.end(), [](const auto& a, const auto& b) {
+        double x = a.share ? a.share->fraction_of_pipeline : -1;
+        double y = b.share ? b.share->fraction_of_pipeline : -1;
+        return x > y;
+      });
+    }
+    if (!options.json && !options.csv) {
+      if (r != 0) text += "\n";
+      text += render::report_header(report, these.size());
+      text += these.empty() && report.kernels.empty()
+                  ? render::no_kernel_results_text(report)
+                  : render::verdict_table(these, options.thresholds, options.name_width);
+    }
+    analyzed.insert(analyzed.end(), std::make_move_iterator(these.begin()),
+                    std::make_move_iterator(these.end()));
+  }
+  return result;
+}
+
+// One reading of a trace for two sinks: the trace time index and the step budget (for the fix
+// list's per-step figures). A sink that does not want a category gets its events as spans.
+class TeeSink final : public importers::TraceEventSink {
+ public:
+  TeeSink(importers::TraceEventSink& first, importers::TraceEventSink& second)
+      : first_(first), second_(second) {}
+  void on_event(const importers::TraceEvent& event) override {
+    for (importers::TraceEventSink* sink : {&first_, &second_}) {
+      if (sink->wants_category(event.category)) {
+        sink->on_event(event);
+      } else {
+        sink->on_span(event.timestamp_us, event.duration_us);
+      }
+    }
+  }
+  bool wants_category(std::string_view category) const override {
+    return first_.wants_category(category) || second_.wants_category(category);
+  }
+  void on_span(double timestamp_us, double duration_us) override {
+    first_.on_span(timestamp_us, duration_us);
+    second_.on_span(timestamp_us, duration_us);
+  }
+
+ private:
+  importers::TraceEventSink& first_;
+  importers::TraceEventSink& second_;
+};
+
+// The fix list of the joined launches, with the trace's steps where kprof budget finds some.
+timeline::FixList fix_list_of(const std::vector<render::AnalyzedKernel>& analyzed,
+                              const timeline::TraceTimeIndex& trace,
+                              const timeline::Budget& budget) {
+  std::vector<timeline::CapturedLaunch> launches;
+  for (const render::AnalyzedKernel& k : analyzed) {
+    launches.push_back({k.kernel, &k.verdict, k.share, k.report ? k.report->path : ""});
+  }
+  std::uint64_t steps = 0;
+  double step_us = 0;
+  std::vector<std::string> step_names;
+  bool whole_trace = budget.steps.size() == 1 && budget.steps.front().source == "whole trace";
+  if (!whole_trace && !budget.steps.empty()) {
+    for (const timeline::StepBudget& step : budget.steps) {
+      if (step.verdict == timeline::StepVerdict::kGraphCapture) continue;
+      ++steps;
+      step_us += step.gpu_span_us;
+      step_names.push_back(step.name);
+    }
+    if (steps > 0) step_us /= static_cast<double>(steps);
+  }
+  timeline::FixList list = timeline::build_fix_list(launches, trace.gpu_span_us(), steps, step_us);
+  list.serving = timeline::serving_units(step_names, list);
+  return list;
+}
+
+// A join that found none of the captured kernels in the trace answers nothing (a trace of
+// another workload, or captures of another program).
+void require_some_in_trace(const std::vector<render::AnalyzedKernel>& analyzed,
+                           const std::vector<std::string>& report_paths,
+                           const std::string& trace_path, const timeline::TraceTimeIndex& trace) {
+  if (std::any_of(analyzed.begin(), analyzed.end(), [](const auto& k) { return k.share; })) return;
+  throw NothingSelected(
+      render::nothing_joined(analyzed, report_paths, trace_path, trace.longest_kernels(3)));
+}
+
+}  // namespace
+
+Answer analyze(const AnalyzeOptions& options, const std::vector<std::string>& argv) {
+  Answer output;
+  if (options.json + options.csv + options.summary + !options.html_path.empty() > 1) {
+    throw UsageError("--json, --csv, --summary and --html are alternatives; give one");
+  }
+  std::unique_ptr<RE2> kernel_filter;
+  if (!options.kernel_regex.empty()) {
+    kernel_filter = compile_user_regex(options.kernel_regex, "--kernel");
+  }
+  analysis::AnalysisTables tables = analysis::load_analysis_tables(
+      options.gpus_path, options.stages_path, options.expectations_path);
+  analysis::AnalysisConfig config = tables.config(options.thresholds);
+
+  std::vector<model::Report> reports =
+      load_reports(options.paths, for_analysis(), ReadPolicy{options.fallback_ncu});
+  output.notes += reading_notes(reports);
+  std::vector<std::vector<size_t>> selected;
+  for (const auto& report : reports)
+    selected.push_back(select_kernels(report, kernel_filter.get()));
+  if (kernel_filter) require_some_selected(reports, selected, options.kernel_regex);
+
+  if (options.summary) {
+    std::vector<std::vector<size_t>> orders;
+    for (size_t r = 0; r < reports.size(); ++r) {
+      orders.push_back(ordered(reports[r], selected[r], options.sort));
+    }
+    output.out = render::summary_text(reports, orders, options.name_width);
+    return output;
+  }
+  std::optional<timeline::TraceTimeIndex> trace;
+  timeline::BudgetBuilder steps_of_trace;
+  if (!options.trace_path.empty()) {
+    trace.emplace();
+    TeeSink both(*trace, steps_of_trace);
+    render::TraceSource source{options.trace_path, argv,
+                               importers::read_trace(options.trace_path, both)};
+    output.notes += render::trace_warnings(source);
+    if (trace->gpu_span_us() <= 0) {
+      throw InputError(ExitCode::kInputInvalid, options.trace_path, InputPosition::none(),
+                       "no GPU events in this trace: nothing to join the captures to");
+    }
+  }
+  AnalyzedReports result = analyze_loaded(reports, selected, options, config, trace);
+  std::optional<timeline::FixList> fixes;
+  if (trace) {
+    require_some_in_trace(result.kernels, options.paths, options.trace_path, *trace);
+    if (options.fix_list)
+      fixes = fix_list_of(result.kernels, *trace, steps_of_trace.finish("", {}));
+  }
+  std::vector<render::AnalyzedKernel>& analyzed = result.kernels;
+  std::vector<const model::Report*>& report_list = result.reports;
+  std::string& text = result.table;
+  // With a trace the answer is the fix list; the per-launch verdicts follow on request.
+  if (fixes && !options.json && !options.csv) {
+    text = render::fix_list_text(*fixes, options.top, options.name_width) +
+           (options.per_launch ? "\n" + text : "");
+  }
+  if (!options.html_path.empty()) {
+    std::string page = render::html_report(analyzed, report_list, config, options.trace_path,
+                                           fixes ? &*fixes : nullptr);
+    if (options.html_path == "-") {  // the page on standard output: `--html - > page.html`
+      output.out = std::move(page);
+      return output;
+    }
+    write_file_atomically(options.html_path, page);
+    size_t plotted = std::count_if(analyzed.begin(), analyzed.end(),
+                                   [](const auto& k) { return render::on_roofline(k.verdict); });
+    output.out = fmt::format("wrote {}: {} kernels, {} on the roofline\n",
+                             escape_for_terminal(options.html_path), analyzed.size(), plotted);
+  } else if (options.json) {
+    nlohmann::json answer = render::verdict_json(analyzed, report_list, config, argv);
+    if (fixes) answer["fix_list"] = render::fix_list_json(*fixes);
+    output.out = render::json_text(answer);
+  } else if (options.csv) {
+    output.out = render::verdict_csv(analyzed, options.thresholds);
+  } else {
+    output.out = std::move(text);
+  }
+  return output;
+}
+
+std::optional<BundleAnalysis> analyze_for_bundle(const std::string& report_path) try {
+  AnalyzeOptions options;
+  options.paths = {report_path};
+  analysis::AnalysisTables tables = analysis::load_analysis_tables("", "", "");
+  analysis::AnalysisConfig config = tables.config(options.thresholds);
+  std::vector<model::Report> reports = load_reports(options.paths, for_analysis());
+  std::vector<std::vector<size_t>> selected = {select_kernels(reports.front(), nullptr)};
+  AnalyzedReports analyzed = analyze_loaded(reports, selected, options, config, std::nullopt);
+  BundleAnalysis bundle;
+  bundle.table = analyzed.table;
+  bundle.json =
+      render::json_text(render::verdict_json(analyzed.kernels, analyzed.reports, config, {}));
+  bundle.report = std::move(reports.front());
+  return bundle;
+} catch (const NothingSelected&) {
+  return std::nullopt;
+}
+
+}  // namespace kprof::pipeline

@@ -1,0 +1,221 @@
+#include "pipeline/diff.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "analysis/analysis_tables.h"
+#include "common/file_bytes.h"
+#include "common/text.h"
+#include "common/utf8.h"
+#include "importers/common/read_trace.h"
+#include "pipeline/reports.h"
+#include "render/diff_render.h"
+#include "render/report_json.h"
+#include "render/trace_diff_render.h"
+#include "store/findings_db.h"
+#include "timeline/prediction_check.h"
+#include "timeline/trace_diff.h"
+
+namespace kprof::pipeline {
+namespace {
+
+timeline::TraceProfile read_profile(const std::string& path, const analysis::StageTable& stages,
+                                    const std::string& step_regex,
+                                    importers::TraceReadStats* stats) {
+  timeline::TraceProfileBuilder builder(stages);
+  *stats = importers::read_trace(path, builder);
+  try {
+    timeline::TraceProfile profile = builder.finish(step_regex);
+    if (profile.gpu_events == 0) {
+      throw InputError(ExitCode::kInputInvalid, path, InputPosition::none(),
+                       stats->not_a_timeline.empty()
+                           ? "no GPU events (kernel, gpu_memcpy, gpu_memset): was the profiler "
+                             "run with CUDA activities?"
+                           : "no GPU activity kprof can account: " + stats->not_a_timeline);
+    }
+    return profile;
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(error.what());
+  }
+}
+
+// "2 × NVIDIA H200", "NVIDIA A100-SXM4-40GB, Tesla V100": the GPUs a trace names, by kind.
+std::string gpu_names(const importers::TraceReadStats& stats) {
+  std::vector<std::pair<std::string, int>> kinds;
+  for (const auto& device : stats.device_names) {
+    const std::string& name = device.second;
+    auto found = std::find_if(kinds.begin(), kinds.end(),
+                              [&](const auto& kind) { return kind.first == name; });
+    if (found == kinds.end())
+      kinds.emplace_back(name, 1);
+    else
+      ++found->second;
+  }
+  std::string text;
+  for (const auto& [name, count] : kinds) {
+    if (!text.empty()) text += ", ";
+    text += count > 1 ? fmt::format("{} × {}", count, escape_for_terminal(name))
+                      : escape_for_terminal(name);
+  }
+  return text;
+}
+
+std::vector<store::PredictionOutcomeRow> outcome_rows(const timeline::PredictionCheck& check,
+                                                      const DiffOptions& options) {
+  std::vector<store::PredictionOutcomeRow> rows;
+  std::string now = utc_time();
+  auto row = [&]() {
+    store::PredictionOutcomeRow r;
+    r.checked_at = now;
+    r.prediction = options.predicted_path;
+    r.before_trace = options.baseline;
+    r.after_trace = options.candidate;
+    return r;
+  };
+  for (const timeline::GroupOutcome& g : check.groups) {
+    store::PredictionOutcomeRow r = row();
+    r.kernel = g.predicted.kernel;
+    r.grid = g.predicted.grid;
+    r.block = g.predicted.block;
+    r.bound_by = g.predicted.bound_by;
+    r.predicted_us_per_step = g.predicted.saving_us_per_step;
+    r.before_us_per_step = g.before_us_per_step;
+    r.after_us_per_step = g.after_us_per_step;
+    r.realised_us_per_step = g.realised_us_per_step();
+    r.improved_step_did_not = g.improved_step_did_not;
+    rows.push_back(std::move(r));
+  }
+  store::PredictionOutcomeRow step = row();
+  step.kernel = "(step)";
+  step.predicted_us_per_step = check.predicted_step_saving_us;
+  step.before_us_per_step = check.before_step_us;
+  step.after_us_per_step = check.after_step_us;
+  step.realised_us_per_step = check.realised_step_saving_us();
+  step.improved_step_did_not = check.kernels_improved_step_did_not;
+  rows.push_back(std::move(step));
+  return rows;
+}
+
+ExitCode trace_diff(const DiffOptions& options, const std::vector<std::string>& argv,
+                    Answer& output) {
+  // The prediction and the database first: a wrong file fails before two traces are read.
+  std::optional<timeline::Prediction> prediction;
+  if (!options.predicted_path.empty()) {
+    prediction = timeline::parse_prediction(options.predicted_path,
+                                            read_input_file(options.predicted_path).bytes);
+  }
+  std::optional<store::FindingsDb> outcomes;
+  if (!options.outcomes_db.empty()) {
+    if (!prediction) throw UsageError("--outcomes-db stores what --predicted checks: give both");
+    outcomes.emplace(options.outcomes_db, store::FindingsDb::Access::kWrite);
+  }
+  analysis::StageTable stages = analysis::load_stage_table();
+  importers::TraceReadStats before_stats, after_stats;
+  timeline::TraceProfile before =
+      read_profile(options.baseline, stages, options.step_regex, &before_stats);
+  timeline::TraceProfile after =
+      read_profile(options.candidate, stages, options.step_regex, &after_stats);
+  timeline::TraceDiffOptions diff_options{options.alpha, options.diff.threshold_pct,
+                                          options.step_regex};
+  timeline::TraceDiff diff = timeline::diff_traces(before, after, diff_options);
+  ExitCode code = diff.regressed() && !options.no_fail ? ExitCode::kRegression : ExitCode::kOk;
+  std::optional<timeline::PredictionCheck> check;
+  if (prediction) check = timeline::check_prediction(*prediction, before, after, diff);
+  if (options.json) {
+    nlohmann::json answer =
+        render::trace_diff_json(diff, options.baseline, options.candidate, diff_options, argv);
+    if (check) answer["predicted"] = render::prediction_json(*check, *prediction);
+    output.out = render::json_text(answer);
+  } else {
+    output.out = render::trace_diff_text(diff, options.baseline, options.candidate, diff_options,
+                                         options.top, options.name_width);
+    if (check) {
+      output.out +=
+          "\n" + render::prediction_text(*check, *prediction, options.top, options.name_width);
+    }
+  }
+  if (outcomes) {
+    std::size_t stored = outcomes->store_prediction_outcomes(outcome_rows(*check, options));
+    output.notes += fmt::format("kprof: stored {} outcomes in {}\n", stored,
+                                escape_for_terminal(options.outcomes_db));
+  }
+  // Two traces of different GPUs (HTA's trace-diff sample: an A100 baseline, a V100 test) differ
+  // by the hardware as much as by any change; said, not refused, as comparing GPUs is a use.
+  std::string gpus_before = gpu_names(before_stats), gpus_after = gpu_names(after_stats);
+  if (!gpus_before.empty() && !gpus_after.empty() && gpus_before != gpus_after) {
+    output.notes += fmt::format(
+        "kprof: warning: the traces ran on different GPUs ({}: {}; {}: {}): their differences "
+        "include the hardware's\n",
+        options.baseline, gpus_before, options.candidate, gpus_after);
+  }
+  if (code == ExitCode::kRegression && !options.json) {
+    output.notes += fmt::format("kprof: the step regressed by {:.1f}% (exit {})\n",
+                                *diff.step.change_pct, static_cast<int>(code));
+  }
+  return code;
+}
+
+}  // namespace
+
+Answer diff(const DiffOptions& options, const std::vector<std::string>& argv) {
+  Answer output;
+  if (options.db_path.empty()) {
+    bool before_trace = importers::looks_like_trace_file(options.baseline);
+    bool after_trace = importers::looks_like_trace_file(options.candidate);
+    if (before_trace && after_trace) {
+      output.code = trace_diff(options, argv, output);
+      return output;
+    }
+    if (before_trace != after_trace) {
+      throw UsageError(
+          fmt::format("{} is a {} and {} a {}: diff compares two captures or two traces",
+                      options.baseline, before_trace ? "trace" : "capture", options.candidate,
+                      after_trace ? "trace" : "capture"));
+    }
+  }
+  if (!options.predicted_path.empty() || !options.outcomes_db.empty()) {
+    throw UsageError(
+        "--predicted and --outcomes-db compare two traces (BEFORE AFTER) with a fix list, not "
+        "two captures");
+  }
+  std::vector<model::Report> reports;
+  if (options.db_path.empty()) {
+    reports = load_reports({options.baseline, options.candidate}, for_analysis());
+  } else {
+    store::FindingsDb db(options.db_path);
+    for (const std::string& run : {options.baseline, options.candidate}) {
+      auto id = parse_uint(run);
+      if (!id)
+        throw UsageError("with --db, BASELINE and CANDIDATE are run ids, not \"" + run + "\"");
+      reports.push_back(db.load_run(static_cast<std::int64_t>(*id)));
+    }
+  }
+  analysis::AnalysisTables tables = analysis::load_analysis_tables();
+  analysis::AnalysisConfig config = tables.config();
+  analysis::CaptureDiff diff =
+      analysis::diff_captures(reports[0], reports[1], options.diff, config);
+  if (diff.in_both == 0) {
+    throw NothingSelected(render::nothing_in_common(
+        diff, options.db_path.empty() ? options.baseline : "run " + options.baseline,
+        options.db_path.empty() ? options.candidate : "run " + options.candidate));
+  }
+  ExitCode code = diff.regressed() && !options.no_fail ? ExitCode::kRegression : ExitCode::kOk;
+  output.out = options.json ? render::json_text(render::diff_json(
+                                  diff, options.baseline, options.candidate, options.diff, argv))
+                            : render::diff_text(diff, options.baseline, options.candidate,
+                                                options.diff, options.name_width);
+  if (code == ExitCode::kRegression && !options.json) {
+    output.notes =
+        diff.regressions > 0
+            ? fmt::format("kprof: {} kernel{} regressed (exit {})\n", diff.regressions,
+                          diff.regressions == 1 ? "" : "s", static_cast<int>(code))
+            : fmt::format("kprof: the time-weighted total regressed by {:.1f}% (exit {})\n",
+                          *diff.overall.change_pct, static_cast<int>(code));
+  }
+  output.code = code;
+  return output;
+}
+
+}  // namespace kprof::pipeline

@@ -1,0 +1,163 @@
+#include "pipeline/reports.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+#include "common/child_process.h"
+#include "common/error.h"
+#include "common/file_bytes.h"
+#include "common/ncu_locator.h"
+#include "common/text.h"
+#include "common/utf8.h"
+#include "importers/importer.h"
+
+namespace kprof::pipeline {
+
+// An evidence bundle is a folder holding one capture; accept it wherever a report is expected.
+static std::string report_in(const std::string& path) {
+  if (is_stdin_path(path)) return path;
+  std::error_code error;
+  if (!std::filesystem::is_directory(path, error)) return path;
+  std::vector<std::string> found;
+  for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
+    std::string name = entry.path().filename().string();
+    for (const char* suffix : {".ncu-rep", ".ncu-rep.zst", ".ncu-repz"}) {
+      if (name.size() > std::strlen(suffix) &&
+          name.compare(name.size() - std::strlen(suffix), std::string::npos, suffix) == 0) {
+        found.push_back(entry.path().string());
+      }
+    }
+  }
+  if (found.size() != 1) {
+    throw InputError(ExitCode::kInputUnreadable, path, InputPosition::none(),
+                     found.empty() ? "a folder without an .ncu-rep report in it"
+                                   : "a folder with several .ncu-rep reports: name one");
+  }
+  return found.front();
+}
+
+// The report as ncu itself exports it (`ncu --import PATH --csv --page raw`), read by the CSV
+// importer: for a format version kprof's schema does not cover, ncu's own reader is the
+// reference. The CSV is labelled with the report's path and how it was read.
+static model::Report exported_by_ncu(const model::Report& partial,
+                                     const importers::ImportOptions& options) {
+  const std::string& path = partial.path;
+  NcuLocation ncu = locate_ncu("");
+  if (ncu.path.empty()) {
+    throw InputError(ExitCode::kNotReady, path, InputPosition::none(),
+                     fmt::format("--fallback-ncu: no ncu found ({}) to export this report: {}",
+                                 ncu.searched, partial.format_note));
+  }
+  if (is_stdin_path(path)) {
+    throw InputError(ExitCode::kInputInvalid, path, InputPosition::none(),
+                     "--fallback-ncu needs the report as a file: ncu cannot read stdin");
+  }
+  ChildRequest request;
+  request.argv = {ncu.path, "--import", path, "--csv", "--page", "raw"};
+  request.timeout = std::chrono::minutes(30);
+  ChildResult result = run_child(request);
+  if (!result.started || result.exit_code != 0 || result.out.empty()) {
+    std::string why = !result.started         ? result.start_error
+                      : result.exit_code != 0 ? fmt::format("exit status {}", result.exit_code)
+                                              : std::string("no output");
+    std::string said = result.err.substr(0, result.err.find('\n'));
+    throw InputError(ExitCode::kInputInvalid, path, InputPosition::none(),
+                     fmt::format("--fallback-ncu: {} failed ({}){}", quoted_command(request.argv),
+                                 why, said.empty() ? "" : ": " + said));
+  }
+  model::Report report =
+      importers::import_bytes(path + " (ncu --import … --csv --page raw)", result.out, options);
+  report.format_note = fmt::format("read through {}'s own export ({}): {}", ncu.path,
+                                   quoted_command(request.argv), partial.format_note);
+  report.format_version = partial.format_version;
+  return report;
+}
+
+std::vector<model::Report> load_reports(const std::vector<std::string>& paths,
+                                        const importers::ImportOptions& options,
+                                        const ReadPolicy& policy) {
+  std::vector<model::Report> reports;
+  reports.reserve(paths.size());
+  for (const std::string& path : paths) {
+    model::Report report = importers::import_report(report_in(path), options);
+    if (policy.fallback_ncu && !report.format_note.empty() &&
+        report.format == model::SourceFormat::kNcuRep) {
+      report = exported_by_ncu(report, options);
+    }
+    reports.push_back(std::move(report));
+  }
+  return reports;
+}
+
+std::string reading_notes(const std::vector<model::Report>& reports) {
+  std::string notes;
+  for (const model::Report& report : reports) {
+    if (report.format_note.empty()) continue;
+    std::string line = fmt::format("kprof: {}: {}", report.path, report.format_note);
+    if (report.format == model::SourceFormat::kNcuRep) {
+      if (NcuLocation ncu = locate_ncu(""); !ncu.path.empty()) {
+        line += fmt::format(
+            "; ncu ({}) reads it whole: `ncu --import {} --csv --page raw`, or rerun with "
+            "--fallback-ncu to have kprof read that export",
+            ncu.path, report.path);
+      } else {
+        line += "; with an ncu of that version on PATH, --fallback-ncu reads ncu's own export";
+      }
+    }
+    notes += escape_for_terminal(line) + "\n";
+  }
+  return notes;
+}
+
+std::unique_ptr<RE2> compile_user_regex(const std::string& pattern, const std::string& option) {
+  RE2::Options options;
+  options.set_log_errors(false);
+  auto regex = std::make_unique<RE2>(pattern, options);
+  if (!regex->ok()) {
+    throw UsageError(fmt::format("{} \"{}\" is not a valid regular expression: {}", option, pattern,
+                                 regex->error()));
+  }
+  return regex;
+}
+
+std::vector<size_t> select_kernels(const model::Report& report, const RE2* filter) {
+  std::vector<size_t> selected;
+  for (size_t i = 0; i < report.kernels.size(); ++i) {
+    const model::Kernel& kernel = report.kernels[i];
+    if (!filter || RE2::PartialMatch(kernel.function_name, *filter) ||
+        RE2::PartialMatch(kernel.demangled_name, *filter) ||
+        RE2::PartialMatch(kernel.mangled_name, *filter)) {
+      selected.push_back(i);
+    }
+  }
+  return selected;
+}
+
+void require_some_selected(const std::vector<model::Report>& reports,
+                           const std::vector<std::vector<size_t>>& selected,
+                           const std::string& pattern) {
+  for (const auto& list : selected) {
+    if (!list.empty()) return;
+  }
+  std::set<std::string> names;
+  for (const auto& report : reports) {
+    for (const auto& kernel : report.kernels) names.insert(kernel.display_name());
+  }
+  std::string listing;
+  size_t shown = 0;
+  for (const auto& name : names) {
+    if (shown++ == 10) {
+      listing += fmt::format("\n  … and {} more", names.size() - 10);
+      break;
+    }
+    listing += "\n  " + escape_for_terminal(name);
+  }
+  throw NothingSelected(fmt::format("no kernel matches --kernel \"{}\"; the report{} hold{}:{}",
+                                    pattern, reports.size() == 1 ? "" : "s",
+                                    reports.size() == 1 ? "s" : "", listing));
+}
+
+}  // namespace kprof::pipeline

@@ -1,0 +1,54 @@
+// Loading the reports a request names and choosing kernels by name: what every pipeline over
+// captures (analyze, inspect, diff, report) starts with.
+#pragma once
+
+#include <re2/re2.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "importers/importer.h"
+#include "model/report.h"
+
+namespace kprof::pipeline {
+
+// What to do with a report whose format version kprof does not know (model::Report::
+// format_note): read it as far as the known schema goes (the default), or — fallback_ncu, the
+// CLI's --fallback-ncu — have ncu export it (`ncu --import REPORT --csv --page raw`, run from an
+// argv, never a shell) and read that CSV instead. ncu is found as capture finds it ($KPROF_NCU,
+// PATH, /usr/local/cuda/bin/ncu; common/ncu_locator).
+struct ReadPolicy {
+  bool fallback_ncu = false;
+};
+
+// All reports are read before anything is printed; the first bad file stops the command. A
+// fallback without an ncu is an InputError naming the report with kNotReady (exit 9), one whose
+// ncu fails kInputInvalid (exit 4).
+std::vector<model::Report> load_reports(const std::vector<std::string>& paths,
+                                        const importers::ImportOptions& options = {},
+                                        const ReadPolicy& policy = {});
+
+// The readers' warnings for standard error: one line per report of an unknown format version
+// (what was read, what skipped, and where an ncu is found how to have ncu read it).
+std::string reading_notes(const std::vector<model::Report>& reports);
+
+// What verdicts, summaries and diffs read: aggregates, never per-instance values.
+inline importers::ImportOptions for_analysis() {
+  importers::ImportOptions options;
+  options.instances = false;
+  return options;
+}
+
+// A compiled user regex (RE2 syntax, partial match); throws UsageError when it does not compile.
+std::unique_ptr<RE2> compile_user_regex(const std::string& pattern, const std::string& option);
+
+// Kernels whose function, demangled or mangled name matches (all when filter is null).
+std::vector<size_t> select_kernels(const model::Report& report, const RE2* filter);
+
+// Throws NothingSelected listing some available kernel names when no report has a match.
+void require_some_selected(const std::vector<model::Report>& reports,
+                           const std::vector<std::vector<size_t>>& selected,
+                           const std::string& pattern);
+
+}  // namespace kprof::pipeline

@@ -1,0 +1,216 @@
+#include "pipeline/traces.h"
+
+#include <fmt/format.h>
+
+#include "analysis/stages.h"
+#include "importers/common/read_trace.h"
+#include "render/op_render.h"
+#include "render/report_json.h"
+#include "render/trace_render.h"
+#include "timeline/kernel_ranking.h"
+#include "timeline/op_attribution.h"
+#include "timeline/rank_comparison.h"
+#include "timeline/step_budget.h"
+
+namespace kprof::pipeline {
+namespace {
+
+// A trace without GPU work to account: what it is where the reader could tell (a conversion, a
+// counter trace), else the question of whether CUDA was recorded.
+InputError nothing_to_account(const render::TraceSource& source, const std::string& what) {
+  return InputError(
+      ExitCode::kInputInvalid, source.path, InputPosition::none(),
+      source.stats.not_a_timeline.empty()
+          ? what
+          : fmt::format("no GPU activity kprof can account: {}", source.stats.not_a_timeline));
+}
+
+InputError no_gpu_events(const render::TraceSource& source) {
+  return nothing_to_account(source,
+                            fmt::format("no GPU events (kernel, gpu_memcpy, gpu_memset) among its "
+                                        "{} events: was the profiler run with CUDA activities?",
+                                        source.stats.events));
+}
+
+InputError no_gpu_in_steps(const render::TraceSource& source) {
+  return nothing_to_account(
+      source, "no GPU activity in the trace's steps: was the profiler recording CUDA?");
+}
+
+// Nothing to judge: no GPU work in the steps — unless every step captures a CUDA graph, which is
+// an answer (shown: what was captured), not an error.
+bool nothing_in_steps(const timeline::Budget& budget) {
+  return budget.total_span_us <= 0 && budget.overall != timeline::StepVerdict::kGraphCapture;
+}
+
+// The trace's steps budgeted: a --step regex that does not compile is a usage error, steps with
+// no GPU work an input error naming what the file is (kprof budget, rank --per-step).
+timeline::Budget finished_budget(const timeline::BudgetBuilder& builder,
+                                 const render::TraceSource& source, const std::string& step_regex,
+                                 const timeline::BudgetThresholds& thresholds) {
+  timeline::Budget budget;
+  try {
+    budget = builder.finish(step_regex, thresholds);
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(error.what());
+  }
+  if (nothing_in_steps(budget)) throw no_gpu_in_steps(source);
+  return budget;
+}
+
+// One trace read and ranked with a stage table; InputError when it is unreadable or has no GPU
+// events (kprof rank of one trace, and of each rank's trace).
+struct RankedTrace {
+  render::TraceSource source;
+  timeline::Ranking ranking;
+};
+
+RankedTrace rank_trace(const std::string& path, const std::vector<std::string>& argv,
+                       const analysis::StageTable& stages, bool raw_names) {
+  timeline::RankingBuilder builder(stages, !raw_names);
+  render::TraceSource source{path, argv, importers::read_trace(path, builder)};
+  timeline::Ranking ranking = builder.finish();
+  if (ranking.gpu_events == 0) throw no_gpu_events(source);
+  return {std::move(source), std::move(ranking)};
+}
+
+// Per step (as kprof budget finds steps): the kernels that carry each step's GPU time.
+ExitCode rank_per_step(const RankOptions& options, const std::string& path,
+                       const std::vector<std::string>& argv, Answer& output) {
+  timeline::BudgetBuilder builder;
+  render::TraceSource source{path, argv, importers::read_trace(path, builder)};
+  output.notes += render::trace_warnings(source);
+  timeline::Budget budget = finished_budget(builder, source, options.step_regex, {});
+  output.out = options.json
+                   ? render::json_text(render::step_ranking_json(budget, source))
+                   : render::step_ranking_text(budget, source, options.top, options.name_width);
+  return ExitCode::kOk;
+}
+
+ExitCode rank_by_op(const RankOptions& options, const std::string& path,
+                    const std::vector<std::string>& argv, Answer& output) {
+  timeline::OpAttributionBuilder builder(options.by == "module" ? timeline::AttributeBy::kModule
+                                                                : timeline::AttributeBy::kOp);
+  render::TraceSource source{path, argv, importers::read_trace(path, builder)};
+  timeline::OpAttribution ops = builder.finish();
+  if (ops.gpu_events == 0) throw no_gpu_events(source);
+  output.notes += render::trace_warnings(source);
+  output.out = options.json
+                   ? render::json_text(render::op_attribution_json(ops, source))
+                   : render::op_attribution_text(ops, source, options.top, options.name_width);
+  return ExitCode::kOk;
+}
+
+ExitCode rank_over_ranks(const RankOptions& options, const std::vector<std::string>& argv,
+                         Answer& output) {
+  analysis::StageTable stages = analysis::load_stage_table(options.stages_path);
+  std::vector<render::TraceSource> sources;
+  std::vector<timeline::Ranking> rankings;
+  for (const std::string& path : options.paths) {
+    RankedTrace ranked = rank_trace(path, argv, stages, options.raw_names);
+    output.notes += render::trace_warnings(ranked.source);
+    sources.push_back(std::move(ranked.source));
+    rankings.push_back(std::move(ranked.ranking));
+  }
+  timeline::RankComparison comparison = timeline::compare_rankings(rankings);
+  output.out = options.json
+                   ? render::json_text(render::ranks_ranking_json(sources, rankings, comparison))
+                   : render::ranks_ranking_text(sources, rankings, comparison, options.top,
+                                                options.name_width);
+  return ExitCode::kOk;
+}
+
+ExitCode budget_over_ranks(const BudgetOptions& options,
+                           const timeline::BudgetThresholds& thresholds,
+                           const std::vector<std::string>& argv, Answer& output) {
+  analysis::StageTable stages = analysis::load_stage_table("");
+  std::vector<render::TraceSource> sources;
+  std::vector<timeline::Budget> budgets;
+  for (const std::string& path : options.paths) {
+    timeline::BudgetBuilder builder(&stages);
+    render::TraceSource source{path, argv, importers::read_trace(path, builder)};
+    timeline::Budget budget = finished_budget(builder, source, options.step_regex, thresholds);
+    if (!budgets.empty() && budget.steps.size() != budgets.front().steps.size()) {
+      throw InputError(ExitCode::kInputInvalid, path, InputPosition::none(),
+                       fmt::format("{} steps ({}) where {} has {}: the ranks' traces must record "
+                                   "the same steps",
+                                   budget.steps.size(), budget.step_selector, options.paths.front(),
+                                   budgets.front().steps.size()));
+    }
+    for (auto& step : budget.steps) step.kernels.clear();  // not shown; keeps ranks small
+    output.notes += render::trace_warnings(source);
+    sources.push_back(std::move(source));
+    budgets.push_back(std::move(budget));
+  }
+  std::vector<timeline::StepComparison> steps = timeline::compare_budgets(budgets);
+  output.out =
+      options.json
+          ? render::json_text(render::ranks_budget_json(sources, budgets, steps, thresholds))
+          : render::ranks_budget_text(sources, budgets, steps, thresholds);
+  return ExitCode::kOk;
+}
+
+}  // namespace
+
+Answer rank(const RankOptions& options, const std::vector<std::string>& argv) {
+  Answer output;
+  if (options.per_step && options.by != "kernel") {
+    throw UsageError("--per-step ranks kernels within steps; it does not combine with --by " +
+                     options.by);
+  }
+  if (options.paths.size() > 1) {
+    if (options.per_step) throw UsageError("--per-step takes one trace, not several ranks'");
+    if (options.by != "kernel") {
+      throw UsageError("--by " + options.by + " takes one trace, not several ranks'");
+    }
+    output.code = rank_over_ranks(options, argv, output);
+    return output;
+  }
+  const std::string& path = options.paths.front();
+  if (options.per_step) {
+    output.code = rank_per_step(options, path, argv, output);
+    return output;
+  }
+  if (options.by != "kernel") {
+    output.code = rank_by_op(options, path, argv, output);
+    return output;
+  }
+  RankedTrace ranked =
+      rank_trace(path, argv, analysis::load_stage_table(options.stages_path), options.raw_names);
+  output.notes += render::trace_warnings(ranked.source);
+  output.out = options.json ? render::json_text(render::ranking_json(ranked.ranking, ranked.source))
+                            : render::ranking_text(ranked.ranking, ranked.source, options.top,
+                                                   options.name_width);
+  return output;
+}
+
+Answer budget(const BudgetOptions& options, const std::vector<std::string>& argv) {
+  Answer output;
+  if (options.host_bound_below_pct > options.kernel_bound_from_pct) {
+    throw UsageError("--host-bound-below must not exceed --kernel-bound-from");
+  }
+  timeline::BudgetThresholds thresholds{options.host_bound_below_pct / 100,
+                                        options.kernel_bound_from_pct / 100};
+  if (options.paths.size() > 1) {
+    output.code = budget_over_ranks(options, thresholds, argv, output);
+    return output;
+  }
+  const std::string& path = options.paths.front();
+  analysis::StageTable stages = analysis::load_stage_table("");
+  timeline::BudgetBuilder builder(&stages);
+  render::TraceSource source{path, argv, importers::read_trace(path, builder)};
+  output.notes += render::trace_warnings(source);
+  timeline::Budget budget = finished_budget(builder, source, options.step_regex, thresholds);
+  output.out = options.json ? render::json_text(render::budget_json(budget, thresholds, source))
+                            : render::budget_text(budget, thresholds, source);
+  return output;
+}
+
+RankText rank_trace_text(const std::string& path, const std::vector<std::string>& argv, size_t top,
+                         size_t name_width) {
+  RankedTrace ranked = rank_trace(path, argv, analysis::load_stage_table(""), false);
+  return {render::ranking_text(ranked.ranking, ranked.source, top, name_width),
+          render::trace_warnings(ranked.source)};
+}
+
+}  // namespace kprof::pipeline

@@ -1,0 +1,284 @@
+#include "render/fix_list_render.h"
+
+#include <fmt/format.h>
+
+#include "common/text.h"
+#include "common/utf8.h"
+#include "render/table.h"
+#include "render/verdict_columns.h"
+
+namespace kprof::render {
+namespace {
+
+using nlohmann::json;
+
+std::string dims(const model::Dim3& d) { return fmt::format("{},{},{}", d.x, d.y, d.z); }
+
+std::string ms(double us) { return format_number(us / 1000); }
+
+// argv as a user would type it: words with characters a shell reads specially in single quotes.
+std::string shell_words(const std::vector<std::string>& argv) {
+  std::string text;
+  for (const std::string& word : argv) {
+    if (!text.empty()) text += ' ';
+    bool plain = !word.empty() &&
+                 word.find_first_not_of(
+                     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=,+@%") ==
+                     std::string::npos;
+    if (plain) {
+      text += word;
+      continue;
+    }
+    text += '\'';
+    for (char c : word) text += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    text += '\'';
+  }
+  return text;
+}
+
+json optional_number(const std::optional<double>& value) {
+  return value ? json(*value) : json(nullptr);
+}
+
+// "memory-bound ×12, latency-bound ×4": the classes a group's launches got.
+std::string verdict_spread(const timeline::FixGroup& g) {
+  std::string text;
+  for (const auto& [name, count] : g.verdicts) {
+    if (!text.empty()) text += ", ";
+    text += g.verdicts.size() == 1 ? name : fmt::format("{} ×{}", name, count);
+  }
+  return text;
+}
+
+// The fix list's total: "all of them together: 0.065 ms of each 0.723 ms step (8.9%), steps
+// 1.098× faster" (per step where the trace has steps, else over the pipeline).
+std::string total_sentence(const timeline::FixList& list) {
+  if (list.steps > 0) {
+    double per_step = list.total_saving_us / static_cast<double>(list.steps);
+    return fmt::format(
+        "all of them together: {} ms of each {} ms step ({:.1f}%), steps {:.3f}× faster",
+        ms(per_step), ms(list.step_us), per_step / list.step_us * 100,
+        list.total_step_speedup.value_or(1));
+  }
+  return fmt::format(
+      "all of them together: {} ms of the {} ms ({:.1f}%), a {:.3f}× faster pipeline",
+      ms(list.total_saving_us), ms(list.pipeline_us), list.total_saving_us / list.pipeline_us * 100,
+      list.total_step_speedup.value_or(1));
+}
+
+// "in serving units (…): TPOT … ms, … tokens/s; with all of them fixed: …"; basis as given (the
+// caller escapes it for its output).
+std::string serving_sentence(const timeline::ServingUnits& u, const std::string& basis) {
+  return fmt::format(
+      "in serving units ({} decode steps, {} tokens per step, as their names say: {}): TPOT {} "
+      "ms, {} tokens/s; with all of them fixed: TPOT {} ms, {} tokens/s",
+      u.steps, format_number(u.tokens_per_step), basis, format_number(u.tpot_ms),
+      format_number(u.tokens_per_s), format_number(u.fixed_tpot_ms),
+      format_number(u.fixed_tokens_per_s));
+}
+
+std::string joined_evidence(const timeline::FixGroup& g) {
+  std::string evidence;
+  for (const std::string& line : g.evidence) evidence += (evidence.empty() ? "" : "; ") + line;
+  return evidence;
+}
+
+// "All of …", for the page's sentences.
+std::string capitalised(std::string text) {
+  if (!text.empty() && text[0] >= 'a' && text[0] <= 'z') text[0] = static_cast<char>(text[0] - 32);
+  return text;
+}
+
+}  // namespace
+
+std::string fix_list_text(const timeline::FixList& list, size_t top, size_t name_width) {
+  TextTable table({{"#", TextTable::Align::kRight},
+                   {"kernel"},
+                   {"grid / block"},
+                   {"launches", TextTable::Align::kRight},
+                   {"trace ms", TextTable::Align::kRight},
+                   {"% pipe", TextTable::Align::kRight},
+                   {"bound by"},
+                   {"achieved → attainable"},
+                   {"saving ms", TextTable::Align::kRight},
+                   {"step ×", TextTable::Align::kRight},
+                   {"replay ÷ trace", TextTable::Align::kRight}});
+  size_t shown = 0;
+  for (const timeline::FixGroup& g : list.groups) {
+    if (top != 0 && shown == top) break;
+    ++shown;
+    table.add_row(
+        {std::to_string(shown), ellipsize(g.kernel, name_width),
+         dims(g.grid) + " / " + dims(g.block),
+         fmt::format("{}/{}", g.launches_captured, g.trace_launches),
+         g.trace_launches ? ms(g.trace_total_us) : "not in trace",
+         g.trace_launches ? fmt::format("{:.1f}", g.fraction_of_pipeline * 100) : "—",
+         g.bound_by.empty() ? "—" : g.bound_by + " (" + verdict_spread(g) + ")",
+         g.achieved_pct ? fmt::format("{:.0f}% → {:.0f}%", *g.achieved_pct, *g.attainable_pct)
+                        : "—",
+         g.estimated_saving_us ? ms(*g.estimated_saving_us) : "—",
+         g.estimated_step_speedup ? fmt::format("{:.3f}", *g.estimated_step_speedup) : "—",
+         g.replay_fidelity
+             ? fmt::format("{:.2f}{}", *g.replay_fidelity, g.fidelity_flagged ? " !" : "")
+             : "—"});
+  }
+  std::string out = fmt::format(
+      "fix list: {} kernel group{} (name, grid, block), by estimated saving; the trace's GPU work "
+      "spans {} ms",
+      list.groups.size(), list.groups.size() == 1 ? "" : "s", ms(list.pipeline_us));
+  if (list.steps > 0) {
+    out += fmt::format(" over {} steps of {} ms", list.steps, ms(list.step_us));
+  }
+  out += "\n" + table.to_string();
+  if (top != 0 && list.groups.size() > top) {
+    out += fmt::format("… {} more group{} (--top 0 shows all)\n", list.groups.size() - top,
+                       list.groups.size() - top == 1 ? "" : "s");
+  }
+  if (list.total_saving_us > 0) out += total_sentence(list) + "\n";
+  if (list.serving) {
+    out += serving_sentence(*list.serving, "\"" + escape_for_terminal(list.serving->basis) + "\"") +
+           "\n";
+  }
+  // The evidence of the first rows, which a user acts on.
+  for (size_t i = 0; i < list.groups.size() && i < 3; ++i) {
+    out += fmt::format("  {}: {}\n", i + 1, escape_for_terminal(joined_evidence(list.groups[i])));
+  }
+  if (!list.groups.empty() && !list.groups.front().hot_spots_argv.empty()) {
+    out += "where in the kernel (1): " +
+           escape_for_terminal(shell_words(list.groups.front().hot_spots_argv)) +
+           " (the instructions with the most stall samples; the capture needs --set full)\n";
+  }
+  out +=
+      "saving = trace time × (1 − achieved ÷ attainable) of the resource that binds the group "
+      "(attainable: a measured ceiling of this GPU where kprof calibrate measured one, else the "
+      "datasheet peak; a latency-bound group is held to its nearer roof); step × = the steps' "
+      "GPU time (the pipeline's without steps) over itself less the saving. Replay ÷ trace outside "
+      "0.8–1.25 (!) means ncu's "
+      "replay did not run as the trace did. --per-launch adds the per-launch verdicts.\n";
+  return out;
+}
+
+json fix_list_json(const timeline::FixList& list) {
+  json groups = json::array();
+  for (const timeline::FixGroup& g : list.groups) {
+    json verdicts = json::object();
+    for (const auto& [name, count] : g.verdicts) verdicts[name] = count;
+    groups.push_back({{"kernel", g.kernel},
+                      {"canonical_name", g.canonical},
+                      {"grid", {g.grid.x, g.grid.y, g.grid.z}},
+                      {"block", {g.block.x, g.block.y, g.block.z}},
+                      {"launches_captured", g.launches_captured},
+                      {"captured_mean_us", g.captured_mean_us},
+                      {"captured_min_us", g.captured_min_us},
+                      {"captured_max_us", g.captured_max_us},
+                      {"verdicts", verdicts},
+                      {"trace_launches", g.trace_launches},
+                      {"trace_total_us", g.trace_total_us},
+                      {"fraction_of_pipeline", g.fraction_of_pipeline},
+                      {"bound_by", g.bound_by.empty() ? json(nullptr) : json(g.bound_by)},
+                      {"roofline", g.roofline},
+                      {"achieved_pct", optional_number(g.achieved_pct)},
+                      {"attainable_pct", optional_number(g.attainable_pct)},
+                      {"attainable", g.attainable.empty() ? json(nullptr) : json(g.attainable)},
+                      {"saving_fraction", optional_number(g.saving_fraction)},
+                      {"estimated_saving_us", optional_number(g.estimated_saving_us)},
+                      {"estimated_saving_us_per_step",
+                       g.estimated_saving_us && list.steps > 0
+                           ? json(*g.estimated_saving_us / static_cast<double>(list.steps))
+                           : json(nullptr)},
+                      {"estimated_step_speedup", optional_number(g.estimated_step_speedup)},
+                      {"replay_fidelity", optional_number(g.replay_fidelity)},
+                      {"replay_fidelity_flagged", g.fidelity_flagged},
+                      {"evidence", g.evidence},
+                      {"hot_spots_argv", g.hot_spots_argv}});
+  }
+  json serving = nullptr;
+  if (list.serving) {
+    const timeline::ServingUnits& u = *list.serving;
+    serving = {{"steps", u.steps},
+               {"requests_per_step", u.requests_per_step},
+               {"tokens_per_step", u.tokens_per_step},
+               {"step_ms", u.step_ms},
+               {"tpot_ms", u.tpot_ms},
+               {"tokens_per_s", u.tokens_per_s},
+               {"fixed_step_ms", u.fixed_step_ms},
+               {"fixed_tpot_ms", u.fixed_tpot_ms},
+               {"fixed_tokens_per_s", u.fixed_tokens_per_s},
+               {"basis", u.basis}};
+  }
+  return {{"pipeline_us", list.pipeline_us},
+          {"steps", list.steps},
+          {"serving", serving},
+          {"step_us", list.steps > 0 ? json(list.step_us) : json(nullptr)},
+          {"total_estimated_saving_us", list.total_saving_us},
+          {"total_estimated_step_speedup", optional_number(list.total_step_speedup)},
+          {"opportunities", groups}};
+}
+
+std::string fix_list_html(const timeline::FixList& list) {
+  auto cell = [](const std::string& text, const char* klass = nullptr) {
+    return klass ? fmt::format("<td class=\"{}\">{}</td>", klass, html_escape(text))
+                 : "<td>" + html_escape(text) + "</td>";
+  };
+  std::string html = "<h2>Fix list</h2>\n";
+  html += fmt::format(
+      "<p>{} kernel group{} (name, grid, block), by estimated saving; the trace's GPU work spans "
+      "{} ms{}.</p>\n",
+      list.groups.size(), list.groups.size() == 1 ? "" : "s", ms(list.pipeline_us),
+      list.steps > 0 ? fmt::format(" over {} steps of {} ms", list.steps, ms(list.step_us)) : "");
+  html +=
+      "<table id=\"fix-list\"><thead><tr><th>#</th><th class=\"name\">kernel</th><th>grid / "
+      "block</th><th>launches captured/trace</th><th>trace ms</th><th>% pipe</th><th>bound "
+      "by</th><th>achieved → attainable</th><th>saving ms</th><th>saving ms per step</th><th>step "
+      "×</th><th>replay ÷ trace</th><th class=\"name\">hot spots</th></tr></thead><tbody>\n";
+  size_t rank = 0;
+  for (const timeline::FixGroup& g : list.groups) {
+    ++rank;
+    html += fmt::format("<tr title=\"{}\">", html_escape(joined_evidence(g)));
+    html += cell(std::to_string(rank));
+    html += cell(g.kernel, "name");
+    html += cell(dims(g.grid) + " / " + dims(g.block));
+    html += cell(fmt::format("{}/{}", g.launches_captured, g.trace_launches));
+    html += cell(g.trace_launches ? ms(g.trace_total_us) : "not in trace");
+    html += cell(g.trace_launches ? fmt::format("{:.1f}", g.fraction_of_pipeline * 100) : "—");
+    html += cell(g.bound_by.empty() ? "—" : g.bound_by + " (" + verdict_spread(g) + ")", "text");
+    html +=
+        cell(g.achieved_pct ? fmt::format("{:.0f}% → {:.0f}%", *g.achieved_pct, *g.attainable_pct)
+                            : "—");
+    html += cell(g.estimated_saving_us ? ms(*g.estimated_saving_us) : "—");
+    html += cell(g.estimated_saving_us && list.steps > 0
+                     ? ms(*g.estimated_saving_us / static_cast<double>(list.steps))
+                     : "—");
+    html += cell(g.estimated_step_speedup ? fmt::format("{:.3f}", *g.estimated_step_speedup) : "—");
+    html += cell(g.replay_fidelity
+                     ? fmt::format("{:.2f}{}", *g.replay_fidelity, g.fidelity_flagged ? " !" : "")
+                     : "—");
+    html += g.hot_spots_argv.empty()
+                ? std::string("<td class=\"name\">—</td>")
+                : "<td class=\"name\"><code>" + html_escape(shell_words(g.hot_spots_argv)) +
+                      "</code></td>";
+    html += "</tr>\n";
+  }
+  html += "</tbody></table>\n";
+  if (list.total_saving_us > 0) html += "<p>" + capitalised(total_sentence(list)) + ".</p>\n";
+  if (list.serving) {
+    html += "<p>" +
+            capitalised(serving_sentence(*list.serving,
+                                         "<code>" + html_escape(list.serving->basis) + "</code>")) +
+            ".</p>\n";
+  }
+  html += "<ol class=\"note\">";
+  for (size_t i = 0; i < list.groups.size() && i < 3; ++i) {
+    html += "<li>" + html_escape(joined_evidence(list.groups[i])) + "</li>";
+  }
+  html +=
+      "</ol>\n<p class=\"note\">saving = trace time × (1 − achieved ÷ attainable) of the "
+      "resource that binds the group (attainable: a measured ceiling of this GPU where kprof "
+      "calibrate measured one, else the datasheet peak; a latency-bound group is held to its "
+      "nearer roof); step × = the steps' GPU time over itself less the saving. Replay ÷ trace "
+      "outside 0.8–1.25 (!) means ncu's replay did not run as the trace did. Hover a row for its "
+      "evidence.</p>\n";
+  return html;
+}
+
+}  // namespace kprof::render
