@@ -24,6 +24,7 @@
 #include "importers/importer.h"
 #include "importers/ncu_csv/csv_records.h"
 #include "importers/nsys_sqlite/nsys_sqlite_reader.h"
+#include "render/annotated_trace.h"
 #include "render/fix_list_render.h"
 #include "render/html_report.h"
 #include "render/report_json.h"
@@ -158,6 +159,7 @@ void run_trace(const std::string& path, std::string_view bytes, bool through_fil
   static const analysis::StageTable stages = analysis::load_stage_table();
   timeline::RankingBuilder ranking_builder(stages, true);
   timeline::BudgetBuilder budget_builder;
+  budget_builder.keep_timeline();  // for the annotated trace and the HTML step timeline below
   timeline::TraceTimeIndex index;
   FanOut sink({&ranking_builder, &budget_builder, &index});
   render::TraceSource source{path, {"kprof", "rank", path}, {}};
@@ -180,6 +182,17 @@ void run_trace(const std::string& path, std::string_view bytes, bool through_fil
   check_text(render::budget_text(budget, {}, source), "budget text");
   check_json(render::step_ranking_json(budget, source), "rank --per-step JSON");
   check_text(render::step_ranking_text(budget, source, 20, 70), "rank --per-step text");
+  // report --annotate and the HTML page's step timeline, with a fix list of no group.
+  timeline::FixList no_fixes;
+  render::AnnotatedTraceInput annotate{
+      &budget, &no_fixes, &stages, path, {}, source.stats.device_names, {"kprof", "report"}};
+  std::string annotated = render::annotated_trace_json(annotate, nullptr);
+  if (!is_valid_utf8(annotated)) violation("annotated trace: not UTF-8", annotated);
+  if (nlohmann::json::parse(annotated, nullptr, false).is_discarded()) {
+    violation("annotated trace: does not parse back", annotated);
+  }
+  std::string page = render::html_report({}, {}, tables().config(), path, &no_fixes, &budget);
+  if (!is_valid_utf8(page)) violation("HTML step timeline: not UTF-8", page);
   // The same trace as two ranks: kprof rank/budget given several traces.
   std::vector<render::TraceSource> sources{source, source};
   std::vector<timeline::Ranking> rankings{ranking, ranking};

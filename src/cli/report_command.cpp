@@ -31,13 +31,27 @@ void define_report(CLI::App& parent, Runner& runner) {
       "captured launch, with its share and max_e2e_speedup = 1 / (1 - fraction), the bound if it\n"
       "took no time at all. When the trace ran none of the captured kernels, nothing is joined:\n"
       "exit 5 (nothing in common).\n\n"
+      "--annotate OUT.json writes the trace's GPU timeline back as Chrome trace-event JSON for\n"
+      "Perfetto's UI (ui.perfetto.dev) or chrome://tracing: every GPU activity on its device and\n"
+      "stream, each kernel of a captured group carrying in its args the group's verdict, "
+      "bound_by,\n"
+      "stage, share_pct, estimated_saving_us, fix_rank and capture; kprof's steps on their own\n"
+      "track (verdict and budget in args) and each device's idle intervals on a 'kprof idle'\n"
+      "track, named host gap, device-side idle or dependency wait as kprof budget counts them.\n"
+      "The file is written whole or not at all; the fix list prints as without it.\n\n"
       "Examples:\n"
       "  kprof report --trace trace.json.gz capture.ncu-rep\n"
       "  kprof report --trace trace.json.gz capture.ncu-rep --per-launch\n"
-      "  kprof report --trace trace.json.gz capture.ncu-rep --json > report.json");
+      "  kprof report --trace trace.json.gz capture.ncu-rep --json > report.json\n"
+      "  kprof report --trace trace.json.gz capture.ncu-rep --annotate annotated.json\n"
+      "  kprof report --trace trace.json.gz capture.ncu-rep --html report.html");
   add_verdict_options(*command, *options);
   command->add_flag("--per-launch", options->per_launch,
                     "After the fix list, every captured launch with its verdict and share");
+  command
+      ->add_option("--annotate", options->annotate_path,
+                   "Write the trace's GPU timeline with kprof's findings as Chrome trace JSON")
+      ->type_name("OUT.json");
   command->add_option("--top", options->top, "Fix-list groups to show (0: all)")
       ->capture_default_str();
   command

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,7 @@
 #include "hardware/gpu_specs.h"
 #include "importers/common/read_trace.h"
 #include "pipeline/reports.h"
+#include "render/annotated_trace.h"
 #include "render/fix_list_render.h"
 #include "render/html_report.h"
 #include "render/report_json.h"
@@ -154,6 +156,22 @@ void require_some_in_trace(const std::vector<render::AnalyzedKernel>& analyzed,
       render::nothing_joined(analyzed, report_paths, trace_path, trace.longest_kernels(3)));
 }
 
+// An output file never replaces an input: `--annotate trace.json` of that trace would lose it.
+void refuse_overwriting_input(const std::string& output_path, const char* option,
+                              const AnalyzeOptions& options) {
+  if (output_path.empty() || output_path == "-") return;
+  std::vector<std::string> inputs = options.paths;
+  if (!options.trace_path.empty()) inputs.push_back(options.trace_path);
+  std::error_code error;
+  for (const std::string& input : inputs) {
+    if (std::filesystem::exists(output_path, error) &&
+        std::filesystem::equivalent(output_path, input, error)) {
+      throw UsageError(fmt::format("{} {}: that is an input of this command; write elsewhere",
+                                   option, output_path));
+    }
+  }
+}
+
 }  // namespace
 
 Answer analyze(const AnalyzeOptions& options, const std::vector<std::string>& argv) {
@@ -185,13 +203,22 @@ Answer analyze(const AnalyzeOptions& options, const std::vector<std::string>& ar
     output.out = render::summary_text(reports, orders, options.name_width);
     return output;
   }
+  if (!options.annotate_path.empty() && (options.trace_path.empty() || !options.fix_list)) {
+    throw UsageError("--annotate writes a trace's timeline: it needs kprof report --trace");
+  }
+  refuse_overwriting_input(options.annotate_path, "--annotate", options);
+  refuse_overwriting_input(options.html_path, "--html", options);
   std::optional<timeline::TraceTimeIndex> trace;
   timeline::BudgetBuilder steps_of_trace;
+  // The annotated timeline and the HTML page's step draw the timeline the budget was taken over.
+  if (!options.annotate_path.empty() || !options.html_path.empty()) steps_of_trace.keep_timeline();
+  importers::TraceReadStats trace_stats;
   if (!options.trace_path.empty()) {
     trace.emplace();
     TeeSink both(*trace, steps_of_trace);
     render::TraceSource source{options.trace_path, argv,
                                importers::read_trace(options.trace_path, both)};
+    trace_stats = source.stats;
     output.notes += render::trace_warnings(source);
     if (trace->gpu_span_us() <= 0) {
       throw InputError(ExitCode::kInputInvalid, options.trace_path, InputPosition::none(),
@@ -200,10 +227,31 @@ Answer analyze(const AnalyzeOptions& options, const std::vector<std::string>& ar
   }
   AnalyzedReports result = analyze_loaded(reports, selected, options, config, trace);
   std::optional<timeline::FixList> fixes;
+  std::optional<timeline::Budget> budget;
   if (trace) {
     require_some_in_trace(result.kernels, options.paths, options.trace_path, *trace);
-    if (options.fix_list)
-      fixes = fix_list_of(result.kernels, *trace, steps_of_trace.finish("", {}));
+    if (options.fix_list) {
+      budget = steps_of_trace.finish("", {});
+      fixes = fix_list_of(result.kernels, *trace, *budget);
+    }
+  }
+  if (!options.annotate_path.empty()) {
+    render::AnnotatedTraceInput input;
+    input.budget = &*budget;
+    input.fixes = &*fixes;
+    input.stages = config.stages;
+    input.trace_path = options.trace_path;
+    input.report_paths = options.paths;
+    input.device_names = trace_stats.device_names;
+    input.argv = argv;
+    render::AnnotatedTraceCounts counts;
+    std::string annotated = render::annotated_trace_json(input, &counts);
+    write_file_atomically(options.annotate_path, annotated);
+    output.notes += fmt::format(
+        "kprof: wrote {}: {} GPU slices ({} kernels with a captured group's findings), {} steps, "
+        "{} idle intervals; open it in https://ui.perfetto.dev or chrome://tracing\n",
+        escape_for_terminal(options.annotate_path), counts.slices, counts.annotated, counts.steps,
+        counts.idle);
   }
   std::vector<render::AnalyzedKernel>& analyzed = result.kernels;
   std::vector<const model::Report*>& report_list = result.reports;
@@ -215,7 +263,7 @@ Answer analyze(const AnalyzeOptions& options, const std::vector<std::string>& ar
   }
   if (!options.html_path.empty()) {
     std::string page = render::html_report(analyzed, report_list, config, options.trace_path,
-                                           fixes ? &*fixes : nullptr);
+                                           fixes ? &*fixes : nullptr, budget ? &*budget : nullptr);
     if (options.html_path == "-") {  // the page on standard output: `--html - > page.html`
       output.out = std::move(page);
       return output;

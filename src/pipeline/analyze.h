@@ -26,6 +26,9 @@ struct AnalyzeOptions {
   std::string gpus_path, stages_path, expectations_path;
   std::string trace_path;  // join: fraction_of_pipeline and max_e2e_speedup
   std::string html_path;   // write the self-contained HTML page there
+  // kprof report --annotate: write the trace's GPU timeline with the findings on its slices
+  // there (render/annotated_trace.h), beside whatever else the command prints.
+  std::string annotate_path;
   // With a trace, kprof report's answer: the fix list first (fix_list), the per-launch verdict
   // table after it only with per_launch, at most `top` groups (0: all). analyze --trace keeps
   // the per-launch table alone.

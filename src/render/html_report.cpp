@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "common/text.h"
+#include "render/annotated_trace.h"
 #include "render/fix_list_render.h"
 #include "render/verdict_columns.h"
 
@@ -121,6 +123,175 @@ std::string roofline_svg(const std::vector<AnalyzedKernel>& kernels, double dram
   return svg + "</svg>\n";
 }
 
+const char* kIdleColours[][2] = {
+    {"host gap", "#f4a582"}, {"device-side idle", "#bababa"}, {"dependency wait", "#e7c000"}};
+
+std::string idle_colour(timeline::IdleKind kind) {
+  std::string name = timeline::idle_kind_name(kind);
+  for (auto& [label, colour] : kIdleColours) {
+    if (name == label) return colour;
+  }
+  return "#bababa";
+}
+
+// The step the timeline shows: the median of the steps with GPU work by GPU span (graph-capture
+// steps left out), so that one outlier does not stand for the run.
+const timeline::StepBudget* typical_step(const timeline::Budget& budget, std::size_t* number) {
+  std::vector<std::size_t> candidates;
+  for (std::size_t i = 0; i < budget.steps.size(); ++i) {
+    const timeline::StepBudget& step = budget.steps[i];
+    if (step.verdict != timeline::StepVerdict::kGraphCapture && !step.work.empty()) {
+      candidates.push_back(i);
+    }
+  }
+  if (candidates.empty()) return nullptr;
+  std::stable_sort(candidates.begin(), candidates.end(), [&](std::size_t a, std::size_t b) {
+    return budget.steps[a].gpu_span_us < budget.steps[b].gpu_span_us;
+  });
+  *number = candidates[candidates.size() / 2];
+  return &budget.steps[*number];
+}
+
+// Slices drawn at most: a step of more would make a page no browser scrolls.
+constexpr std::size_t kMaxTimelineSlices = 5000;
+
+std::string step_timeline_html(const timeline::Budget& budget, const timeline::FixList* fixes) {
+  std::size_t number = 0;
+  const timeline::StepBudget* step = typical_step(budget, &number);
+  if (!step) return "";
+  // Rows: per device its idle row, then its streams (-1: the trace did not say).
+  std::map<std::int64_t, std::set<std::int64_t>> streams_of;
+  double t0 = 0, t1 = 0;
+  bool any = false;
+  auto extend = [&](double from, double to) {
+    t0 = any ? std::min(t0, from) : from;
+    t1 = any ? std::max(t1, to) : to;
+    any = true;
+  };
+  for (std::size_t i : step->work) {
+    const timeline::TimelineItem& item = budget.timeline[i];
+    streams_of[item.device].insert(item.stream.value_or(-1));
+    extend(item.start_us, item.end_us);
+  }
+  for (const timeline::IdleInterval& idle : step->idle) {
+    streams_of[idle.device];
+    extend(idle.from_us, idle.to_us);
+  }
+  if (!any || t1 <= t0) return "";
+  struct Row {
+    std::int64_t device;
+    std::optional<std::int64_t> stream;  // nullopt: the device's idle row
+  };
+  std::vector<Row> rows;
+  for (const auto& [device, streams] : streams_of) {
+    rows.push_back({device, std::nullopt});
+    for (std::int64_t stream : streams) rows.push_back({device, stream});
+  }
+  auto row_of = [&](std::int64_t device, std::optional<std::int64_t> stream) {
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      if (rows[r].device == device && rows[r].stream == stream) return r;
+    }
+    return std::size_t{0};
+  };
+  const double width = 1100, left = 150, right = 20, top = 10, row_height = 22, axis = 34;
+  double height = top + static_cast<double>(rows.size()) * row_height + axis;
+  double plot = width - left - right;
+  auto x_of = [&](double t) { return left + (t - t0) / (t1 - t0) * plot; };
+
+  std::string html = fmt::format(
+      "<h2>One step's timeline</h2>\n<p id=\"step-timeline-caption\">Step {} of {} ({}, the "
+      "median GPU span): {} — GPU span {} µs, busy {:.1f} %, host gap {} µs, device-side idle "
+      "{} µs, dependency wait {} µs. Kernels are coloured by their group's verdict (grey: not "
+      "captured); idle intervals are shaded by what the device waited for. Hover for the "
+      "numbers.</p>\n<div class=\"legend\">",
+      number + 1, budget.steps.size(), escape(step->name),
+      escape(timeline::step_verdict_name(step->verdict)), format_number(step->gpu_span_us),
+      step->busy_fraction * 100, format_number(step->host_gap_us),
+      format_number(step->device_idle_us), format_number(step->dependency_wait_us));
+  for (auto& [name, colour] : kVerdictColours) {
+    html += fmt::format("<span><i style=\"background:{}\"></i>{}</span>", colour, name);
+  }
+  html += "<span><i style=\"background:#d0d0d0\"></i>not captured</span>";
+  for (auto& [name, colour] : kIdleColours) {
+    html +=
+        fmt::format("<span><i style=\"background:{};border-radius:0\"></i>{}</span>", colour, name);
+  }
+  html += "</div>\n";
+  html += fmt::format(
+      "<svg id=\"step-timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" "
+      "height=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"One step's timeline\">\n",
+      width, height, width, height);
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    double y = top + static_cast<double>(r) * row_height;
+    std::string label = rows[r].stream
+                            ? (*rows[r].stream >= 0 ? fmt::format("stream {}", *rows[r].stream)
+                                                    : std::string("stream ?"))
+                            : (rows[r].device >= 0 ? fmt::format("GPU {} idle", rows[r].device)
+                                                   : std::string("GPU idle"));
+    html += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"/>"
+        "<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"end\">{}</text>\n",
+        left, y, plot, row_height, r % 2 ? "#ffffff" : "#f6f6f6", left - 8, y + 15, label);
+  }
+  // Idle intervals: a band over the device's rows and a solid bar in its idle row.
+  for (const timeline::IdleInterval& idle : step->idle) {
+    double y = top + static_cast<double>(row_of(idle.device, std::nullopt)) * row_height;
+    double rows_of_device = static_cast<double>(streams_of[idle.device].size() + 1);
+    double x = x_of(idle.from_us), w = std::max(0.5, x_of(idle.to_us) - x);
+    std::string title =
+        fmt::format("{}: {} µs, at +{} µs", timeline::idle_kind_name(idle.kind),
+                    format_number(idle.to_us - idle.from_us), format_number(idle.from_us - t0));
+    html += fmt::format(
+        "<rect class=\"idle\" x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\" "
+        "fill-opacity=\"0.25\"/><rect class=\"idle-bar\" x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" "
+        "height=\"{}\" fill=\"{}\"><title>{}</title></rect>\n",
+        x, y, w, rows_of_device * row_height, idle_colour(idle.kind), x, y + 3, w, row_height - 6,
+        idle_colour(idle.kind), escape(title));
+  }
+  FixGroupIndex groups(fixes);
+  std::size_t drawn = 0;
+  for (std::size_t i : step->work) {
+    if (drawn == kMaxTimelineSlices) break;
+    const timeline::TimelineItem& item = budget.timeline[i];
+    FixGroupIndex::Match match = groups.find(item);
+    std::string colour = match.group ? colour_of(match.group->roofline) : "#d0d0d0";
+    std::string title =
+        fmt::format("{}\n{} µs at +{} µs", item.name, format_number(item.end_us - item.start_us),
+                    format_number(item.start_us - t0));
+    if (match.group) {
+      const timeline::FixGroup& g = *match.group;
+      title += fmt::format("\n{}{}; fix #{}: estimated saving {} µs over the trace", g.roofline,
+                           g.bound_by.empty() ? "" : ", bound by " + g.bound_by, match.rank,
+                           number_or_dash(g.estimated_saving_us));
+    } else if (item.category == "kernel") {
+      title += "\nnot captured" + (match.how.empty() ? "" : " (" + match.how + ")");
+    }
+    double x = x_of(item.start_us), w = std::max(0.5, x_of(item.end_us) - x);
+    double y =
+        top + static_cast<double>(row_of(item.device, item.stream.value_or(-1))) * row_height + 2;
+    html += fmt::format(
+        "<rect class=\"k\" x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\">"
+        "<title>{}</title></rect>\n",
+        x, y, w, row_height - 4, colour, escape(title));
+    ++drawn;
+  }
+  double axis_y = top + static_cast<double>(rows.size()) * row_height;
+  for (int tick = 0; tick <= 4; ++tick) {
+    double t = t0 + (t1 - t0) * tick / 4;
+    html += fmt::format(
+        "<line x1=\"{0:.2f}\" y1=\"{1}\" x2=\"{0:.2f}\" y2=\"{2}\" stroke=\"#999\"/>"
+        "<text x=\"{0:.2f}\" y=\"{3}\" font-size=\"12\" text-anchor=\"middle\">{4} µs</text>\n",
+        x_of(t), axis_y, axis_y + 5, axis_y + 20, format_number(t - t0));
+  }
+  html += "</svg>\n";
+  if (step->work.size() > drawn) {
+    html += fmt::format(
+        "<p class=\"note\">The first {} of the step's {} GPU activities are drawn.</p>\n", drawn,
+        step->work.size());
+  }
+  return html;
+}
+
 }  // namespace
 
 bool on_roofline(const analysis::KernelVerdict& v) {
@@ -130,7 +301,7 @@ bool on_roofline(const analysis::KernelVerdict& v) {
 std::string html_report(const std::vector<AnalyzedKernel>& kernels,
                         const std::vector<const model::Report*>& reports,
                         const analysis::AnalysisConfig& config, const std::string& trace_path,
-                        const timeline::FixList* fix_list) {
+                        const timeline::FixList* fix_list, const timeline::Budget* budget) {
   // Peaks: DRAM from the report when it carries it, compute roofs from the hardware database
   // (dense figures), FP32 from the report's own FFMA peak when present.
   double dram_peak = 0;
@@ -189,6 +360,7 @@ td.text { text-align: left; }
       escape(dram_source.empty() ? "not in the capture" : dram_source),
       spec ? escape(spec->name) : "no database entry for this GPU");
   if (fix_list) html += fix_list_html(*fix_list);
+  if (budget) html += step_timeline_html(*budget, fix_list);
   html += "<h2>Roofline</h2>\n<div class=\"legend\">";
   for (auto& [name, colour] : kVerdictColours) {
     html += fmt::format("<span><i style=\"background:{}\"></i>{}</span>", colour, name);

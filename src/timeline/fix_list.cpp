@@ -135,6 +135,7 @@ FixList build_fix_list(const std::vector<CapturedLaunch>& launches, double pipel
       a.group.kernel = k.display_name();
       a.group.canonical = canonical;
       if (!launch.report_path.empty()) {
+        a.group.capture = launch.report_path;
         a.group.hot_spots_argv = hot_spots_argv(
             launch.report_path, k.function_name.empty() ? k.display_name() : k.function_name);
       }

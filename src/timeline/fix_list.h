@@ -56,6 +56,7 @@ struct FixGroup {
   // Where in the kernel: `kprof source REPORT -k NAME` for its first captured launch's capture
   // (the instructions with the most stall samples, where the capture kept source counters).
   std::vector<std::string> hot_spots_argv;
+  std::string capture;  // the report its first captured launch came from
 };
 
 // The command that lists a kernel's hot spots: kprof source REPORT -k NAME (the kernel's function

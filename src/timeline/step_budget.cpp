@@ -93,6 +93,18 @@ std::optional<StepBatch> step_batch(const std::string& name) {
   return std::nullopt;
 }
 
+std::string idle_kind_name(IdleKind kind) {
+  switch (kind) {
+    case IdleKind::kHostGap:
+      return "host gap";
+    case IdleKind::kDeviceIdle:
+      return "device-side idle";
+    case IdleKind::kDependencyWait:
+      return "dependency wait";
+  }
+  return "host gap";
+}
+
 std::string step_verdict_name(StepVerdict verdict) {
   switch (verdict) {
     case StepVerdict::kHostBound:
@@ -135,6 +147,20 @@ void BudgetBuilder::on_event(const importers::TraceEvent& event) {
     activities_.push_back({event.timestamp_us, end, event.correlation, event.stream, event.process,
                            event.device.value_or(-1), it->second, category == "kernel",
                            communication_[it->second]});
+    if (keep_timeline_) {
+      TimelineItem item;
+      item.name = std::string(event.name);
+      item.category = std::string(category);
+      item.device = event.device.value_or(-1);
+      item.stream = event.stream;
+      item.start_us = event.timestamp_us;
+      item.end_us = end;
+      for (int d = 0; d < 3; ++d) {
+        item.grid[d] = event.grid[d];
+        item.block[d] = event.block[d];
+      }
+      timeline_.push_back(std::move(item));
+    }
   } else if (category == "cuda_sync") {
     // Kineto's "Stream Wait Event" (and nsys's stream-wait synchronization rows, read as such):
     // on the waiting stream's GPU row.
@@ -387,6 +413,7 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
           other_frontier = std::max(other_frontier, w.end);
         }
         ++device.gpu_activities;
+        if (keep_timeline_) step.work.push_back(w.activity);
         if (w.kernel) {
           ++device.kernels;
           device.kernel_time_us += w.end - w.start;
@@ -395,8 +422,12 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
         if (w.start > frontier) {
           device.gpu_busy_us += frontier - open_start;
           double gap = w.start - frontier;
+          auto keep_idle = [&](double from, double to, IdleKind kind) {
+            if (keep_timeline_ && to > from) step.idle.push_back({device.device, from, to, kind});
+          };
           if (w.launch == kNoLaunch) {
             device.host_idle_us += gap;
+            keep_idle(frontier, w.start, IdleKind::kHostGap);
           } else {
             const Launch& launch = launches_[w.launch];
             // A graph's nodes run while cudaGraphLaunch is still in progress.
@@ -408,6 +439,8 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
               double host_part = std::max(0.0, std::min(ready, w.start) - frontier);
               device.host_idle_us += host_part;
               device.dependency_wait_us += waited;
+              keep_idle(frontier, frontier + host_part, IdleKind::kHostGap);
+              keep_idle(waiting_from, w.start, IdleKind::kDependencyWait);
               DependencyWait record;
               record.device = device.device;
               record.stream = activities_[w.activity].stream;
@@ -421,8 +454,10 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
               step.dependency_waits.push_back(std::move(record));
             } else if (launch.end > frontier) {
               device.host_idle_us += gap;
+              keep_idle(frontier, w.start, IdleKind::kHostGap);
             } else {
               device.device_idle_us += gap;
+              keep_idle(frontier, w.start, IdleKind::kDeviceIdle);
             }
           }
           open_start = w.start;
@@ -576,6 +611,7 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
   }
   for (const auto& [id, device] : devices) budget.devices.push_back(device);
   budget.steps = std::move(results);
+  if (keep_timeline_) budget.timeline = timeline_;
   if (budget.total_span_us > 0) {
     budget.overall =
         judge(budget.total_busy_us, budget.total_host_gap_us, budget.total_dependency_wait_us, t);

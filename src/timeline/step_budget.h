@@ -98,6 +98,29 @@ struct DependencyWait {
   std::string blocking_call;
 };
 
+// What a device waited for during an idle interval inside a step (the classes DeviceBudget sums).
+enum class IdleKind { kHostGap, kDeviceIdle, kDependencyWait };
+std::string idle_kind_name(IdleKind kind);  // "host gap", "device-side idle", "dependency wait"
+
+// One idle interval of a device inside a step, kept with BudgetBuilder::keep_timeline(): a step's
+// intervals of one kind add up to its host_gap_us, device_idle_us or dependency_wait_us.
+struct IdleInterval {
+  std::int64_t device = -1;
+  double from_us = 0, to_us = 0;
+  IdleKind kind = IdleKind::kHostGap;
+};
+
+// One GPU activity as the trace recorded it (BudgetBuilder::keep_timeline()), for drawing the
+// timeline the budget was taken over: `kprof report --annotate` and the HTML page's step.
+struct TimelineItem {
+  std::string name;      // as the trace spells it
+  std::string category;  // "kernel", "gpu_memcpy", "gpu_memset"
+  std::int64_t device = -1;
+  std::optional<std::int64_t> stream;
+  double start_us = 0, end_us = 0;
+  std::optional<std::int64_t> grid[3], block[3];
+};
+
 struct StepBudget {
   std::string name;
   std::string source;  // "cpu annotation" (launches within it) or "gpu annotation"
@@ -124,6 +147,10 @@ struct StepBudget {
   StepVerdict verdict = StepVerdict::kNoGpuWork;
   // The step's GPU time per normalised kernel name, largest first.
   std::vector<std::pair<std::string, double>> kernels;
+  // With BudgetBuilder::keep_timeline() only: the step's GPU work (indexes into Budget::timeline,
+  // by device, then start) and its idle intervals per device, in time order.
+  std::vector<std::size_t> work;
+  std::vector<IdleInterval> idle;
 };
 
 struct Budget {
@@ -135,6 +162,8 @@ struct Budget {
   std::uint64_t capture_steps = 0;    // steps judged kGraphCapture, left out of the totals
   std::vector<DeviceBudget> devices;  // each device over all steps, by device id
   StepVerdict overall = StepVerdict::kNoGpuWork;
+  // With BudgetBuilder::keep_timeline() only: every GPU activity of the trace, in trace order.
+  std::vector<TimelineItem> timeline;
 };
 
 class BudgetBuilder final : public importers::TraceEventSink {
@@ -142,6 +171,9 @@ class BudgetBuilder final : public importers::TraceEventSink {
   BudgetBuilder() = default;
   // With a stage table, communication kernels are told apart (exposed communication).
   explicit BudgetBuilder(const analysis::StageTable* stages) : stages_(stages) {}
+  // Also keep the GPU timeline itself (Budget::timeline, StepBudget::work and idle): what drawing
+  // it needs, at the cost of holding every activity's name.
+  void keep_timeline() { keep_timeline_ = true; }
   void on_event(const importers::TraceEvent& event) override;
   // step_regex empty: the first builtin step marker that matches, else the whole trace as one
   // step.
@@ -198,8 +230,10 @@ class BudgetBuilder final : public importers::TraceEventSink {
   // were found; none when nothing repeats.
   std::vector<const Annotation*> repeated_annotation(std::string* selector) const;
   const analysis::StageTable* stages_ = nullptr;
-  std::vector<std::string> names_;   // distinct normalised kernel names
-  std::vector<bool> communication_;  // per name: the communication stage
+  bool keep_timeline_ = false;
+  std::vector<TimelineItem> timeline_;  // parallel to activities_ when kept
+  std::vector<std::string> names_;      // distinct normalised kernel names
+  std::vector<bool> communication_;     // per name: the communication stage
   std::map<std::string, std::uint32_t, std::less<>> name_ids_;
 };
 

@@ -27,6 +27,10 @@ cases = [
                                 f"{data}/h200/compiled_decode_full.ncu-rep.zst",
                                 "--gpus", f"{data}/h200/h200_calibration.json"]),
 ]
+def escape_html(text):
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 failures = 0
 for name, args in cases:
     page = os.path.join(out, name + ".html")
@@ -65,6 +69,34 @@ for name, args in cases:
             ok = ok and "In serving units" in dom and "tokens/s" in dom
         ok = ok and dom.find('id="fix-list"') < dom.find('id="roofline"')
         fix_note = f", fix list {len(fix_rows)} rows (JSON {len(fixes)})"
+    # With a trace, one step's timeline: the median step of `kprof budget --json` by GPU span
+    # (read independently of the page), one slice per GPU activity of it, idle bars where it
+    # idled, and a screenshot of the rendered page (the README's) that is a real PNG.
+    if args[0] == "report":
+        trace = args[args.index("--trace") + 1]
+        budget = json.loads(subprocess.run([kprof, "budget", trace, "--json"], check=True,
+                                           capture_output=True, text=True).stdout)
+        steps = [s for s in budget["steps"] if s["verdict"] != "graph capture"
+                 and s["gpu_activities"] > 0]
+        median = sorted(steps, key=lambda s: s["gpu_span_us"])[len(steps) // 2]
+        svg = re.search(r'<svg id="step-timeline".*?</svg>', dom, re.S)
+        slices = len(re.findall(r'<rect class="k"', svg.group(0))) if svg else -1
+        idle_bars = len(re.findall(r'<rect class="idle-bar"', svg.group(0))) if svg else -1
+        idle_us = median["host_gap_us"] + median["device_idle_us"] + median["dependency_wait_us"]
+        ok = ok and slices == min(median["gpu_activities"], 5000) and (idle_bars > 0) == (idle_us > 0)
+        ok = ok and escape_html(median["name"]) in dom
+        shot = os.path.join(out, name + ".png")
+        with tempfile.TemporaryDirectory() as profile:
+            subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                            "--hide-scrollbars", f"--user-data-dir={profile}",
+                            f"--screenshot={shot}", "--window-size=1200,1800",
+                            "file://" + os.path.abspath(page)], capture_output=True, timeout=120)
+        with open(shot, "rb") as f:
+            png = f.read()
+        ok = ok and png.startswith(b"\x89PNG") and len(png) > 10000
+        fix_note += (f", step timeline {slices} slices (median step {median['name']}: "
+                     f"{median['gpu_activities']} activities), {idle_bars} idle bars, "
+                     f"screenshot {len(png)} bytes")
     print(f"{name}: {points} points (expected {expected_points}), {rows} rows{fix_note}, "
           f"{len(console)} console messages{'' if ok else '  FAILED'}")
     for line in console[:5]:

@@ -232,5 +232,68 @@ TEST(DependencyWait, RealWaitsBehindBusyWorkBookNothing) {
   }
 }
 
+// BudgetBuilder::keep_timeline(): the idle intervals it keeps are the ones the budget summed,
+// placed where the hand-worked split above puts them, and keeping them changes no figure.
+TEST(DependencyWait, KeptIdleIntervalsAreTheSglangSplit) {
+  std::string path = write_trace("sglang_kept.json", sglang_shape(kHipWait));
+  BudgetBuilder builder;
+  builder.keep_timeline();
+  importers::read_chrome_trace(path, builder);
+  Budget kept = builder.finish("", {});
+  Budget plain = budget_of(path);
+  ASSERT_EQ(kept.steps.size(), 1u);
+  const StepBudget& step = kept.steps[0];
+  EXPECT_EQ(step.host_gap_us, plain.steps[0].host_gap_us);
+  EXPECT_EQ(step.dependency_wait_us, plain.steps[0].dependency_wait_us);
+  EXPECT_EQ(step.device_idle_us, plain.steps[0].device_idle_us);
+  EXPECT_TRUE(plain.timeline.empty());
+  EXPECT_TRUE(plain.steps[0].idle.empty());
+  ASSERT_EQ(kept.timeline.size(), 4u);  // three kernels and the copy, as the trace spells them
+  EXPECT_EQ(kept.timeline[1].name, "resolve_future_token_ids_kernel");
+  EXPECT_EQ(kept.timeline[3].category, "gpu_memcpy");
+  EXPECT_EQ(kept.timeline[3].stream, 3);
+  EXPECT_EQ(step.work.size(), 4u);
+  struct Expected {
+    double from, to;
+    IdleKind kind;
+  };
+  const Expected expected[] = {{84.835, 128.5, IdleKind::kHostGap},
+                               {128.5, 463380.24, IdleKind::kDependencyWait},
+                               {463385.24, 463386.9, IdleKind::kDeviceIdle},
+                               {463391.9, 463404.517, IdleKind::kHostGap}};
+  ASSERT_EQ(step.idle.size(), std::size(expected));
+  for (std::size_t i = 0; i < step.idle.size(); ++i) {
+    EXPECT_EQ(step.idle[i].device, 9);
+    EXPECT_NEAR(step.idle[i].from_us, expected[i].from, 1e-6) << i;
+    EXPECT_NEAR(step.idle[i].to_us, expected[i].to, 1e-6) << i;
+    EXPECT_EQ(step.idle[i].kind, expected[i].kind) << i;
+  }
+}
+
+// On a real H200 trace of many steps: per step and kind, the kept intervals add up to the
+// budget's figures, and every step's work is its GPU activities.
+TEST(DependencyWait, KeptIdleIntervalsAddUpOnARealTrace) {
+  for (const char* file :
+       {"h200/trace_compiled_decode.json.gz", "h200/trace_dependency_wait.json.gz"}) {
+    BudgetBuilder builder;
+    builder.keep_timeline();
+    importers::read_trace(testing::data_path(file), builder);
+    Budget budget = builder.finish("", {});
+    ASSERT_GT(budget.steps.size(), 1u) << file;
+    ASSERT_FALSE(budget.timeline.empty()) << file;
+    for (const StepBudget& step : budget.steps) {
+      double sums[3] = {0, 0, 0};
+      for (const IdleInterval& idle : step.idle) {
+        EXPECT_LT(idle.from_us, idle.to_us);
+        sums[static_cast<int>(idle.kind)] += idle.to_us - idle.from_us;
+      }
+      EXPECT_NEAR(sums[0], step.host_gap_us, 1e-6 * (1 + step.host_gap_us)) << file;
+      EXPECT_NEAR(sums[1], step.device_idle_us, 1e-6 * (1 + step.device_idle_us)) << file;
+      EXPECT_NEAR(sums[2], step.dependency_wait_us, 1e-6 * (1 + step.dependency_wait_us)) << file;
+      EXPECT_EQ(step.work.size(), step.gpu_activities) << file;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kprof::timeline
