@@ -111,7 +111,7 @@ void run_report(const std::string& path, std::string_view bytes) {
     timeline::KernelShare share;
     share.time = {k.verdict.duration_ns.value_or(0) / 1000, 1};
     share.matched_launch_config = (k.kernel->id % 2) == 0;
-    launches.push_back({k.kernel, &k.verdict, share});
+    launches.push_back({k.kernel, &k.verdict, share, path});
   }
   timeline::FixList fixes = timeline::build_fix_list(launches, 1000, 3, 300);
   check_text(render::fix_list_text(fixes, 0, 48), "fix list text");
