@@ -48,8 +48,8 @@ json group_args(const timeline::FixGroup& group, std::size_t rank) {
   json args;
   args["captured"] = true;
   args["fix_rank"] = rank;
-  args["kernel_group"] =
-      fmt::format("{} grid {} block {}", group.kernel, group.grid.to_string(), group.block.to_string());
+  args["kernel_group"] = fmt::format("{} grid {} block {}", group.kernel, group.grid.to_string(),
+                                     group.block.to_string());
   args["verdict"] = group.roofline;
   args["bound_by"] = group.bound_by.empty() ? json(nullptr) : json(group.bound_by);
   args["achieved_pct"] = number_or_null(group.achieved_pct);
@@ -104,10 +104,10 @@ FixGroupIndex::Match FixGroupIndex::find(const timeline::TimelineItem& item) {
     if (!index) match.how = "captured with another launch configuration";
   } else {
     index = found->second.front();
-    match.how = found->second.size() == 1
-                    ? "name (the trace records no launch configuration)"
-                    : fmt::format("name, the first of {} captured groups of it",
-                                  found->second.size());
+    match.how =
+        found->second.size() == 1
+            ? "name (the trace records no launch configuration)"
+            : fmt::format("name, the first of {} captured groups of it", found->second.size());
   }
   if (index) {
     match.group = &fixes_->groups[*index];
@@ -140,15 +140,15 @@ std::string annotated_trace_json(const AnnotatedTraceInput& input, AnnotatedTrac
     put(event);
   };
   put({{"kprof",
-                   {{"schema", "kprof.annotated-trace/1"},
-                    {"trace", input.trace_path},
-                    {"reports", input.report_paths},
-                    {"argv", input.argv},
-                    {"step_selector", budget.step_selector},
-                    {"note",
-                     "slices: the trace's GPU activities (pid = device, tid = stream) with "
-                     "kprof's findings in args; 'kprof steps' and each device's 'kprof idle' "
-                     "track are kprof's steps and idle intervals (ts and dur in microseconds)"}}}});
+        {{"schema", "kprof.annotated-trace/1"},
+         {"trace", input.trace_path},
+         {"reports", input.report_paths},
+         {"argv", input.argv},
+         {"step_selector", budget.step_selector},
+         {"note",
+          "slices: the trace's GPU activities (pid = device, tid = stream) with "
+          "kprof's findings in args; 'kprof steps' and each device's 'kprof idle' "
+          "track are kprof's steps and idle intervals (ts and dur in microseconds)"}}}});
   out += ",\n\"traceEvents\": [";
 
   // Track names: each device, its streams, its idle row; the steps' process.
@@ -166,18 +166,16 @@ std::string annotated_trace_json(const AnnotatedTraceInput& input, AnnotatedTrac
     }
     put_event(metadata("process_name", pid_of(device), std::nullopt, {{"name", name}}));
     put_event(metadata("process_sort_index", pid_of(device), std::nullopt,
-                            {{"sort_index", pid_of(device)}}));
-    put_event(
-        metadata("thread_name", pid_of(device), kIdleTid, {{"name", "kprof idle"}}));
+                       {{"sort_index", pid_of(device)}}));
+    put_event(metadata("thread_name", pid_of(device), kIdleTid, {{"name", "kprof idle"}}));
     put_event(metadata("thread_sort_index", pid_of(device), kIdleTid, {{"sort_index", -1}}));
     for (std::int64_t stream : streams) {
       put_event(metadata("thread_name", pid_of(device), stream,
-                              {{"name", fmt::format("stream {}", stream)}}));
+                         {{"name", fmt::format("stream {}", stream)}}));
     }
   }
   put_event(metadata("process_name", kStepsPid, std::nullopt, {{"name", "kprof steps"}}));
-  put_event(
-      metadata("process_sort_index", kStepsPid, std::nullopt, {{"sort_index", -1}}));
+  put_event(metadata("process_sort_index", kStepsPid, std::nullopt, {{"sort_index", -1}}));
 
   for (const timeline::TimelineItem& item : budget.timeline) {
     json args;
@@ -205,7 +203,7 @@ std::string annotated_trace_json(const AnnotatedTraceInput& input, AnnotatedTrac
                   {"name", item.name},
                   {"cat", item.category},
                   {"ts", item.start_us},
-                  {"dur", std::max(0.0, item.end_us - item.start_us)},
+                  {"dur", std::max(0.0, item.duration_us)},
                   {"pid", pid_of(item.device)},
                   {"tid", tid_of(item.stream)}};
     if (!args.is_null()) event["args"] = std::move(args);
@@ -227,13 +225,13 @@ std::string annotated_trace_json(const AnnotatedTraceInput& input, AnnotatedTrac
                  {"gpu_activities", step.gpu_activities},
                  {"kernel_launches", step.kernel_launches}};
     put_event({{"ph", "X"},
-                    {"name", step.name},
-                    {"cat", "kprof step"},
-                    {"ts", step.start_us},
-                    {"dur", std::max(0.0, end - step.start_us)},
-                    {"pid", kStepsPid},
-                    {"tid", 0},
-                    {"args", std::move(args)}});
+               {"name", step.name},
+               {"cat", "kprof step"},
+               {"ts", step.start_us},
+               {"dur", std::max(0.0, end - step.start_us)},
+               {"pid", kStepsPid},
+               {"tid", 0},
+               {"args", std::move(args)}});
     ++counted.steps;
     for (const timeline::IdleInterval& idle : step.idle) {
       json idle_args = {{"kind", timeline::idle_kind_name(idle.kind)},
@@ -250,13 +248,13 @@ std::string annotated_trace_json(const AnnotatedTraceInput& input, AnnotatedTrac
         }
       }
       put_event({{"ph", "X"},
-                      {"name", timeline::idle_kind_name(idle.kind)},
-                      {"cat", "kprof idle"},
-                      {"ts", idle.from_us},
-                      {"dur", idle.to_us - idle.from_us},
-                      {"pid", pid_of(idle.device)},
-                      {"tid", kIdleTid},
-                      {"args", std::move(idle_args)}});
+                 {"name", timeline::idle_kind_name(idle.kind)},
+                 {"cat", "kprof idle"},
+                 {"ts", idle.from_us},
+                 {"dur", idle.to_us - idle.from_us},
+                 {"pid", pid_of(idle.device)},
+                 {"tid", kIdleTid},
+                 {"args", std::move(idle_args)}});
       ++counted.idle;
     }
   }

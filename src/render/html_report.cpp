@@ -280,8 +280,11 @@ std::string step_timeline_html(const timeline::Budget& budget, const timeline::F
     double t = t0 + (t1 - t0) * tick / 4;
     html += fmt::format(
         "<line x1=\"{0:.2f}\" y1=\"{1}\" x2=\"{0:.2f}\" y2=\"{2}\" stroke=\"#999\"/>"
-        "<text x=\"{0:.2f}\" y=\"{3}\" font-size=\"12\" text-anchor=\"middle\">{4} µs</text>\n",
-        x_of(t), axis_y, axis_y + 5, axis_y + 20, format_number(t - t0));
+        "<text x=\"{0:.2f}\" y=\"{3}\" font-size=\"12\" text-anchor=\"{5}\">{4} µs</text>\n",
+        x_of(t), axis_y, axis_y + 5, axis_y + 20, format_number(t - t0),
+        tick == 0   ? "start"
+        : tick == 4 ? "end"
+                    : "middle");  // the end labels inside the plot
   }
   html += "</svg>\n";
   if (step->work.size() > drawn) {

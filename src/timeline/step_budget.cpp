@@ -155,6 +155,7 @@ void BudgetBuilder::on_event(const importers::TraceEvent& event) {
       item.stream = event.stream;
       item.start_us = event.timestamp_us;
       item.end_us = end;
+      item.duration_us = event.duration_us;
       for (int d = 0; d < 3; ++d) {
         item.grid[d] = event.grid[d];
         item.block[d] = event.block[d];

@@ -118,6 +118,8 @@ struct TimelineItem {
   std::int64_t device = -1;
   std::optional<std::int64_t> stream;
   double start_us = 0, end_us = 0;
+  // The trace's own duration: end_us − start_us loses digits at the trace's absolute times.
+  double duration_us = 0;
   std::optional<std::int64_t> grid[3], block[3];
 };
 
