@@ -90,9 +90,11 @@ std::shared_ptr<CublasLt> CublasLt::load(const std::vector<std::string>& librari
   return nullptr;
 }
 
-CublasLt::~CublasLt() {
-  if (handle_) dlclose(handle_);
-}
+// The library stays loaded for the life of the process: libcublasLt carries its own static C++
+// runtime, whose start-up allocations (the exception-handling pool) would become unreachable —
+// a leak for LeakSanitizer — once it is unloaded, and unloading a CUDA library that may have
+// started threads is not safe anyway. kprof loads it at most once per run.
+CublasLt::~CublasLt() = default;
 
 std::string CublasLt::version() const {
   std::size_t v = api_.cublasLtGetVersion ? api_.cublasLtGetVersion() : 0;

@@ -121,7 +121,7 @@ class CublasLt {
 
  private:
   CublasLt() = default;
-  void* handle_ = nullptr;
+  void* handle_ = nullptr;  // dlopen's, never closed (see ~CublasLt)
   std::string library_;
   CublasLtApi api_;
 };

@@ -48,15 +48,18 @@ void init_curl_once() {
 }
 
 struct CurlHandle {
-  CURL* curl = curl_easy_init();
+  CURL* curl = nullptr;
   curl_slist* headers = nullptr;
   explicit CurlHandle(const std::string& api_key) {
-    if (curl == nullptr) throw LoadError("libcurl could not create a handle");
+    // Checked before the handle exists: a constructor that throws runs no destructor, so a
+    // handle made first was leaked by every refused key (LeakSanitizer, scripts/test-sanitizers).
     try {
       check_header_value(api_key, "the API key");
     } catch (const std::invalid_argument& error) {
       throw LoadError(error.what());
     }
+    curl = curl_easy_init();
+    if (curl == nullptr) throw LoadError("libcurl could not create a handle");
     headers = curl_slist_append(nullptr, "Content-Type: application/json");
     // No "Expect: 100-continue" round trip before a large prompt.
     headers = curl_slist_append(headers, "Expect:");

@@ -115,12 +115,13 @@ else:
       receipt.created("Deployment", "serving", name, true, "", run);
       receipt.finish("interrupted");
     }
-    json deployment = {{"apiVersion", "apps/v1"},
-                       {"kind", "Deployment"},
-                       {"metadata",
-                        {{"name", name},
-                         {"namespace", "serving"},
-                         {"labels", {{kManagedByLabel, kManagedByValue}, {kRunLabel, labelled_run}}}}}};
+    json deployment = {
+        {"apiVersion", "apps/v1"},
+        {"kind", "Deployment"},
+        {"metadata",
+         {{"name", name},
+          {"namespace", "serving"},
+          {"labels", {{kManagedByLabel, kManagedByValue}, {kRunLabel, labelled_run}}}}}};
     std::ofstream(dir_ / "deployed.json") << deployment.dump();
   }
 
