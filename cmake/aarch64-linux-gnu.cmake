@@ -28,5 +28,9 @@ set(ENV{PKG_CONFIG_SYSROOT_DIR} "${KPROF_SYSROOT}")
 set(ENV{PKG_CONFIG_LIBDIR}
     "${KPROF_SYSROOT}/usr/lib/aarch64-linux-gnu/pkgconfig:${KPROF_SYSROOT}/usr/share/pkgconfig")
 # qemu finds the sysroot's loader and libraries through QEMU_LD_PREFIX (its -L would be taken for
-# cmake's own option where cmake -P runs kprof at build time).
-set(CMAKE_CROSSCOMPILING_EMULATOR env "QEMU_LD_PREFIX=${KPROF_SYSROOT}" qemu-aarch64)
+# cmake's own option where cmake -P runs kprof at build time). Both programs by absolute path: a
+# test that runs kprof with PATH emptied (the Python package's binary lookup) runs it through this.
+find_program(KPROF_ENV_PROGRAM env REQUIRED)
+find_program(KPROF_QEMU_AARCH64 qemu-aarch64 REQUIRED)
+set(CMAKE_CROSSCOMPILING_EMULATOR ${KPROF_ENV_PROGRAM} "QEMU_LD_PREFIX=${KPROF_SYSROOT}"
+                                  ${KPROF_QEMU_AARCH64})
