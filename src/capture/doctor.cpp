@@ -20,7 +20,7 @@
 namespace kprof::capture {
 namespace {
 
-std::optional<std::string> read_text(const std::string& path) {
+std::optional<std::string> read_optional_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
   std::ostringstream text;
@@ -60,10 +60,10 @@ SystemFacts gather_system_facts(const std::string& root, const std::string& ncu_
     facts.ncu_is_script = head[0] == '#' && head[1] == '!';
     facts.ncu_version = ncu_version_line(ncu_path);
   }
-  if (auto text = read_text(root + "/sys/module/nvidia/version")) {
+  if (auto text = read_optional_text(root + "/sys/module/nvidia/version")) {
     facts.driver_version = std::string(trim(*text));
     facts.driver_version_source = "/sys/module/nvidia/version";
-  } else if (auto text = read_text(root + "/proc/driver/nvidia/version")) {
+  } else if (auto text = read_optional_text(root + "/proc/driver/nvidia/version")) {
     std::string version;
     if (RE2::PartialMatch(*text, "Kernel Module(?: for \\S+)?\\s+(\\d+\\.\\d+(?:\\.\\d+)?)",
                           &version)) {
@@ -72,7 +72,7 @@ SystemFacts gather_system_facts(const std::string& root, const std::string& ncu_
     }
   }
   for (const char* candidate : {"/usr/local/cuda/version.json", "/usr/local/cuda/version.txt"}) {
-    auto text = read_text(root + candidate);
+    auto text = read_optional_text(root + candidate);
     if (!text) continue;
     std::string version;
     if (RE2::PartialMatch(*text, "\"cuda\"\\s*:\\s*\\{[^}]*\"version\"\\s*:\\s*\"([0-9.]+)\"",
@@ -87,13 +87,13 @@ SystemFacts gather_system_facts(const std::string& root, const std::string& ncu_
   if (facts.cuda_toolkit_version.empty()) {
     const char* header = "/usr/local/cuda/include/cuda_runtime_api.h";
     int version = 0;
-    if (auto text = read_text(root + header);
+    if (auto text = read_optional_text(root + header);
         text && RE2::PartialMatch(*text, "#define CUDART_VERSION\\s+(\\d+)", &version)) {
       facts.cuda_toolkit_version = fmt::format("{}.{}", version / 1000, (version % 1000) / 10);
       facts.cuda_toolkit_source = header;
     }
   }
-  if (auto text = read_text(root + "/proc/driver/nvidia/params")) {
+  if (auto text = read_optional_text(root + "/proc/driver/nvidia/params")) {
     int value = 0;
     if (RE2::PartialMatch(*text, "RmProfilingAdminOnly: (\\d+)", &value)) {
       facts.profiling_admin_only = value;
@@ -104,7 +104,7 @@ SystemFacts gather_system_facts(const std::string& root, const std::string& ncu_
                            "CUDA_VISIBLE_DEVICES", "KUBERNETES_SERVICE_HOST"}) {
     if (const char* value = std::getenv(name)) facts.env[name] = value;
   }
-  facts.proc_version = std::string(trim(read_text(root + "/proc/version").value_or("")));
+  facts.proc_version = std::string(trim(read_optional_text(root + "/proc/version").value_or("")));
   std::error_code error;
   facts.device_nodes = std::filesystem::exists(root + "/dev/nvidiactl", error);
   TracerLocation tracer = locate_tracer("", own_executable());

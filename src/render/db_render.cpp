@@ -12,7 +12,9 @@
 namespace kprof::render {
 namespace {
 
-std::string cell(const std::optional<double>& value) { return value ? format_number(*value) : "—"; }
+std::string db_cell(const std::optional<double>& value) {
+  return value ? format_number(*value) : "—";
+}
 
 // The store hands out valid UTF-8; should anything slip through, a replacement character is
 // better than a query that fails for good.
@@ -46,7 +48,7 @@ std::string history_text(const std::vector<store::KernelHistoryRow>& rows) {
                    {"bound by"}});
   for (const auto& r : rows) {
     table.add_row({ellipsize(r.name, 60), std::to_string(r.run_id), r.imported_at, r.campaign,
-                   r.model, r.gpu, cell(r.duration_us), r.roofline, r.bound_by});
+                   r.model, r.gpu, db_cell(r.duration_us), r.roofline, r.bound_by});
   }
   return table.to_string();
 }
@@ -77,7 +79,7 @@ std::string worst_text(const std::vector<store::WorstRow>& rows, const std::stri
                    {"verdict"},
                    {"run", TextTable::Align::kRight}});
   for (const auto& r : rows) {
-    table.add_row({r.group.empty() ? "—" : r.group, ellipsize(r.name, 60), cell(r.duration_us),
+    table.add_row({r.group.empty() ? "—" : r.group, ellipsize(r.name, 60), db_cell(r.duration_us),
                    r.roofline, std::to_string(r.run_id)});
   }
   return table.to_string();

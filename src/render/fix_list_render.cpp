@@ -14,7 +14,7 @@ using nlohmann::json;
 
 std::string dims(const model::Dim3& d) { return fmt::format("{},{},{}", d.x, d.y, d.z); }
 
-std::string ms(double us) { return format_number(us / 1000); }
+std::string fix_ms(double us) { return format_number(us / 1000); }
 
 // argv as a user would type it: words with characters a shell reads specially in single quotes.
 std::string shell_words(const std::vector<std::string>& argv) {
@@ -57,13 +57,13 @@ std::string total_sentence(const timeline::FixList& list) {
     double per_step = list.total_saving_us / static_cast<double>(list.steps);
     return fmt::format(
         "all of them together: {} ms of each {} ms step ({:.1f}%), steps {:.3f}× faster",
-        ms(per_step), ms(list.step_us), per_step / list.step_us * 100,
+        fix_ms(per_step), fix_ms(list.step_us), per_step / list.step_us * 100,
         list.total_step_speedup.value_or(1));
   }
   return fmt::format(
       "all of them together: {} ms of the {} ms ({:.1f}%), a {:.3f}× faster pipeline",
-      ms(list.total_saving_us), ms(list.pipeline_us), list.total_saving_us / list.pipeline_us * 100,
-      list.total_step_speedup.value_or(1));
+      fix_ms(list.total_saving_us), fix_ms(list.pipeline_us),
+      list.total_saving_us / list.pipeline_us * 100, list.total_step_speedup.value_or(1));
 }
 
 // "in serving units (…): TPOT … ms, … tokens/s; with all of them fixed: …"; basis as given (the
@@ -111,12 +111,12 @@ std::string fix_list_text(const timeline::FixList& list, size_t top, size_t name
         {std::to_string(shown), ellipsize(g.kernel, name_width),
          dims(g.grid) + " / " + dims(g.block),
          fmt::format("{}/{}", g.launches_captured, g.trace_launches),
-         g.trace_launches ? ms(g.trace_total_us) : "not in trace",
+         g.trace_launches ? fix_ms(g.trace_total_us) : "not in trace",
          g.trace_launches ? fmt::format("{:.1f}", g.fraction_of_pipeline * 100) : "—",
          g.bound_by.empty() ? "—" : g.bound_by + " (" + verdict_spread(g) + ")",
          g.achieved_pct ? fmt::format("{:.0f}% → {:.0f}%", *g.achieved_pct, *g.attainable_pct)
                         : "—",
-         g.estimated_saving_us ? ms(*g.estimated_saving_us) : "—",
+         g.estimated_saving_us ? fix_ms(*g.estimated_saving_us) : "—",
          g.estimated_step_speedup ? fmt::format("{:.3f}", *g.estimated_step_speedup) : "—",
          g.replay_fidelity
              ? fmt::format("{:.2f}{}", *g.replay_fidelity, g.fidelity_flagged ? " !" : "")
@@ -125,9 +125,9 @@ std::string fix_list_text(const timeline::FixList& list, size_t top, size_t name
   std::string out = fmt::format(
       "fix list: {} kernel group{} (name, grid, block), by estimated saving; the trace's GPU work "
       "spans {} ms",
-      list.groups.size(), list.groups.size() == 1 ? "" : "s", ms(list.pipeline_us));
+      list.groups.size(), list.groups.size() == 1 ? "" : "s", fix_ms(list.pipeline_us));
   if (list.steps > 0) {
-    out += fmt::format(" over {} steps of {} ms", list.steps, ms(list.step_us));
+    out += fmt::format(" over {} steps of {} ms", list.steps, fix_ms(list.step_us));
   }
   out += "\n" + table.to_string();
   if (top != 0 && list.groups.size() > top) {
@@ -224,8 +224,9 @@ std::string fix_list_html(const timeline::FixList& list) {
   html += fmt::format(
       "<p>{} kernel group{} (name, grid, block), by estimated saving; the trace's GPU work spans "
       "{} ms{}.</p>\n",
-      list.groups.size(), list.groups.size() == 1 ? "" : "s", ms(list.pipeline_us),
-      list.steps > 0 ? fmt::format(" over {} steps of {} ms", list.steps, ms(list.step_us)) : "");
+      list.groups.size(), list.groups.size() == 1 ? "" : "s", fix_ms(list.pipeline_us),
+      list.steps > 0 ? fmt::format(" over {} steps of {} ms", list.steps, fix_ms(list.step_us))
+                     : "");
   html +=
       "<table id=\"fix-list\"><thead><tr><th>#</th><th class=\"name\">kernel</th><th>grid / "
       "block</th><th>launches captured/trace</th><th>trace ms</th><th>% pipe</th><th>bound "
@@ -239,15 +240,15 @@ std::string fix_list_html(const timeline::FixList& list) {
     html += cell(g.kernel, "name");
     html += cell(dims(g.grid) + " / " + dims(g.block));
     html += cell(fmt::format("{}/{}", g.launches_captured, g.trace_launches));
-    html += cell(g.trace_launches ? ms(g.trace_total_us) : "not in trace");
+    html += cell(g.trace_launches ? fix_ms(g.trace_total_us) : "not in trace");
     html += cell(g.trace_launches ? fmt::format("{:.1f}", g.fraction_of_pipeline * 100) : "—");
     html += cell(g.bound_by.empty() ? "—" : g.bound_by + " (" + verdict_spread(g) + ")", "text");
     html +=
         cell(g.achieved_pct ? fmt::format("{:.0f}% → {:.0f}%", *g.achieved_pct, *g.attainable_pct)
                             : "—");
-    html += cell(g.estimated_saving_us ? ms(*g.estimated_saving_us) : "—");
+    html += cell(g.estimated_saving_us ? fix_ms(*g.estimated_saving_us) : "—");
     html += cell(g.estimated_saving_us && list.steps > 0
-                     ? ms(*g.estimated_saving_us / static_cast<double>(list.steps))
+                     ? fix_ms(*g.estimated_saving_us / static_cast<double>(list.steps))
                      : "—");
     html += cell(g.estimated_step_speedup ? fmt::format("{:.3f}", *g.estimated_step_speedup) : "—");
     html += cell(g.replay_fidelity

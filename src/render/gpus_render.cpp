@@ -10,7 +10,9 @@
 namespace kprof::render {
 namespace {
 
-std::string cell(const std::optional<double>& value) { return value ? format_number(*value) : "—"; }
+std::string gpu_cell(const std::optional<double>& value) {
+  return value ? format_number(*value) : "—";
+}
 
 std::string peak(const hardware::GpuSpec& spec, const char* key) {
   auto it = spec.peak_tflops.find(key);
@@ -69,8 +71,8 @@ std::string detail_text(const hardware::GpuDatabase& db, const hardware::GpuSpec
   out += fmt::format(
       "  shared memory {} KB/SM, {} KB/block; {} registers/SM; {} warps and {} "
       "blocks per SM\n",
-      cell(s.smem_per_sm_kb), cell(s.smem_per_block_kb), cell(s.registers_per_sm),
-      cell(s.max_warps_per_sm), cell(s.max_blocks_per_sm));
+      gpu_cell(s.smem_per_sm_kb), gpu_cell(s.smem_per_block_kb), gpu_cell(s.registers_per_sm),
+      gpu_cell(s.max_warps_per_sm), gpu_cell(s.max_blocks_per_sm));
   for (const auto& [group, ids] : s.sources) {
     out += fmt::format("  {} figures: {}\n", shown(group), shown(ids));
   }
@@ -108,8 +110,8 @@ std::string gpus_text(const hardware::GpuDatabase& db,
                    {"FP4", TextTable::Align::kRight},
                    {"INT8", TextTable::Align::kRight}});
   for (const auto* s : shown) {
-    table.add_row({s->name, s->compute_capability, cell(s->sms), cell(s->memory_gb),
-                   cell(s->memory_bandwidth_tbs), cell(s->l2_mb), peak(*s, "fp64"),
+    table.add_row({s->name, s->compute_capability, gpu_cell(s->sms), gpu_cell(s->memory_gb),
+                   gpu_cell(s->memory_bandwidth_tbs), gpu_cell(s->l2_mb), peak(*s, "fp64"),
                    peak(*s, "fp32"), peak(*s, "tf32"), peak(*s, "bf16"), peak(*s, "fp8"),
                    peak(*s, "fp4"), peak(*s, "int8")});
   }

@@ -10,13 +10,14 @@
 namespace kprof::render {
 namespace {
 
-std::string cell(const std::optional<double>& value, double scale = 1) {
+std::string report_cell(const std::optional<double>& value, double scale = 1) {
   return value ? format_number(*value * scale) : "—";
 }
 
 std::string occupancy_cell(const analysis::KernelSummary& s) {
   if (!s.achieved_occupancy_pct && !s.theoretical_occupancy_pct) return "—";
-  return fmt::format("{}/{}", cell(s.achieved_occupancy_pct), cell(s.theoretical_occupancy_pct));
+  return fmt::format("{}/{}", report_cell(s.achieved_occupancy_pct),
+                     report_cell(s.theoretical_occupancy_pct));
 }
 
 std::string optional_number(const std::optional<std::uint64_t>& value) {
@@ -50,9 +51,9 @@ std::string summary_table(const model::Report& report, const std::vector<size_t>
     analysis::KernelSummary s = analysis::summarize(report, kernel);
     missing.insert(s.missing.begin(), s.missing.end());
     table.add_row({std::to_string(kernel.id), ellipsize(kernel.display_name(), name_width),
-                   cell(s.duration_ns, 1e-3), cell(s.sm_throughput_pct),
-                   cell(s.memory_throughput_pct), cell(s.dram_throughput_pct), occupancy_cell(s),
-                   cell(s.registers_per_thread), kernel.grid.to_string(),
+                   report_cell(s.duration_ns, 1e-3), report_cell(s.sm_throughput_pct),
+                   report_cell(s.memory_throughput_pct), report_cell(s.dram_throughput_pct),
+                   occupancy_cell(s), report_cell(s.registers_per_thread), kernel.grid.to_string(),
                    kernel.block.to_string()});
   }
   return table.to_string();

@@ -16,7 +16,7 @@ namespace {
 using nlohmann::json;
 
 std::string pct(double share) { return fmt::format("{:.1f}", share * 100); }
-std::string ms(double us) { return format_number(us / 1000); }
+std::string trace_ms(double us) { return format_number(us / 1000); }
 
 // A threshold given in percent and stored as a fraction, printed as given (0.6 * 100 is not 60).
 std::string percent_of(double fraction) {
@@ -54,7 +54,7 @@ std::string budget_advice(const timeline::Budget& budget) {
         "another stream, device or the host blocked in a synchronous copy. Faster kernels or "
         "launches will not shorten them; find what each wait waits for (the longest are listed "
         "above).",
-        ms(budget.total_dependency_wait_us), ms(budget.total_host_gap_us));
+        trace_ms(budget.total_dependency_wait_us), trace_ms(budget.total_host_gap_us));
   }
   if (budget.overall == timeline::StepVerdict::kKernelBound) {
     return fmt::format(
@@ -99,9 +99,9 @@ std::string ranking_device_lines(const timeline::Ranking& ranking) {
     out += fmt::format(
         "  {}: {} GPU activities ({} kernels), GPU time {} ms over a {} ms span, busy {}{} ms "
         "({:.1f}%), communication {} ms of which exposed {} ms{}\n",
-        device_name(d.device), d.gpu_events, d.kernel_events, ms(d.gpu_time_us), ms(d.span_us),
-        d.late_intervals > 0 ? "at least " : "", ms(d.busy_us), d.busy_fraction * 100,
-        ms(d.communication_us), ms(d.exposed_communication_us),
+        device_name(d.device), d.gpu_events, d.kernel_events, trace_ms(d.gpu_time_us),
+        trace_ms(d.span_us), d.late_intervals > 0 ? "at least " : "", trace_ms(d.busy_us),
+        d.busy_fraction * 100, trace_ms(d.communication_us), trace_ms(d.exposed_communication_us),
         d.late_intervals > 0 ? " (activities far out of time order: busy is a lower bound, "
                                "exposed communication approximate)"
                              : "");
@@ -199,13 +199,14 @@ std::string ranking_text(const timeline::Ranking& ranking, const TraceSource& so
       "{}: {} GPU activities ({} kernels, {} memcpy, {} memset) of {} events; GPU time {} ms "
       "(summed durations) over a {} ms trace span; {} distinct names\n",
       escape_for_terminal(source.path), ranking.gpu_events, ranking.kernel_events,
-      ranking.memcpy_events, ranking.memset_events, source.stats.events, ms(ranking.gpu_time_us),
-      ms(ranking.wall_us), ranking.kernels.size());
+      ranking.memcpy_events, ranking.memset_events, source.stats.events,
+      trace_ms(ranking.gpu_time_us), trace_ms(ranking.wall_us), ranking.kernels.size());
   if (ranking.devices.size() > 1) {
     out += fmt::format(
         "{} devices, each accounted on its own (\"% wall\" is of {} ms: the span times {} "
         "devices):\n",
-        ranking.devices.size(), ms(ranking.wall_us * static_cast<double>(ranking.devices.size())),
+        ranking.devices.size(),
+        trace_ms(ranking.wall_us * static_cast<double>(ranking.devices.size())),
         ranking.devices.size());
     out += ranking_device_lines(ranking);
   }
@@ -221,7 +222,7 @@ std::string ranking_text(const timeline::Ranking& ranking, const TraceSource& so
   for (size_t i = 0; i < shown; ++i) {
     const auto& k = ranking.kernels[i];
     table.add_row({std::to_string(i + 1), ellipsize(k.name, name_width), k.stage,
-                   std::to_string(k.count), ms(k.total_us),
+                   std::to_string(k.count), trace_ms(k.total_us),
                    format_number(k.total_us / static_cast<double>(k.count)),
                    pct(k.share_of_gpu_time), pct(k.share_of_wall)});
   }
@@ -238,7 +239,8 @@ std::string ranking_text(const timeline::Ranking& ranking, const TraceSource& so
                       {"total ms", TextTable::Align::kRight},
                       {"% GPU", TextTable::Align::kRight}});
   for (const auto& s : ranking.stages) {
-    by_stage.add_row({s.stage, std::to_string(s.count), ms(s.total_us), pct(s.share_of_gpu_time)});
+    by_stage.add_row(
+        {s.stage, std::to_string(s.count), trace_ms(s.total_us), pct(s.share_of_gpu_time)});
   }
   out += "\nby stage\n" + by_stage.to_string();
   return out;
@@ -277,8 +279,8 @@ std::string step_ranking_text(const timeline::Budget& budget, const TraceSource&
     double total = 0;
     for (const auto& [name, us] : step.kernels) total += us;
     out += fmt::format("\n{}: GPU time {} ms, GPU busy {} ms of a {} ms span\n",
-                       escape_for_terminal(step.name), ms(total), ms(step.gpu_busy_us),
-                       ms(step.gpu_span_us));
+                       escape_for_terminal(step.name), trace_ms(total), trace_ms(step.gpu_busy_us),
+                       trace_ms(step.gpu_span_us));
     TextTable table({{"#", TextTable::Align::kRight},
                      {"kernel"},
                      {"ms", TextTable::Align::kRight},
@@ -286,7 +288,7 @@ std::string step_ranking_text(const timeline::Budget& budget, const TraceSource&
     size_t shown = std::min(top, step.kernels.size());
     for (size_t i = 0; i < shown; ++i) {
       const auto& [name, us] = step.kernels[i];
-      table.add_row({std::to_string(i + 1), ellipsize(name, name_width), ms(us),
+      table.add_row({std::to_string(i + 1), ellipsize(name, name_width), trace_ms(us),
                      pct(total > 0 ? us / total : 0)});
     }
     out += table.to_string();
@@ -379,29 +381,29 @@ std::string budget_text(const timeline::Budget& budget,
   TextTable table(std::move(columns));
   for (const auto& s : budget.steps) {
     std::vector<std::string> row = {s.name,
-                                    ms(s.host_duration_us),
-                                    ms(s.gpu_span_us),
-                                    ms(s.gpu_busy_us),
-                                    ms(s.host_gap_us),
-                                    ms(s.device_idle_us),
+                                    trace_ms(s.host_duration_us),
+                                    trace_ms(s.gpu_span_us),
+                                    trace_ms(s.gpu_busy_us),
+                                    trace_ms(s.host_gap_us),
+                                    trace_ms(s.device_idle_us),
                                     fmt::format("{:.1f}", s.busy_fraction * 100),
                                     std::to_string(s.kernel_launches),
                                     std::to_string(s.graph_launches),
                                     timeline::step_verdict_name(s.verdict)};
-    if (any_wait) row.insert(row.begin() + 6, ms(s.dependency_wait_us));
+    if (any_wait) row.insert(row.begin() + 6, trace_ms(s.dependency_wait_us));
     table.add_row(row);
   }
   std::string waits =
       budget.total_dependency_wait_us > 0
-          ? fmt::format(", dependency waits {} ms", ms(budget.total_dependency_wait_us))
+          ? fmt::format(", dependency waits {} ms", trace_ms(budget.total_dependency_wait_us))
           : "";
   std::string out = fmt::format(
       "{}: {} step{} ({}) — {}: GPU busy {:.1f}% of its span, {:.1f}% of the time "
       "the host kept it fed (host gap {} ms, device-side idle {} ms{})\n",
       escape_for_terminal(source.path), budget.steps.size(), budget.steps.size() == 1 ? "" : "s",
       escape_for_terminal(budget.step_selector), timeline::step_verdict_name(budget.overall),
-      busy_fraction(budget) * 100, host_fed_fraction(budget) * 100, ms(budget.total_host_gap_us),
-      ms(budget.total_device_idle_us), waits);
+      busy_fraction(budget) * 100, host_fed_fraction(budget) * 100,
+      trace_ms(budget.total_host_gap_us), trace_ms(budget.total_device_idle_us), waits);
   if (budget.capture_steps > 0) {
     std::uint64_t captured = 0, graphs = 0;
     for (const auto& s : budget.steps) {
@@ -423,8 +425,9 @@ std::string budget_text(const timeline::Budget& budget,
       out += fmt::format(
           "  {}: {} kernels, kernel time {} ms, GPU span {} ms, busy {} ms ({:.1f}%), host gap "
           "{} ms, device-side idle {} ms\n",
-          device_name(d.device), d.kernels, ms(d.kernel_time_us), ms(d.gpu_span_us),
-          ms(d.gpu_busy_us), d.busy_fraction * 100, ms(d.host_idle_us), ms(d.device_idle_us));
+          device_name(d.device), d.kernels, trace_ms(d.kernel_time_us), trace_ms(d.gpu_span_us),
+          trace_ms(d.gpu_busy_us), d.busy_fraction * 100, trace_ms(d.host_idle_us),
+          trace_ms(d.device_idle_us));
     }
   }
   out += table.to_string();
@@ -445,7 +448,7 @@ std::string budget_text(const timeline::Budget& budget,
     const auto& [s, w] = longest[i];
     out += fmt::format(
         "  {}: {} ms idle on {}{} before {}, held by {} at {:.3f} ms{}\n",
-        escape_for_terminal(s->name), ms(w->waited_us), device_name(w->device),
+        escape_for_terminal(s->name), trace_ms(w->waited_us), device_name(w->device),
         w->stream ? fmt::format(" stream {}", *w->stream) : std::string(),
         ellipsize(w->next_work, 60), escape_for_terminal(w->wait_call),
         (w->wait_call_at_us - s->start_us) / 1000,
@@ -541,18 +544,19 @@ std::string ranks_ranking_text(const std::vector<TraceSource>& sources,
     for (const auto& d : rankings[r].devices) comm += d.communication_us;
     ranks.add_row({std::to_string(r), escape_for_terminal(sources[r].path),
                    std::to_string(rankings[r].gpu_events),
-                   std::to_string(rankings[r].devices.size()), ms(rankings[r].gpu_time_us),
-                   ms(comparison.busy_us.per_rank[r]), ms(comm),
-                   ms(comparison.exposed_communication_us.per_rank[r])});
+                   std::to_string(rankings[r].devices.size()), trace_ms(rankings[r].gpu_time_us),
+                   trace_ms(comparison.busy_us.per_rank[r]), trace_ms(comm),
+                   trace_ms(comparison.exposed_communication_us.per_rank[r])});
   }
   out += ranks.to_string();
   out += fmt::format(
       "GPU time across ranks: mean {} ms, min {} ms, max {} ms (rank {}), max/mean {}; exposed "
       "communication: mean {} ms, max {} ms (rank {})\n",
-      ms(comparison.gpu_time_us.mean), ms(comparison.gpu_time_us.min),
-      ms(comparison.gpu_time_us.max), comparison.gpu_time_us.max_rank,
-      max_over_mean(comparison.gpu_time_us), ms(comparison.exposed_communication_us.mean),
-      ms(comparison.exposed_communication_us.max), comparison.exposed_communication_us.max_rank);
+      trace_ms(comparison.gpu_time_us.mean), trace_ms(comparison.gpu_time_us.min),
+      trace_ms(comparison.gpu_time_us.max), comparison.gpu_time_us.max_rank,
+      max_over_mean(comparison.gpu_time_us), trace_ms(comparison.exposed_communication_us.mean),
+      trace_ms(comparison.exposed_communication_us.max),
+      comparison.exposed_communication_us.max_rank);
   TextTable stages({{"stage"},
                     {"mean ms", TextTable::Align::kRight},
                     {"min ms", TextTable::Align::kRight},
@@ -560,8 +564,9 @@ std::string ranks_ranking_text(const std::vector<TraceSource>& sources,
                     {"max/mean", TextTable::Align::kRight},
                     {"max rank", TextTable::Align::kRight}});
   for (const auto& s : comparison.stages) {
-    stages.add_row({s.name, ms(s.total_us.mean), ms(s.total_us.min), ms(s.total_us.max),
-                    max_over_mean(s.total_us), std::to_string(s.total_us.max_rank)});
+    stages.add_row({s.name, trace_ms(s.total_us.mean), trace_ms(s.total_us.min),
+                    trace_ms(s.total_us.max), max_over_mean(s.total_us),
+                    std::to_string(s.total_us.max_rank)});
   }
   out += "\nby stage, across ranks\n" + stages.to_string();
   TextTable kernels({{"#", TextTable::Align::kRight},
@@ -576,7 +581,7 @@ std::string ranks_ranking_text(const std::vector<TraceSource>& sources,
   for (std::size_t i = 0; i < shown; ++i) {
     const auto& k = comparison.kernels[i];
     kernels.add_row({std::to_string(i + 1), ellipsize(k.name, name_width), k.stage,
-                     ms(k.total_us.mean), ms(k.total_us.min), ms(k.total_us.max),
+                     trace_ms(k.total_us.mean), trace_ms(k.total_us.min), trace_ms(k.total_us.max),
                      max_over_mean(k.total_us), std::to_string(k.total_us.max_rank)});
   }
   out += "\nkernels, across ranks (by mean GPU time)\n" + kernels.to_string();
@@ -647,9 +652,10 @@ std::string ranks_budget_text(const std::vector<TraceSource>& sources,
                    {"verdict"}});
   for (std::size_t r = 0; r < budgets.size(); ++r) {
     const timeline::Budget& b = budgets[r];
-    ranks.add_row({std::to_string(r), escape_for_terminal(sources[r].path), ms(b.total_span_us),
-                   ms(b.total_busy_us), ms(b.total_host_gap_us), ms(b.total_device_idle_us),
-                   ms(b.total_exposed_communication_us), timeline::step_verdict_name(b.overall)});
+    ranks.add_row(
+        {std::to_string(r), escape_for_terminal(sources[r].path), trace_ms(b.total_span_us),
+         trace_ms(b.total_busy_us), trace_ms(b.total_host_gap_us), trace_ms(b.total_device_idle_us),
+         trace_ms(b.total_exposed_communication_us), timeline::step_verdict_name(b.overall)});
   }
   out += ranks.to_string();
   TextTable table({{"step"},
@@ -661,8 +667,9 @@ std::string ranks_budget_text(const std::vector<TraceSource>& sources,
                    {"exposed comm max ms", TextTable::Align::kRight}});
   for (const auto& s : steps) {
     table.add_row({escape_for_terminal(s.name), std::to_string(s.gpu_span_us.max_rank),
-                   ms(s.gpu_span_us.max), ms(s.gpu_span_us.min), ms(s.gpu_span_us.mean),
-                   ms(s.host_gap_us.max), ms(s.exposed_communication_us.max)});
+                   trace_ms(s.gpu_span_us.max), trace_ms(s.gpu_span_us.min),
+                   trace_ms(s.gpu_span_us.mean), trace_ms(s.host_gap_us.max),
+                   trace_ms(s.exposed_communication_us.max)});
   }
   out +=
       "\nper step, across ranks (the slowest rank has the longest GPU span)\n" + table.to_string();

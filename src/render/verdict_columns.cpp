@@ -14,7 +14,7 @@ using Align = TextTable::Align;
 using Shown = VerdictColumn::Shown;
 
 // A number as the table prints it: "—" when missing, "~0" when it rounds away.
-std::string cell(const std::optional<double>& value, double scale = 1) {
+std::string column_cell(const std::optional<double>& value, double scale = 1) {
   if (!value || std::isnan(*value)) return "—";
   double scaled = *value * scale;
   return scaled != 0 && std::fabs(scaled) < 0.0005 ? "~0" : format_number(scaled);
@@ -43,8 +43,8 @@ std::string top_stall(const analysis::KernelVerdict& v) {
 
 std::string limiter_cell(const analysis::KernelVerdict& v) {
   if (!v.achieved_occupancy && !v.theoretical_occupancy) return "—";
-  std::string text =
-      fmt::format("{}/{}", cell(v.achieved_occupancy, 100), cell(v.theoretical_occupancy, 100));
+  std::string text = fmt::format("{}/{}", column_cell(v.achieved_occupancy, 100),
+                                 column_cell(v.theoretical_occupancy, 100));
   if (!v.occupancy_limiter.empty() && v.occupancy_limiter != "none") {
     text += " " + v.occupancy_limiter;
   }
@@ -109,7 +109,7 @@ const std::map<std::string_view, VerdictColumn>& columns() {
            return "<td class=\"name\" title=\"" + name + "\">" + name + "</td>";
          }},
         {"us", "us", Align::kRight, Shown::kAlways,
-         [](K k, C) { return cell(k.verdict.duration_ns, 1e-3); }, "wall_clock_us",
+         [](K k, C) { return column_cell(k.verdict.duration_ns, 1e-3); }, "wall_clock_us",
          [](K k, C) {
            const auto& ns = k.verdict.duration_ns;
            return csv_number(ns ? std::optional<double>(*ns / 1000) : std::nullopt);
@@ -137,15 +137,16 @@ const std::map<std::string_view, VerdictColumn>& columns() {
          [](K k, C) { return csv_field(k.verdict.bound_by); }, "<th>bound by</th>",
          [](K k, C) { return td_text(html_escape(or_dash(k.verdict.bound_by))); }},
         {"sm", "SM %", Align::kRight, Shown::kAlways,
-         [](K k, C) { return cell(k.verdict.sm_throughput_pct); }, "sm_throughput_pct",
+         [](K k, C) { return column_cell(k.verdict.sm_throughput_pct); }, "sm_throughput_pct",
          [](K k, C) { return csv_number(k.verdict.sm_throughput_pct); }, "<th>SM %</th>",
          [](K k, C) { return td(number_or_dash(k.verdict.sm_throughput_pct)); }},
         {"memory", "mem %", Align::kRight, Shown::kAlways,
-         [](K k, C) { return cell(k.verdict.memory_throughput_pct); }, "memory_throughput_pct",
+         [](K k, C) { return column_cell(k.verdict.memory_throughput_pct); },
+         "memory_throughput_pct",
          [](K k, C) { return csv_number(k.verdict.memory_throughput_pct); }, "<th>mem %</th>",
          [](K k, C) { return td(number_or_dash(k.verdict.memory_throughput_pct)); }},
         {"tflops", "TFLOP/s", Align::kRight, Shown::kAlways,
-         [](K k, C) { return cell(k.verdict.tflops); }, "tflops",
+         [](K k, C) { return column_cell(k.verdict.tflops); }, "tflops",
          [](K k, C) { return csv_number(k.verdict.tflops); }, "<th>TFLOP/s</th>",
          [](K k, C) { return td(number_or_dash(k.verdict.tflops)); }},
         {"dram_bw", "DRAM BW", Align::kRight, Shown::kAlways,

@@ -15,7 +15,7 @@
 namespace kprof::tracer {
 namespace {
 
-std::string failure(const std::string& path, const char* what, int error_number) {
+std::string dump_failure(const std::string& path, const char* what, int error_number) {
   return path + ": " + what + ": " + std::strerror(error_number);
 }
 
@@ -113,7 +113,7 @@ std::unique_ptr<RawDumpWriter> RawDumpWriter::create(
   std::string folder = base;
   for (int n = 2; ::mkdir(folder.c_str(), 0755) != 0; ++n) {
     if (errno != EEXIST || n > 1000) {
-      *error = failure(folder, "cannot create the raw dump folder", errno);
+      *error = dump_failure(folder, "cannot create the raw dump folder", errno);
       return nullptr;
     }
     folder = base + "." + std::to_string(n);
@@ -125,12 +125,12 @@ std::unique_ptr<RawDumpWriter> RawDumpWriter::create(
   int saved = errno;
   if (meta_fd >= 0) ::close(meta_fd);
   if (!written) {
-    *error = failure(folder + "/meta.txt", "cannot write", saved);
+    *error = dump_failure(folder + "/meta.txt", "cannot write", saved);
     return nullptr;
   }
   int names_fd = create_new(folder + "/names.tsv", O_APPEND);
   if (names_fd < 0) {
-    *error = failure(folder + "/names.tsv", "cannot create", errno);
+    *error = dump_failure(folder + "/names.tsv", "cannot create", errno);
     return nullptr;
   }
   return std::unique_ptr<RawDumpWriter>(new RawDumpWriter(folder, names_fd));
@@ -155,7 +155,7 @@ bool RawDumpWriter::write_buffer(
     names += std::to_string(sequence_) + "\t" + address + "\t" + escape_field(text) + "\n";
   }
   if (!names.empty() && !write_all(names_fd_, names)) {
-    *error = failure(folder_ + "/names.tsv", "cannot write", errno);
+    *error = dump_failure(folder_ + "/names.tsv", "cannot write", errno);
     return false;
   }
   std::string path = folder_ + "/" + buffer_name(sequence_);
@@ -165,7 +165,7 @@ bool RawDumpWriter::write_buffer(
   int saved = errno;
   if (fd >= 0) ::close(fd);
   if (!written) {
-    *error = failure(path, "cannot write", saved);
+    *error = dump_failure(path, "cannot write", saved);
     return false;
   }
   return true;
@@ -219,7 +219,7 @@ bool read_raw_dump(const std::string& folder, RawDump* dump, std::string* error)
   }
   DIR* listing = ::opendir(folder.c_str());
   if (!listing) {
-    *error = failure(folder, "cannot list", errno);
+    *error = dump_failure(folder, "cannot list", errno);
     return false;
   }
   while (dirent* entry = ::readdir(listing)) {

@@ -12,7 +12,7 @@
 namespace kprof::tracer {
 namespace {
 
-std::string failure(const std::string& path, const char* what, int error_number) {
+std::string file_failure(const std::string& path, const char* what, int error_number) {
   return path + ": " + what + ": " + std::strerror(error_number);
 }
 
@@ -152,7 +152,7 @@ std::unique_ptr<TraceFile> TraceFile::create(const std::string& final_path,
   std::string partial = final_path + ".partial";
   int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) {
-    *error = failure(partial, "cannot create", errno);
+    *error = file_failure(partial, "cannot create", errno);
     return nullptr;
   }
   int sync_fd = ::dup(fd);
@@ -162,7 +162,7 @@ std::unique_ptr<TraceFile> TraceFile::create(const std::string& final_path,
     ::close(fd);
     if (sync_fd >= 0) ::close(sync_fd);
     ::unlink(partial.c_str());
-    *error = failure(partial, "cannot start compressing", saved);
+    *error = file_failure(partial, "cannot start compressing", saved);
     return nullptr;
   }
   gzbuffer(out, 1 << 20);
@@ -203,7 +203,7 @@ bool TraceFile::write(std::string_view events, std::string* error) {
     if (written <= 0) {
       int code = Z_OK;
       const char* message = gzerror(out_, &code);
-      *error = code == Z_ERRNO ? failure(partial_path_, "cannot write", errno ? errno : EIO)
+      *error = code == Z_ERRNO ? file_failure(partial_path_, "cannot write", errno ? errno : EIO)
                                : partial_path_ + ": cannot write: " + (message ? message : "zlib");
       return false;
     }
@@ -219,19 +219,19 @@ bool TraceFile::finish(const WindowSummary& summary, std::string* error) {
   int closed = gzclose(out_);
   out_ = nullptr;
   if (closed != Z_OK) {
-    *error = failure(partial_path_, "cannot write", errno ? errno : EIO);
+    *error = file_failure(partial_path_, "cannot write", errno ? errno : EIO);
     return false;
   }
   if (::fsync(sync_fd_) != 0) {
-    *error = failure(partial_path_, "cannot sync", errno);
+    *error = file_failure(partial_path_, "cannot sync", errno);
     return false;
   }
   ::close(sync_fd_);
   sync_fd_ = -1;
   finished_ = true;  // complete: from here on a failure keeps the ".partial", never removes it
   if (rename_no_replace(partial_path_, final_path_) != 0) {
-    *error = failure(partial_path_, ("complete, but cannot be renamed to " + final_path_).c_str(),
-                     errno);
+    *error = file_failure(partial_path_,
+                          ("complete, but cannot be renamed to " + final_path_).c_str(), errno);
     return false;
   }
   int dir = ::open(directory_of(final_path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
