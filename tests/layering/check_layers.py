@@ -128,6 +128,12 @@ def check_compile(source_dir, compile_commands):
         path = os.path.realpath(os.path.join(e["directory"], e["file"]))
         if path.startswith(os.path.realpath(os.path.join(source_dir, "src")) + os.sep):
             entries.setdefault(folder_of(os.path.realpath(source_dir), path), e)
+        else:
+            # A unity batch (KPROF_UNITY_BUILD) is compiled from the build tree, in the mirror
+            # of the library's folder: BUILD/src/FOLDER/CMakeFiles/kprof_FOLDER.dir/Unity/….
+            rel = os.path.relpath(path, os.path.realpath(e["directory"])).split(os.sep)
+            if len(rel) > 4 and rel[0] == "src" and rel[3] == f"kprof_{rel[1]}.dir" and rel[4] == "Unity":
+                entries.setdefault(rel[1], e)
     headers = collections.defaultdict(list)
     for path in source_files(source_dir):
         if path.endswith(".h"):
