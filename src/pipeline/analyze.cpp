@@ -129,7 +129,7 @@ timeline::FixList fix_list_of(const std::vector<render::AnalyzedKernel>& analyze
     launches.push_back({k.kernel, &k.verdict, k.share, k.report ? k.report->path : ""});
   }
   std::uint64_t steps = 0;
-  double step_us = 0;
+  double step_us = 0, step_wall_us = 0;
   std::vector<std::string> step_names;
   bool whole_trace = budget.steps.size() == 1 && budget.steps.front().source == "whole trace";
   if (!whole_trace && !budget.steps.empty()) {
@@ -137,11 +137,16 @@ timeline::FixList fix_list_of(const std::vector<render::AnalyzedKernel>& analyze
       if (step.verdict == timeline::StepVerdict::kGraphCapture) continue;
       ++steps;
       step_us += step.gpu_span_us;
+      step_wall_us += step.wall_span_us;
       step_names.push_back(step.name);
     }
-    if (steps > 0) step_us /= static_cast<double>(steps);
+    if (steps > 0) {
+      step_us /= static_cast<double>(steps);
+      step_wall_us /= static_cast<double>(steps);
+    }
   }
   timeline::FixList list = timeline::build_fix_list(launches, trace.gpu_span_us(), steps, step_us);
+  list.step_wall_us = step_wall_us;
   list.serving = timeline::serving_units(step_names, list);
   return list;
 }

@@ -23,7 +23,14 @@ std::string percent_of(double fraction) {
   return format_number(std::round(fraction * 100 * 1e6) / 1e6);
 }
 
+// Of the steps' wall spans (annotation start, or the previous step's end, to the later of the
+// annotation's end and the last GPU work): the figure the verdict's host gap is counted over.
 double busy_fraction(const timeline::Budget& budget) {
+  return budget.total_wall_span_us > 0 ? budget.total_busy_us / budget.total_wall_span_us : 0;
+}
+
+// Of the GPU spans alone (first to last GPU work of each step): the idle before and after left out.
+double gpu_span_busy_fraction(const timeline::Budget& budget) {
   return budget.total_span_us > 0 ? budget.total_busy_us / budget.total_span_us : 0;
 }
 
@@ -36,8 +43,9 @@ std::string budget_advice(const timeline::Budget& budget) {
   double busy = busy_fraction(budget);
   if (budget.overall == timeline::StepVerdict::kHostBound) {
     return fmt::format(
-        "The GPU is busy only {:.0f}% of the time its work spans: it waits on the host between "
-        "kernels. Per-kernel counter work is moot here — a kernel made twice as fast saves at most "
+        "The GPU is busy only {:.0f}% of the steps' wall time: it waits on the host before, "
+        "between and after kernels. Per-kernel counter work is moot here — a kernel made twice as "
+        "fast saves at most "
         "{:.0f}% of a step — until launches are batched (CUDA graphs, torch.compile "
         "mode=\"reduce-overhead\") or the host work shrinks.",
         busy * 100, busy * 50);
@@ -56,9 +64,20 @@ std::string budget_advice(const timeline::Budget& budget) {
         "above).",
         trace_ms(budget.total_dependency_wait_us), trace_ms(budget.total_host_gap_us));
   }
+  if (budget.overall == timeline::StepVerdict::kMixed && budget.total_host_gap_us > 0) {
+    double outside = budget.total_idle_before_first_us + budget.total_idle_after_last_us;
+    return fmt::format(
+        "The GPU is busy {:.0f}% of the steps' wall time: neither the kernels nor the host alone "
+        "set the pace. Of the host gap, {:.0f}% lies before each step's first GPU work or after "
+        "its last (input preparation, scheduling, sampling on the host: overlap it with the GPU "
+        "work, as asynchronous scheduling does), {:.0f}% between the step's kernels (launch "
+        "overhead: CUDA graphs).",
+        busy * 100, 100 * std::min(outside, budget.total_host_gap_us) / budget.total_host_gap_us,
+        100 * std::max(0.0, budget.total_host_gap_us - outside) / budget.total_host_gap_us);
+  }
   if (budget.overall == timeline::StepVerdict::kKernelBound) {
     return fmt::format(
-        "The GPU is busy {:.0f}% of the time its work spans: the steps are kernel-bound, so "
+        "The GPU is busy {:.0f}% of the steps' wall time: the steps are kernel-bound, so "
         "faster kernels shorten them — rank them (kprof rank) and capture the largest (kprof "
         "analyze).",
         busy * 100);
@@ -91,6 +110,42 @@ std::string device_name(std::int64_t device) {
   return device < 0 ? std::string("device ?") : fmt::format("device {}", device);
 }
 
+json communication_json(const timeline::CommunicationTime& collective,
+                        const timeline::CommunicationTime& expert_parallel) {
+  auto one = [](const timeline::CommunicationTime& c) {
+    return json{
+        {"time_us", c.time_us}, {"exposed_us", c.exposed_us}, {"overlapped_us", c.overlapped_us()}};
+  };
+  return {{"collective", one(collective)}, {"expert_parallel", one(expert_parallel)}};
+}
+
+// Said whenever the trace held work from before its window, which every figure leaves out.
+std::string pre_window_line(std::uint64_t activities, double time_us) {
+  if (activities == 0) return {};
+  return fmt::format(
+      "{} GPU activit{} ({} ms of GPU time) enqueued before the profiler's window (correlation "
+      "ids below every launch the trace recorded, such as the previous iteration's collectives): "
+      "left out of every figure\n",
+      activities, activities == 1 ? "y" : "ies", trace_ms(time_us));
+}
+
+std::string communication_line(const char* what, const timeline::CommunicationTime& c) {
+  return fmt::format("{} {} ms (exposed {} ms, overlapped {} ms)", what, trace_ms(c.time_us),
+                     trace_ms(c.exposed_us), trace_ms(c.overlapped_us()));
+}
+
+// Per device that communicates, each kind's time, exposed and overlapped.
+std::string communication_lines(const timeline::Ranking& ranking) {
+  std::string out;
+  for (const auto& d : ranking.devices) {
+    if (d.collective.time_us + d.expert_parallel.time_us <= 0) continue;
+    out += fmt::format("communication on {}: {}; {}\n", device_name(d.device),
+                       communication_line("collectives", d.collective),
+                       communication_line("expert-parallel all-to-all", d.expert_parallel));
+  }
+  return out;
+}
+
 // One line per device (only printed when there are several): its own GPU time, span and busy.
 std::string ranking_device_lines(const timeline::Ranking& ranking) {
   if (ranking.devices.size() < 2) return {};
@@ -115,12 +170,18 @@ json budget_device_json(const timeline::DeviceBudget& d) {
           {"kernels", d.kernels},
           {"kernel_time_us", d.kernel_time_us},
           {"span_us", d.gpu_span_us},
+          {"wall_span_us", d.wall_span_us},
           {"busy_us", d.gpu_busy_us},
+          {"kernel_busy_us", d.kernel_busy_us},
           {"busy_fraction", d.busy_fraction},
+          {"gpu_span_busy_fraction", d.gpu_span_busy_fraction},
           {"host_gap_us", d.host_idle_us},
           {"device_idle_us", d.device_idle_us},
           {"dependency_wait_us", d.dependency_wait_us},
-          {"exposed_communication_us", d.exposed_communication_us}};
+          {"idle_before_first_us", d.idle_before_first_us},
+          {"idle_after_last_us", d.idle_after_last_us},
+          {"exposed_communication_us", d.exposed_communication_us},
+          {"communication", communication_json(d.collective, d.expert_parallel)}};
 }
 
 }  // namespace
@@ -138,6 +199,7 @@ json ranking_devices_json(const timeline::Ranking& ranking) {
                        {"busy_fraction", d.busy_fraction},
                        {"communication_us", d.communication_us},
                        {"exposed_communication_us", d.exposed_communication_us},
+                       {"communication", communication_json(d.collective, d.expert_parallel)},
                        {"busy_lower_bound", d.late_intervals > 0}});
   }
   return devices;
@@ -189,6 +251,8 @@ json ranking_json(const timeline::Ranking& ranking, const TraceSource& source) {
           {"gpu_time_us", ranking.gpu_time_us},
           {"wall_us", ranking.wall_us},
           {"devices", ranking_devices_json(ranking)},
+          {"pre_window",
+           {{"activities", ranking.pre_window_activities}, {"time_us", ranking.pre_window_us}}},
           {"kernels", kernels},
           {"stages", stage_list}};
 }
@@ -210,6 +274,8 @@ std::string ranking_text(const timeline::Ranking& ranking, const TraceSource& so
         ranking.devices.size());
     out += ranking_device_lines(ranking);
   }
+  out += communication_lines(ranking);
+  out += pre_window_line(ranking.pre_window_activities, ranking.pre_window_us);
   TextTable table({{"#", TextTable::Align::kRight},
                    {"kernel"},
                    {"stage"},
@@ -322,15 +388,22 @@ json budget_json(const timeline::Budget& budget, const timeline::BudgetThreshold
                      {"source", s.source},
                      {"start_us", s.start_us},
                      {"host_duration_us", s.host_duration_us},
+                     {"wall_start_us", s.wall_start_us},
+                     {"wall_span_us", s.wall_span_us},
                      {"gpu_span_us", s.gpu_span_us},
                      {"gpu_busy_us", s.gpu_busy_us},
+                     {"kernel_busy_us", s.kernel_busy_us},
                      {"host_gap_us", s.host_gap_us},
+                     {"idle_before_first_us", s.idle_before_first_us},
+                     {"idle_after_last_us", s.idle_after_last_us},
                      {"device_idle_us", s.device_idle_us},
                      {"busy_fraction", s.busy_fraction},
+                     {"gpu_span_busy_fraction", s.gpu_span_busy_fraction},
                      {"host_fed_fraction", s.host_fed_fraction},
                      {"dependency_wait_us", s.dependency_wait_us},
                      {"dependency_waits", dependency_waits_json(s)},
                      {"exposed_communication_us", s.exposed_communication_us},
+                     {"communication", communication_json(s.collective, s.expert_parallel)},
                      {"gpu_activities", s.gpu_activities},
                      {"launches", s.kernel_launches},
                      {"graph_launches", s.graph_launches},
@@ -341,25 +414,35 @@ json budget_json(const timeline::Budget& budget, const timeline::BudgetThreshold
   }
   json devices = json::array();
   for (const auto& d : budget.devices) devices.push_back(budget_device_json(d));
-  return {{"schema", "kprof.budget/1"},
-          {"tool", tool_json(source.argv)},
-          {"trace", source.path},
-          {"trace_format", source.stats.format},
-          {"steps_from", budget.step_selector},
-          {"thresholds",
-           {{"host_bound_below", thresholds.host_bound_below},
-            {"kernel_bound_from", thresholds.kernel_bound_from}}},
-          {"busy_fraction", busy_fraction(budget)},
-          {"host_gap_us", budget.total_host_gap_us},
-          {"device_idle_us", budget.total_device_idle_us},
-          {"host_fed_fraction", host_fed_fraction(budget)},
-          {"dependency_wait_us", budget.total_dependency_wait_us},
-          {"graph_capture_steps", budget.capture_steps},
-          {"exposed_communication_us", budget.total_exposed_communication_us},
-          {"verdict", timeline::step_verdict_name(budget.overall)},
-          {"devices", devices},
-          {"advice", budget_advice(budget)},
-          {"steps", steps}};
+  return {
+      {"schema", "kprof.budget/1"},
+      {"tool", tool_json(source.argv)},
+      {"trace", source.path},
+      {"trace_format", source.stats.format},
+      {"steps_from", budget.step_selector},
+      {"thresholds",
+       {{"host_bound_below", thresholds.host_bound_below},
+        {"kernel_bound_from", thresholds.kernel_bound_from}}},
+      {"busy_fraction", busy_fraction(budget)},
+      {"gpu_span_busy_fraction", gpu_span_busy_fraction(budget)},
+      {"kernel_busy_fraction",
+       budget.total_wall_span_us > 0 ? budget.total_kernel_busy_us / budget.total_wall_span_us : 0},
+      {"wall_span_us", budget.total_wall_span_us},
+      {"gpu_span_us", budget.total_span_us},
+      {"gpu_busy_us", budget.total_busy_us},
+      {"host_gap_us", budget.total_host_gap_us},
+      {"device_idle_us", budget.total_device_idle_us},
+      {"host_fed_fraction", host_fed_fraction(budget)},
+      {"dependency_wait_us", budget.total_dependency_wait_us},
+      {"graph_capture_steps", budget.capture_steps},
+      {"exposed_communication_us", budget.total_exposed_communication_us},
+      {"communication", communication_json(budget.total_collective, budget.total_expert_parallel)},
+      {"pre_window",
+       {{"activities", budget.pre_window_activities}, {"time_us", budget.pre_window_us}}},
+      {"verdict", timeline::step_verdict_name(budget.overall)},
+      {"devices", devices},
+      {"advice", budget_advice(budget)},
+      {"steps", steps}};
 }
 
 std::string budget_text(const timeline::Budget& budget,
@@ -369,6 +452,7 @@ std::string budget_text(const timeline::Budget& budget,
   for (const auto& s : budget.steps) any_wait = any_wait || s.dependency_wait_us > 0;
   std::vector<TextTable::Column> columns = {{"step"},
                                             {"host ms", TextTable::Align::kRight},
+                                            {"wall ms", TextTable::Align::kRight},
                                             {"GPU span ms", TextTable::Align::kRight},
                                             {"GPU busy ms", TextTable::Align::kRight},
                                             {"host gap ms", TextTable::Align::kRight},
@@ -377,11 +461,12 @@ std::string budget_text(const timeline::Budget& budget,
                                             {"launches", TextTable::Align::kRight},
                                             {"graphs", TextTable::Align::kRight},
                                             {"verdict"}};
-  if (any_wait) columns.insert(columns.begin() + 6, {"wait ms", TextTable::Align::kRight});
+  if (any_wait) columns.insert(columns.begin() + 7, {"wait ms", TextTable::Align::kRight});
   TextTable table(std::move(columns));
   for (const auto& s : budget.steps) {
     std::vector<std::string> row = {s.name,
                                     trace_ms(s.host_duration_us),
+                                    trace_ms(s.wall_span_us),
                                     trace_ms(s.gpu_span_us),
                                     trace_ms(s.gpu_busy_us),
                                     trace_ms(s.host_gap_us),
@@ -390,7 +475,7 @@ std::string budget_text(const timeline::Budget& budget,
                                     std::to_string(s.kernel_launches),
                                     std::to_string(s.graph_launches),
                                     timeline::step_verdict_name(s.verdict)};
-    if (any_wait) row.insert(row.begin() + 6, trace_ms(s.dependency_wait_us));
+    if (any_wait) row.insert(row.begin() + 7, trace_ms(s.dependency_wait_us));
     table.add_row(row);
   }
   std::string waits =
@@ -398,12 +483,28 @@ std::string budget_text(const timeline::Budget& budget,
           ? fmt::format(", dependency waits {} ms", trace_ms(budget.total_dependency_wait_us))
           : "";
   std::string out = fmt::format(
-      "{}: {} step{} ({}) — {}: GPU busy {:.1f}% of its span, {:.1f}% of the time "
-      "the host kept it fed (host gap {} ms, device-side idle {} ms{})\n",
+      "{}: {} step{} ({}) — {}: GPU busy {:.1f}% of the steps' wall time (kernels alone "
+      "{:.1f}%; {:.1f}% of their GPU span), {:.1f}% of the time the host kept it fed (host gap {} "
+      "ms, device-side idle {} ms{})\n",
       escape_for_terminal(source.path), budget.steps.size(), budget.steps.size() == 1 ? "" : "s",
       escape_for_terminal(budget.step_selector), timeline::step_verdict_name(budget.overall),
-      busy_fraction(budget) * 100, host_fed_fraction(budget) * 100,
+      busy_fraction(budget) * 100,
+      budget.total_wall_span_us > 0 ? budget.total_kernel_busy_us / budget.total_wall_span_us * 100
+                                    : 0,
+      gpu_span_busy_fraction(budget) * 100, host_fed_fraction(budget) * 100,
       trace_ms(budget.total_host_gap_us), trace_ms(budget.total_device_idle_us), waits);
+  if (budget.total_idle_before_first_us + budget.total_idle_after_last_us > 0) {
+    out += fmt::format(
+        "of the idle, {} ms was before each step's first GPU work and {} ms after its last "
+        "(the host preparing or finishing the step)\n",
+        trace_ms(budget.total_idle_before_first_us), trace_ms(budget.total_idle_after_last_us));
+  }
+  if (budget.total_collective.time_us + budget.total_expert_parallel.time_us > 0) {
+    out += "communication in the steps: " +
+           communication_line("collectives", budget.total_collective) + "; " +
+           communication_line("expert-parallel all-to-all", budget.total_expert_parallel) + "\n";
+  }
+  out += pre_window_line(budget.pre_window_activities, budget.pre_window_us);
   if (budget.capture_steps > 0) {
     std::uint64_t captured = 0, graphs = 0;
     for (const auto& s : budget.steps) {
@@ -432,8 +533,8 @@ std::string budget_text(const timeline::Budget& budget,
   }
   out += table.to_string();
   out += fmt::format(
-      "thresholds: host-bound below {}% GPU busy (of the GPU span of a step's work less its "
-      "device-side idle), kernel-bound from {}%, mixed between\n",
+      "thresholds: host-bound below {}% GPU busy (of a step's wall time less its device-side "
+      "idle), kernel-bound from {}%, mixed between\n",
       percent_of(thresholds.host_bound_below), percent_of(thresholds.kernel_bound_from));
   // The longest waits, with the call that made each and what the host was doing meanwhile.
   std::vector<std::pair<const timeline::StepBudget*, const timeline::DependencyWait*>> longest;
@@ -605,6 +706,7 @@ json ranks_budget_json(const std::vector<TraceSource>& sources,
                      {"trace_format", sources[r].stats.format},
                      {"steps_from", b.step_selector},
                      {"steps", b.steps.size()},
+                     {"wall_span_us", b.total_wall_span_us},
                      {"gpu_span_us", b.total_span_us},
                      {"gpu_busy_us", b.total_busy_us},
                      {"host_gap_us", b.total_host_gap_us},
@@ -674,8 +776,8 @@ std::string ranks_budget_text(const std::vector<TraceSource>& sources,
   out +=
       "\nper step, across ranks (the slowest rank has the longest GPU span)\n" + table.to_string();
   out += fmt::format(
-      "thresholds: host-bound below {}% GPU busy (of the GPU span of a step's work less its "
-      "device-side idle), kernel-bound from {}%, mixed between\n",
+      "thresholds: host-bound below {}% GPU busy (of a step's wall time less its device-side "
+      "idle), kernel-bound from {}%, mixed between\n",
       percent_of(thresholds.host_bound_below), percent_of(thresholds.kernel_bound_from));
   return out;
 }

@@ -82,13 +82,17 @@ struct FixList {
   double total_saving_us = 0;    // groups are disjoint trace time: their savings add up
   std::optional<double> total_step_speedup;
   std::uint64_t steps = 0;  // steps the trace holds (kprof budget's), 0 when it has none
-  double step_us = 0;       // their mean GPU span
+  double step_us = 0;       // their mean GPU span: the kernels' time a fix shortens
+  // Their mean wall span (kprof budget's): what a step takes end to end, host time included —
+  // the serving units' step time. 0 when unknown (step_us then stands for it).
+  double step_wall_us = 0;
   std::optional<ServingUnits> serving;  // decode steps whose names carry their batch
 };
 
 // The serving figures of steps named as an engine names them (their names in order; the step
-// time the fix list's mean GPU span), or nullopt when a step's name carries no batch or a step is
-// not decode-only (prefill and mixed steps have no single time per token).
+// time the fix list's mean wall span, else its mean GPU span), or nullopt when a step's name
+// carries no batch or a step is not decode-only (prefill and mixed steps have no single time per
+// token).
 std::optional<ServingUnits> serving_units(const std::vector<std::string>& step_names,
                                           const FixList& list);
 

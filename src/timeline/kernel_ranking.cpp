@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "timeline/launch_join.h"
+
 namespace kprof::timeline {
 
 std::string normalize_kernel_name(std::string_view name) {
@@ -22,7 +24,60 @@ std::string normalize_kernel_name(std::string_view name) {
 }
 
 bool RankingBuilder::wants_category(std::string_view category) const {
-  return category == "kernel" || category == "gpu_memcpy" || category == "gpu_memset";
+  // Launch calls too: their correlation ids tell work enqueued before the window.
+  return category == "kernel" || category == "gpu_memcpy" || category == "gpu_memset" ||
+         category == "cuda_runtime" || category == "cuda_driver";
+}
+
+// The first launch id of the trace's one launching process; none when several launched (a row
+// that names no process cannot be told to one of them) or none did.
+const std::int64_t* RankingBuilder::first_launch() const {
+  return first_launch_.size() == 1 ? &first_launch_.begin()->second : nullptr;
+}
+
+bool RankingBuilder::records_every_launch() const {
+  const std::int64_t* first = first_launch();
+  if (!first) return false;
+  const CorrelationBits& launches = launch_ids_.begin()->second;
+  std::uint64_t work = 0, launched = 0;
+  for (const auto& [word, bits] : work_ids_.words) {
+    for (int bit = 0; bit < 64; ++bit) {
+      std::int64_t id = word * 64 + bit;
+      if ((bits >> bit & 1) == 0 || id < *first) continue;
+      ++work;
+      launched += launches.test(id);
+    }
+  }
+  // 99 %: a launch or two lost at the window's edge does not undo the rule.
+  return work > 0 && launched * 100 >= work * 99;
+}
+
+// Only a Chrome trace's GPU rows, which name no process: Kineto records GPU activities from its
+// warm-up on but CPU events only inside its window. An Nsight Systems export (every row names its
+// process) records API calls and GPU work from one start, and its work below the first recorded
+// launch came from calls it did not export (the driver API's), not from before.
+std::optional<bool> RankingBuilder::before_window(const importers::TraceEvent& event) const {
+  if (!event.correlation || event.process || first_launch_.size() > 1) return false;
+  const std::int64_t* first = first_launch();
+  // At or above a launch already seen: not before the window, whatever launches come later.
+  if (first && *event.correlation >= *first) return false;
+  return std::nullopt;  // a lower launch id may still come
+}
+
+void RankingBuilder::release_held() {
+  std::vector<HeldWork> held = std::move(held_);
+  held_.clear();
+  holding_ = false;
+  for (const HeldWork& w : held) {
+    importers::TraceEvent event;
+    event.category = w.category;
+    event.name = w.name;
+    event.timestamp_us = w.timestamp_us;
+    event.duration_us = w.duration_us;
+    event.device = w.device;
+    event.correlation = w.correlation;
+    add_gpu_work(event);
+  }
 }
 
 void RankingBuilder::extend_span(double timestamp_us, double duration_us) {
@@ -39,6 +94,26 @@ void RankingBuilder::on_span(double timestamp_us, double duration_us) {
 
 void RankingBuilder::on_event(const importers::TraceEvent& event) {
   extend_span(event.timestamp_us, event.duration_us);
+  if (event.category == "cuda_runtime" || event.category == "cuda_driver") {
+    if (event.correlation && is_launch_call(event.name)) {
+      std::int64_t process = event.process.value_or(event.pid);
+      auto [it, added] = first_launch_.try_emplace(process, *event.correlation);
+      if (!added) it->second = std::min(it->second, *event.correlation);
+      launch_ids_[process].set(*event.correlation);
+    }
+    return;
+  }
+  if (event.correlation && !event.process) work_ids_.set(*event.correlation);
+  if (holding_ && !before_window(event).has_value()) {
+    held_.push_back({std::string(event.category), std::string(event.name), event.timestamp_us,
+                     event.duration_us, event.device, event.correlation});
+    if (held_.size() > kMaxHeld) release_held();
+    return;
+  }
+  add_gpu_work(event);
+}
+
+void RankingBuilder::add_gpu_work(const importers::TraceEvent& event) {
   const char* kind = nullptr;
   if (event.category == "kernel") {
     kind = "kernel";
@@ -85,19 +160,42 @@ void RankingBuilder::on_event(const importers::TraceEvent& event) {
     ++device.stats.kernel_events;
     device.stats.kernel_time_us += event.duration_us;
   }
-  device.all.add(event.timestamp_us, event.timestamp_us + event.duration_us);
+  double end = event.timestamp_us + event.duration_us;
+  device.all.add(event.timestamp_us, end);
   if (stats.communication) {
     device.stats.communication_us += event.duration_us;
   } else {
-    device.other_than_communication.add(event.timestamp_us, event.timestamp_us + event.duration_us);
+    device.other_than_communication.add(event.timestamp_us, end);
   }
+  analysis::CommunicationKind communication = stats.kind == "kernel"
+                                                  ? stages_.communication_kind(event.name)
+                                                  : analysis::CommunicationKind::kNone;
+  bool collective = communication == analysis::CommunicationKind::kCollective;
+  bool expert_parallel = communication == analysis::CommunicationKind::kExpertParallel;
+  (collective ? device.collective : device.other_than_collective).add(event.timestamp_us, end);
+  (expert_parallel ? device.expert_parallel : device.other_than_expert_parallel)
+      .add(event.timestamp_us, end);
   ++stats.count;
   stats.total_us += event.duration_us;
   stats.min_us = std::min(stats.min_us, event.duration_us);
   stats.max_us = std::max(stats.max_us, event.duration_us);
 }
 
-Ranking RankingBuilder::finish() const {
+Ranking RankingBuilder::finish() {
+  // What was held: before the window when below the first launch of its process, else counted.
+  std::vector<HeldWork> held = std::move(held_);
+  held_.clear();
+  const std::int64_t* first = first_launch();
+  bool every_launch = records_every_launch();
+  for (HeldWork& w : held) {
+    if (w.correlation && first && *w.correlation < *first && every_launch) {
+      ++totals_.pre_window_activities;
+      totals_.pre_window_us += w.duration_us;
+    } else {
+      held_.push_back(std::move(w));
+    }
+  }
+  release_held();
   Ranking ranking = totals_;
   ranking.wall_us = any_ ? last_end_ - first_start_ : 0;
   for (const auto& [id, state] : devices_) {
@@ -107,6 +205,11 @@ Ranking RankingBuilder::finish() const {
     device.busy_fraction = device.span_us > 0 ? device.busy_us / device.span_us : 0;
     device.exposed_communication_us =
         std::max(0.0, device.busy_us - state.other_than_communication.length());
+    device.collective = {state.collective.length(),
+                         std::max(0.0, device.busy_us - state.other_than_collective.length())};
+    device.expert_parallel = {
+        state.expert_parallel.length(),
+        std::max(0.0, device.busy_us - state.other_than_expert_parallel.length())};
     device.late_intervals =
         state.all.late_intervals() + state.other_than_communication.late_intervals();
     ranking.devices.push_back(device);

@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "analysis/stages.h"
@@ -16,6 +18,13 @@ namespace kprof::timeline {
 // "void at::native::foo<float>(int, float*)" -> "at::native::foo<float>": the return type and
 // the parameter list go, template arguments stay (they tell instantiations apart).
 std::string normalize_kernel_name(std::string_view name);
+
+// Time one kind of communication kernel ran on a device, and how much of it nothing else hid.
+struct CommunicationTime {
+  double time_us = 0;     // union of that kind's kernel intervals
+  double exposed_us = 0;  // the device ran that kind alone: busy minus the union of the rest
+  double overlapped_us() const { return time_us - exposed_us; }
+};
 
 struct KernelStats {
   std::string name;
@@ -46,7 +55,9 @@ struct DeviceStats {
   double busy_fraction = 0;             // busy / span
   double communication_us = 0;          // summed durations of its communication kernels
   double exposed_communication_us = 0;  // busy minus the union of its other work
-  std::uint64_t late_intervals = 0;     // see IntervalUnion: non-zero makes busy a lower bound
+  // The same per kind: collectives, and expert-parallel all-to-all (whose stage stays MoE's).
+  CommunicationTime collective, expert_parallel;
+  std::uint64_t late_intervals = 0;  // see IntervalUnion: non-zero makes busy a lower bound
 };
 
 struct StageStats {
@@ -64,6 +75,11 @@ struct Ranking {
   std::vector<DeviceStats> devices;  // by device id
   std::uint64_t gpu_events = 0, kernel_events = 0, memcpy_events = 0, memset_events = 0;
   std::uint64_t trace_events = 0;
+  // GPU work enqueued before the profiler's window (its correlation id is below every launch the
+  // trace recorded in its process: the previous iteration's collectives, still running when the
+  // window opened): left out of everything above, counted here.
+  std::uint64_t pre_window_activities = 0;
+  double pre_window_us = 0;
 };
 
 class RankingBuilder final : public importers::TraceEventSink {
@@ -73,7 +89,9 @@ class RankingBuilder final : public importers::TraceEventSink {
   void on_event(const importers::TraceEvent& event) override;
   bool wants_category(std::string_view category) const override;
   void on_span(double timestamp_us, double duration_us) override;
-  Ranking finish() const;
+  // Not const: the work held back until the trace said whether it predates the window is
+  // counted here.
+  Ranking finish();
 
  private:
   const analysis::StageTable& stages_;
@@ -82,6 +100,7 @@ class RankingBuilder final : public importers::TraceEventSink {
   struct DeviceState {
     DeviceStats stats;
     IntervalUnion all, other_than_communication;
+    IntervalUnion collective, other_than_collective, expert_parallel, other_than_expert_parallel;
     double first = 0, last = 0;
   };
   std::map<std::int64_t, DeviceState> devices_;
@@ -89,6 +108,42 @@ class RankingBuilder final : public importers::TraceEventSink {
   double first_start_ = 0, last_end_ = 0;
   bool any_ = false;
   void extend_span(double timestamp_us, double duration_us);
+  void add_gpu_work(const importers::TraceEvent& event);
+  // Whether GPU work with this correlation id predates the window: true or false once a launch
+  // of its process is known, nullopt before.
+  std::optional<bool> before_window(const importers::TraceEvent& event) const;
+  const std::int64_t* first_launch() const;
+  // The lowest launch correlation id per process (CUPTI numbers launches in order per process).
+  std::map<std::int64_t, std::int64_t> first_launch_;
+  // Correlation ids seen, one bit each (they are dense, so about a bit per event): the launches'
+  // per process, and those of the GPU rows that name no process. Work below the first launch
+  // predates the window only where the trace records the launch of (nearly) all the work from that
+  // launch on — a trace of some launch APIs only (kprof's tracer records the driver's kernel
+  // launches, not cudaMemcpy) lacks launches at every id.
+  struct CorrelationBits {
+    std::unordered_map<std::int64_t, std::uint64_t> words;
+    void set(std::int64_t id) { words[id >> 6] |= std::uint64_t{1} << (id & 63); }
+    bool test(std::int64_t id) const {
+      auto found = words.find(id >> 6);
+      return found != words.end() && (found->second >> (id & 63) & 1) != 0;
+    }
+  };
+  std::map<std::int64_t, CorrelationBits> launch_ids_;
+  CorrelationBits work_ids_;
+  // Whether the trace records the launches of the work from its one process's first launch on.
+  bool records_every_launch() const;
+  // GPU work that arrived before any launch with a lower id than its own: held (compactly) until
+  // the trace says whether it predates the window. Bounded: past kMaxHeld the rule is given up
+  // and what is held is counted as it comes.
+  struct HeldWork {
+    std::string category, name;
+    double timestamp_us, duration_us;
+    std::optional<std::int64_t> device, correlation;
+  };
+  static constexpr std::size_t kMaxHeld = 1 << 20;
+  std::vector<HeldWork> held_;
+  bool holding_ = true;
+  void release_held();
 };
 
 }  // namespace kprof::timeline

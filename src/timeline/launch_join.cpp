@@ -5,6 +5,13 @@
 #include <span>
 
 namespace kprof::timeline {
+
+bool is_launch_call(std::string_view name) {
+  for (std::string_view word : {"LaunchKernel", "GraphLaunch", "Memcpy", "Memset"}) {
+    if (name.find(word) != std::string_view::npos) return true;
+  }
+  return false;
+}
 namespace {
 
 // The last of `candidates` (in start order) that started by `start`, else the first: a launch

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 namespace kprof::timeline {
@@ -31,6 +32,10 @@ struct WorkKey {
 };
 
 inline constexpr std::size_t kNoLaunch = static_cast<std::size_t>(-1);
+
+// A runtime or driver call that enqueues GPU work (a kernel or graph launch, a copy, a fill): the
+// calls whose correlation ids GPU activities carry.
+bool is_launch_call(std::string_view name);
 
 // For each work item, the index into `launches` of the call that enqueued it, or kNoLaunch.
 std::vector<std::size_t> join_launches(const std::vector<LaunchKey>& launches,

@@ -13,14 +13,14 @@ bool is_gpu_work(std::string_view category) {
   return category == "kernel" || category == "gpu_memcpy" || category == "gpu_memset";
 }
 
-bool is_launch_call(std::string_view category) {
+bool is_launch_category(std::string_view category) {
   return category == "cuda_runtime" || category == "cuda_driver";
 }
 
 }  // namespace
 
 bool OpAttributionBuilder::wants_category(std::string_view category) const {
-  return is_gpu_work(category) || is_launch_call(category) ||
+  return is_gpu_work(category) || is_launch_category(category) ||
          category == (by_ == AttributeBy::kOp ? "cpu_op" : "python_function");
 }
 
@@ -40,7 +40,7 @@ void OpAttributionBuilder::on_event(const importers::TraceEvent& event) {
     work.total_us += event.duration_us;
     return;
   }
-  if (is_launch_call(category)) {
+  if (is_launch_category(category)) {
     if (!event.correlation) return;
     ++launches_read_;
     launches_[{event.pid, event.tid}].push_back(

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <limits>
 #include <tuple>
 
@@ -35,13 +36,6 @@ StepVerdict classify(double busy_fraction, const BudgetThresholds& t) {
   if (busy_fraction >= t.kernel_bound_from) return StepVerdict::kKernelBound;
   if (busy_fraction < t.host_bound_below) return StepVerdict::kHostBound;
   return StepVerdict::kMixed;
-}
-
-bool is_launch(std::string_view name) {
-  return name.find("LaunchKernel") != std::string_view::npos ||
-         name.find("GraphLaunch") != std::string_view::npos ||
-         name.find("Memcpy") != std::string_view::npos ||
-         name.find("Memset") != std::string_view::npos;
 }
 
 }  // namespace
@@ -141,8 +135,9 @@ void BudgetBuilder::on_event(const importers::TraceEvent& event) {
     if (added) {
       names_.push_back(std::move(name));
       // Collectives and expert-parallel all-to-all (whose stage stays MoE's) alike.
-      communication_.push_back(stages_ != nullptr && category == "kernel" &&
-                               stages_->is_communication(event.name));
+      communication_.push_back(stages_ != nullptr && category == "kernel"
+                                   ? stages_->communication_kind(event.name)
+                                   : analysis::CommunicationKind::kNone);
     }
     activities_.push_back({event.timestamp_us, end, event.correlation, event.stream, event.process,
                            event.device.value_or(-1), it->second, category == "kernel",
@@ -171,7 +166,7 @@ void BudgetBuilder::on_event(const importers::TraceEvent& event) {
     }
   } else if (category == "cuda_runtime" || category == "cuda_driver") {
     std::int64_t pid = event.process.value_or(event.pid);
-    if (event.correlation && is_launch(event.name)) {
+    if (event.correlation && is_launch_call(event.name)) {
       launches_.push_back({event.timestamp_us, end, pid, event.tid, *event.correlation,
                            event.name.find("GraphLaunch") != std::string_view::npos});
     }
@@ -200,20 +195,50 @@ struct StepWork {
   std::int64_t device;
   std::uint32_t name;
   bool kernel;
-  bool communication;
+  analysis::CommunicationKind communication;
 };
+
+void add_communication(CommunicationTime& into, const CommunicationTime& part) {
+  into.time_us += part.time_us;
+  into.exposed_us += part.exposed_us;
+}
+
+// The length of the union of the intervals of `work` (sorted by start) that `keep` accepts.
+template <typename Keep>
+double union_length(const StepWork* begin, const StepWork* end, Keep keep) {
+  double total = 0, open_start = 0, frontier = 0;
+  bool open = false;
+  for (const StepWork* w = begin; w != end; ++w) {
+    if (!keep(*w)) continue;
+    if (!open || w->start > frontier) {
+      if (open) total += frontier - open_start;
+      open_start = w->start;
+      frontier = w->end;
+      open = true;
+    }
+    frontier = std::max(frontier, w->end);
+  }
+  return open ? total + frontier - open_start : 0;
+}
 
 void add_device(DeviceBudget& into, const DeviceBudget& part) {
   into.gpu_activities += part.gpu_activities;
   into.kernels += part.kernels;
   into.kernel_time_us += part.kernel_time_us;
   into.gpu_span_us += part.gpu_span_us;
+  into.wall_span_us += part.wall_span_us;
   into.gpu_busy_us += part.gpu_busy_us;
+  into.kernel_busy_us += part.kernel_busy_us;
+  into.idle_before_first_us += part.idle_before_first_us;
+  into.idle_after_last_us += part.idle_after_last_us;
   into.host_idle_us += part.host_idle_us;
   into.device_idle_us += part.device_idle_us;
   into.dependency_wait_us += part.dependency_wait_us;
   into.exposed_communication_us += part.exposed_communication_us;
-  into.busy_fraction = into.gpu_span_us > 0 ? into.gpu_busy_us / into.gpu_span_us : 0;
+  add_communication(into.collective, part.collective);
+  add_communication(into.expert_parallel, part.expert_parallel);
+  into.busy_fraction = into.wall_span_us > 0 ? into.gpu_busy_us / into.wall_span_us : 0;
+  into.gpu_span_busy_fraction = into.gpu_span_us > 0 ? into.gpu_busy_us / into.gpu_span_us : 0;
 }
 
 double host_fed(double busy, double waited) {
@@ -378,41 +403,39 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
   };
 
   std::vector<StepBudget> results;
-  auto summarize = [&](StepBudget& step, std::vector<StepWork> work) {
+  // `wall_from`/`wall_to`: the step's wall span (annotation start, or the previous step's end,
+  // to the annotation's end); NaN for the whole-trace step, whose wall is its GPU span.
+  auto summarize = [&](StepBudget& step, std::vector<StepWork> work, double wall_from,
+                       double wall_to) {
     std::map<std::uint32_t, double> per_name;
     for (const StepWork& w : work) per_name[w.name] += w.end - w.start;
     for (const auto& [id, total] : per_name) step.kernels.emplace_back(names_[id], total);
     std::stable_sort(step.kernels.begin(), step.kernels.end(),
                      [](const auto& a, const auto& b) { return a.second > b.second; });
     step.gpu_activities = work.size();
+    step.wall_start_us = std::isnan(wall_from) ? 0 : wall_from;
     if (work.empty()) return;
     std::sort(work.begin(), work.end(), [](const StepWork& a, const StepWork& b) {
       return a.device != b.device ? a.device < b.device : a.start < b.start;
     });
-    // Per device: walk its work in start order; an idle interval before an item is the host's
-    // when that item's launch call ended after the device had run out of work (or its launch is
-    // not in the trace), the device's own otherwise — unless a stream wait held the item back
-    // after it was ready, which makes that part of the interval a dependency wait.
+    if (std::isnan(wall_from)) step.wall_start_us = work.front().start;
+    // Per device: walk its work in start order from the step's wall start; an idle interval
+    // before an item (the first one's too) is the host's when that item's launch call ended
+    // after the device had run out of work (or its launch is not in the trace), the device's own
+    // otherwise — unless a stream wait held the item back after it was ready, which makes that
+    // part of the interval a dependency wait. Idle after the last item to the annotation's end is
+    // the host's: the step was still running on it.
     for (size_t i = 0; i < work.size();) {
       DeviceBudget device;
       device.device = work[i].device;
-      double first = work[i].start, frontier = work[i].end, open_start = work[i].start;
-      double last = work[i].end;
-      // The union of the device's other-than-communication work, walked alongside.
-      double other_busy = 0, other_start = 0, other_frontier = 0;
-      bool other_open = false;
+      double first = work[i].start, last = work[i].end;
+      // The wall start, unless the device's work began before it (a pipelined step's work that
+      // ran before the previous step ended): then its span starts with that work.
+      double wall_start = std::isnan(wall_from) ? first : std::min(wall_from, first);
+      double frontier = wall_start, open_start = wall_start;
       size_t j = i;
       for (; j < work.size() && work[j].device == device.device; ++j) {
         const StepWork& w = work[j];
-        if (!w.communication) {
-          if (!other_open || w.start > other_frontier) {
-            if (other_open) other_busy += other_frontier - other_start;
-            other_start = w.start;
-            other_frontier = w.end;
-            other_open = true;
-          }
-          other_frontier = std::max(other_frontier, w.end);
-        }
         ++device.gpu_activities;
         if (keep_timeline_) step.work.push_back(w.activity);
         if (w.kernel) {
@@ -423,6 +446,7 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
         if (w.start > frontier) {
           device.gpu_busy_us += frontier - open_start;
           double gap = w.start - frontier;
+          if (j == i) device.idle_before_first_us = gap;
           auto keep_idle = [&](double from, double to, IdleKind kind) {
             if (keep_timeline_ && to > from) step.idle.push_back({device.device, from, to, kind});
           };
@@ -466,16 +490,51 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
         frontier = std::max(frontier, w.end);
       }
       device.gpu_busy_us += frontier - open_start;
-      if (other_open) other_busy += other_frontier - other_start;
-      device.exposed_communication_us = std::max(0.0, device.gpu_busy_us - other_busy);
+      double wall_end = last;
+      if (!std::isnan(wall_to) && wall_to > last) {
+        wall_end = wall_to;
+        device.idle_after_last_us = wall_to - last;
+        device.host_idle_us += device.idle_after_last_us;
+        if (keep_timeline_) step.idle.push_back({device.device, last, wall_to, IdleKind::kHostGap});
+      }
+      const StepWork* from = work.data() + i;
+      const StepWork* to = work.data() + j;
+      using analysis::CommunicationKind;
+      auto busy_without = [&](CommunicationKind kind) {
+        return std::max(0.0, device.gpu_busy_us - union_length(from, to, [&](const StepWork& w) {
+                               return w.communication != kind;
+                             }));
+      };
+      auto time_of = [&](CommunicationKind kind) {
+        return CommunicationTime{
+            union_length(from, to, [&](const StepWork& w) { return w.communication == kind; }),
+            busy_without(kind)};
+      };
+      device.kernel_busy_us = union_length(from, to, [](const StepWork& w) { return w.kernel; });
+      // Communication of any kind that nothing else overlapped.
+      device.exposed_communication_us =
+          std::max(0.0, device.gpu_busy_us - union_length(from, to, [](const StepWork& w) {
+                          return w.communication == CommunicationKind::kNone;
+                        }));
+      device.collective = time_of(CommunicationKind::kCollective);
+      device.expert_parallel = time_of(CommunicationKind::kExpertParallel);
       device.gpu_span_us = last - first;
-      device.busy_fraction = device.gpu_span_us > 0 ? device.gpu_busy_us / device.gpu_span_us : 1;
+      device.wall_span_us = wall_end - wall_start;
+      device.busy_fraction = device.wall_span_us > 0 ? device.gpu_busy_us / device.wall_span_us : 1;
+      device.gpu_span_busy_fraction =
+          device.gpu_span_us > 0 ? device.gpu_busy_us / device.gpu_span_us : 1;
       step.gpu_span_us += device.gpu_span_us;
+      step.wall_span_us += device.wall_span_us;
       step.gpu_busy_us += device.gpu_busy_us;
+      step.kernel_busy_us += device.kernel_busy_us;
       step.host_gap_us += device.host_idle_us;
       step.device_idle_us += device.device_idle_us;
       step.dependency_wait_us += device.dependency_wait_us;
+      step.idle_before_first_us += device.idle_before_first_us;
+      step.idle_after_last_us += device.idle_after_last_us;
       step.exposed_communication_us += device.exposed_communication_us;
+      add_communication(step.collective, device.collective);
+      add_communication(step.expert_parallel, device.expert_parallel);
       step.devices.push_back(device);
       i = j;
     }
@@ -486,7 +545,8 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
       wait.blocking_call =
           blocking_over(wait.process, wait.ready_at_us, wait.ready_at_us + wait.waited_us);
     }
-    step.busy_fraction = step.gpu_span_us > 0 ? step.gpu_busy_us / step.gpu_span_us : 1;
+    step.busy_fraction = step.wall_span_us > 0 ? step.gpu_busy_us / step.wall_span_us : 1;
+    step.gpu_span_busy_fraction = step.gpu_span_us > 0 ? step.gpu_busy_us / step.gpu_span_us : 1;
     step.host_fed_fraction = host_fed(step.gpu_busy_us, step.host_gap_us + step.dependency_wait_us);
     step.verdict = judge(step.gpu_busy_us, step.host_gap_us, step.dependency_wait_us, t);
   };
@@ -494,6 +554,51 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
     const Activity& a = activities_[i];
     return StepWork{a.start, a.end, launch_of[i], i, a.device, a.name, a.kernel, a.communication};
   };
+  // GPU work enqueued before the profiler's window: a correlation id below every launch its
+  // process recorded (CUPTI numbers them in launch order per process). Only a Chrome trace's GPU
+  // rows, which name no process, judged against the one launching process: Kineto records GPU
+  // activities from its warm-up on but CPU events only inside its window, while an Nsight
+  // Systems export (rows name their process) records both from one start — its work below the
+  // first recorded launch came from calls it did not export (the driver API's).
+  std::vector<bool> pre_window(activities_.size(), false);
+  {
+    std::map<std::int64_t, std::int64_t> first_correlation;  // process -> lowest launch id
+    for (const Launch& l : launches_) {
+      auto [it, added] = first_correlation.try_emplace(l.pid, l.correlation);
+      if (!added) it->second = std::min(it->second, l.correlation);
+    }
+    auto first_of = [&](const Activity& a) {
+      return !a.process && first_correlation.size() == 1 ? first_correlation.begin()
+                                                         : first_correlation.end();
+    };
+    // Only where the trace records the launch of (nearly) all the work from its process's first
+    // launch on: a trace of some launch APIs only (kprof's tracer records the driver's kernel
+    // launches, not cudaMemcpy) lacks launches at every id, not before a window.
+    std::map<std::int64_t, std::pair<std::uint64_t, std::uint64_t>> coverage;  // work, launched
+    for (std::size_t i = 0; i < activities_.size(); ++i) {
+      const Activity& a = activities_[i];
+      auto found = first_of(a);
+      if (!a.correlation || found == first_correlation.end() || *a.correlation < found->second) {
+        continue;
+      }
+      auto& [work, launched] = coverage[found->first];
+      ++work;
+      launched += launch_of[i] != kNoLaunch;
+    }
+    for (std::size_t i = 0; i < activities_.size(); ++i) {
+      const Activity& a = activities_[i];
+      if (!a.correlation || launch_of[i] != kNoLaunch) continue;
+      auto found = first_of(a);
+      if (found == first_correlation.end() || *a.correlation >= found->second) continue;
+      auto [work, launched] = coverage[found->first];
+      if (work > 0 && launched * 100 >= work * 99) {
+        pre_window[i] = true;
+        ++budget.pre_window_activities;
+        budget.pre_window_us += a.end - a.start;
+      }
+    }
+  }
+  constexpr double kNoWall = std::numeric_limits<double>::quiet_NaN();
   if (steps.empty()) {
     budget.step_selector =
         step_regex.empty()
@@ -503,14 +608,16 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
     whole.name = "trace";
     whole.source = "whole trace";
     std::vector<StepWork> work;
-    for (std::size_t i = 0; i < activities_.size(); ++i) work.push_back(work_of(i));
+    for (std::size_t i = 0; i < activities_.size(); ++i) {
+      if (!pre_window[i]) work.push_back(work_of(i));
+    }
     for (std::size_t i = 0; i < launches_.size(); ++i) {
       ++whole.kernel_launches;
       whole.graph_launches += launches_[i].graph;
       whole.captured_launches += captured[i];
     }
     whole.graph_captures = capture_ends_.size();
-    summarize(whole, std::move(work));
+    summarize(whole, std::move(work), kNoWall, kNoWall);
     // A trace of an engine capturing its graphs (vLLM's capture_model under the profiler): most
     // launches are captured ones, which ran nothing — a capture, not a timeline to judge.
     if (whole.graph_captures > 0 && 2 * whole.captured_launches >= whole.kernel_launches) {
@@ -543,6 +650,10 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
     return std::lower_bound(sorted.begin(), sorted.end(), time,
                             [](const auto& entry, double t) { return entry.first < t; });
   };
+  // Steps in time order, each process's wall spans one after another.
+  std::stable_sort(steps.begin(), steps.end(),
+                   [](const Annotation* x, const Annotation* y) { return x->start < y->start; });
+  std::map<std::int64_t, double> previous_step_end;  // by process
   for (const Annotation* a : steps) {
     StepBudget step;
     step.name = a->name;
@@ -584,14 +695,22 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
       }
       work.push_back(w);
     }
-    summarize(step, std::move(work));
+    double wall_from = a->start;
+    auto previous = previous_step_end.find(a->pid);
+    if (previous != previous_step_end.end()) wall_from = std::max(wall_from, previous->second);
+    double wall_end = end;
+    for (const StepWork& w : work) wall_end = std::max(wall_end, w.end);
+    previous_step_end[a->pid] = wall_end;
+    summarize(step, std::move(work), wall_from, end);
     // A step that captures a graph (vLLM's capture_model, a first torch.compile call) measures
     // warm-up, capture and instantiation, whose launches run nothing: not serving.
     if (step.graph_captures > 0) step.verdict = StepVerdict::kGraphCapture;
     results.push_back(step);
   }
-  std::sort(results.begin(), results.end(),
-            [](const StepBudget& x, const StepBudget& y) { return x.start_us < y.start_us; });
+  // Stable: steps starting together (two processes' first steps) stay in trace order.
+  std::stable_sort(results.begin(), results.end(), [](const StepBudget& x, const StepBudget& y) {
+    return x.start_us < y.start_us;
+  });
   std::map<std::int64_t, DeviceBudget> devices;
   for (const StepBudget& step : results) {
     if (step.verdict == StepVerdict::kGraphCapture) {
@@ -599,11 +718,17 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
       continue;
     }
     budget.total_busy_us += step.gpu_busy_us;
+    budget.total_kernel_busy_us += step.kernel_busy_us;
     budget.total_span_us += step.gpu_span_us;
+    budget.total_wall_span_us += step.wall_span_us;
+    budget.total_idle_before_first_us += step.idle_before_first_us;
+    budget.total_idle_after_last_us += step.idle_after_last_us;
     budget.total_host_gap_us += step.host_gap_us;
     budget.total_device_idle_us += step.device_idle_us;
     budget.total_dependency_wait_us += step.dependency_wait_us;
     budget.total_exposed_communication_us += step.exposed_communication_us;
+    add_communication(budget.total_collective, step.collective);
+    add_communication(budget.total_expert_parallel, step.expert_parallel);
     for (const DeviceBudget& part : step.devices) {
       DeviceBudget& device = devices[part.device];
       device.device = part.device;

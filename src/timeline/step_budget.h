@@ -1,9 +1,11 @@
 // Per-step budget: is a serving step kernel-bound or host-bound? For each step and each device, its
 // GPU work (found by launch correlation, so CUDA-graph replays count too), the union of that work's
-// intervals over the device's streams (GPU busy), the GPU span it occupies, and the idle time
-// between, each idle interval attributed to the host (the next item's launch call ended after the
-// device had finished what it had) or to the device (the next item was already enqueued: inside a
-// CUDA graph, a dependency, launch latency). Several devices are accounted apart, never merged.
+// intervals over the device's streams (GPU busy), measured over the step's wall span (annotation
+// start to the later of its end and the last GPU work; the GPU span, first to last work, kept
+// beside it), and the idle time in it, each idle interval attributed to the host (the next item's
+// launch call ended after the device had finished what it had; before the first item and after
+// the last), to the device (the next item was already enqueued: inside a CUDA graph, launch
+// latency) or to a stream wait (dependency). Several devices are accounted apart, never merged.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +16,7 @@
 
 #include "analysis/stages.h"
 #include "importers/common/trace_sink.h"
+#include "timeline/kernel_ranking.h"  // CommunicationTime
 
 namespace kprof::timeline {
 
@@ -65,18 +68,31 @@ struct DeviceBudget {
   std::uint64_t kernels = 0;  // kernel launches among the activities
   double kernel_time_us = 0;  // summed kernel durations
   double gpu_span_us = 0;     // first activity start to last end on this device
+  // The step's wall span on this device (StepBudget::wall_start_us to the later of the step
+  // annotation's end and this device's last activity): the GPU span with the idle before the
+  // first activity and after the last one. Equal to gpu_span_us for the whole-trace step.
+  double wall_span_us = 0;
   double gpu_busy_us = 0;     // union of the activities' intervals
+  double kernel_busy_us = 0;  // union of the kernels' intervals alone (TensorBoard's GPU busy)
   double host_idle_us = 0;    // idle before work whose launch call ended late
   double device_idle_us = 0;  // idle before work already enqueued
+  // Of the idle above: from the wall start to the first activity (booked host gap, dependency
+  // wait or device-side idle like any other interval), and from the last activity's end to the
+  // annotation's end (the host was still in the step: host gap).
+  double idle_before_first_us = 0;
+  double idle_after_last_us = 0;
   // Idle before work that was enqueued behind a stream wait: the part of an idle interval after
   // the work was ready (its launch call returned; a graph's node: the cudaGraphLaunch began),
   // when longer than kDependencyWaitFloorUs and a wait was issued for its stream (or on the
   // launching thread, where the trace does not say the stream) since the stream's previous work.
   double dependency_wait_us = 0;
-  double busy_fraction = 0;  // busy / span
+  double busy_fraction = 0;           // busy / wall span
+  double gpu_span_busy_fraction = 0;  // busy / GPU span
   // Time this device ran only communication kernels (the stage table's "communication"), no other
   // work overlapping them: busy minus the union of its other work. 0 without a stage table.
   double exposed_communication_us = 0;
+  // The same per kind: collectives, and expert-parallel all-to-all (whose stage stays MoE's).
+  CommunicationTime collective, expert_parallel;
 };
 // Idle shorter than this after work was ready is launch latency, not a wait (HIP's and CUDA's
 // launch latencies seen in the traces kprof was checked on are 4-15 us).
@@ -128,17 +144,26 @@ struct StepBudget {
   std::string source;  // "cpu annotation" (launches within it) or "gpu annotation"
   double start_us = 0;
   double host_duration_us = 0;  // the annotation's own duration
+  // Where the step's wall span begins: the annotation's start, or the end of the previous step of
+  // its process (its annotation's end or its last GPU work, the later) when that is later — the
+  // steps of a pipelined engine overlap, and no time is booked to two steps.
+  double wall_start_us = 0;
   // Summed over the step's devices (each device's span, busy and idle computed on its own).
-  double gpu_span_us = 0;         // first GPU activity start to last end
-  double gpu_busy_us = 0;         // union of GPU activity intervals
+  double wall_span_us = 0;    // DeviceBudget::wall_span_us summed
+  double gpu_span_us = 0;     // first GPU activity start to last end
+  double gpu_busy_us = 0;     // union of GPU activity intervals
+  double kernel_busy_us = 0;  // union of kernel intervals alone
+  double idle_before_first_us = 0, idle_after_last_us = 0;
   double host_gap_us = 0;         // idle the host caused (the GPU waited for a launch)
   double device_idle_us = 0;      // idle with the work already enqueued (graph-internal, latency)
   double dependency_wait_us = 0;  // idle behind a stream wait (DeviceBudget::dependency_wait_us)
-  double busy_fraction = 0;       // busy / span
+  double busy_fraction = 0;       // busy / wall span
+  double gpu_span_busy_fraction = 0;  // busy / GPU span (what kprof reported before the wall span)
   // busy / (busy + host gap + dependency wait): what the verdict is taken from.
   double host_fed_fraction = 0;
   std::vector<DependencyWait> dependency_waits;  // the longest first, at most 10
   double exposed_communication_us = 0;
+  CommunicationTime collective, expert_parallel;
   std::vector<DeviceBudget> devices;  // by device id
   std::uint64_t gpu_activities = 0;
   std::uint64_t kernel_launches = 0;  // launch API calls in the step
@@ -159,8 +184,18 @@ struct Budget {
   std::vector<StepBudget> steps;
   std::string step_selector;  // how steps were found
   double total_busy_us = 0, total_span_us = 0, total_host_gap_us = 0, total_device_idle_us = 0;
+  double total_wall_span_us = 0;  // total_span_us is the GPU spans' sum
+  double total_idle_before_first_us = 0, total_idle_after_last_us = 0;
+  double total_kernel_busy_us = 0;
   double total_exposed_communication_us = 0;
   double total_dependency_wait_us = 0;
+  CommunicationTime total_collective, total_expert_parallel;
+  // GPU work enqueued before the profiler's window: its correlation id is below every launch the
+  // trace recorded in its process (the previous iteration's collectives, still running when the
+  // window opened). No step claims it (its launch is not in any), and the whole-trace step leaves
+  // it out; counted here.
+  std::uint64_t pre_window_activities = 0;
+  double pre_window_us = 0;           // their summed durations
   std::uint64_t capture_steps = 0;    // steps judged kGraphCapture, left out of the totals
   std::vector<DeviceBudget> devices;  // each device over all steps, by device id
   StepVerdict overall = StepVerdict::kNoGpuWork;
@@ -189,7 +224,7 @@ class BudgetBuilder final : public importers::TraceEventSink {
     std::int64_t device;
     std::uint32_t name;  // index into names_
     bool kernel;
-    bool communication;
+    analysis::CommunicationKind communication;
   };
   // The process that recorded an annotation or a launch: a step claims only its own process's
   // launches (an export of several processes has them side by side in time).
@@ -233,9 +268,9 @@ class BudgetBuilder final : public importers::TraceEventSink {
   std::vector<const Annotation*> repeated_annotation(std::string* selector) const;
   const analysis::StageTable* stages_ = nullptr;
   bool keep_timeline_ = false;
-  std::vector<TimelineItem> timeline_;  // parallel to activities_ when kept
-  std::vector<std::string> names_;      // distinct normalised kernel names
-  std::vector<bool> communication_;     // per name: the communication stage
+  std::vector<TimelineItem> timeline_;                      // parallel to activities_ when kept
+  std::vector<std::string> names_;                          // distinct normalised kernel names
+  std::vector<analysis::CommunicationKind> communication_;  // per name
   std::map<std::string, std::uint32_t, std::less<>> name_ids_;
 };
 

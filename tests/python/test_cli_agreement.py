@@ -97,8 +97,9 @@ def test_budget_text_table_prints_the_dataframes_figures(cli):
     for line, (_, step) in zip(step_lines, df.iterrows()):
         name, rest = line.split(None, 1)
         assert name == step["name"]
-        host_ms, span_ms, busy_ms, gap_ms, idle_ms, busy_pct = numbers(rest)[:6]
+        host_ms, wall_ms, span_ms, busy_ms, gap_ms, idle_ms, busy_pct = numbers(rest)[:7]
         assert agrees(host_ms, step["host_duration_us"] / 1000), (name, host_ms)
+        assert agrees(wall_ms, step["wall_span_us"] / 1000), (name, wall_ms)
         assert agrees(span_ms, step["gpu_span_us"] / 1000), (name, span_ms)
         assert agrees(busy_ms, step["gpu_busy_us"] / 1000), (name, busy_ms)
         assert agrees(gap_ms, step["host_gap_us"] / 1000), (name, gap_ms)

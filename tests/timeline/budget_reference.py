@@ -4,10 +4,14 @@ C++ (src/timeline/step_budget.cpp) and compared with `kprof budget --json` on re
 
 For each step (a CPU annotation whose name matches the step pattern), its work is every kernel,
 memcpy and memset whose launch call (cuda_runtime/cuda_driver event with the same correlation id,
-in the annotation's own process) started inside it. Per device, that work in start order: busy is
-the union of its intervals, span first start to last end, and each idle interval before an item is
-the host's when the item's launch call ended after the device had run out of work, the device's
-otherwise. Reads a Chrome trace (.json.gz) with Python's json module, or an Nsight Systems SQLite
+in the annotation's own process) started inside it. A step's wall span starts at its annotation's
+start, or at the end of its process's previous step (the later of that annotation's end and its
+last GPU work) when later, and ends at the later of its annotation's end and the device's last
+work. Per device, that work in start order from the wall start (or its own first start, if
+earlier): busy is the union of its intervals, span first start to last end, and each idle interval
+before an item (the first one's too) is the host's when the item's launch call ended after the
+device had run out of work, the device's otherwise; idle after the last item to the annotation's
+end is the host's. Reads a Chrome trace (.json.gz) with Python's json module, or an Nsight Systems SQLite
 export with sqlite3 (NVTX ranges as annotations).
 
 Usage: budget_reference.py --kprof KPROF TRACE [--step REGEX]   (exit 0 when both agree)
@@ -85,20 +89,26 @@ def budget(path, step):
         if steps:
             break
     result = []
+    previous_end = {}  # process -> the previous step's end
     for name, start, end, pid in sorted(steps, key=lambda a: a[1]):
         per_device = collections.defaultdict(list)
         for w in work:
             launch = launches.get(w.correlation)
             if launch and launch[2] == pid and start <= launch[0] <= end:
                 per_device[w.device].append(w)
+        wall_from = max(start, previous_end.get(pid, start))
+        previous_end[pid] = max([end] + [w.end for items in per_device.values() for w in items])
         devices = {}
         for device, items in sorted(per_device.items()):
             items.sort(key=lambda w: w.start)
-            busy = host = dev_idle = 0.0
-            open_start, frontier = items[0].start, items[0].end
-            for w in items[1:]:
+            busy = host = dev_idle = before = 0.0
+            wall_start = min(wall_from, items[0].start)
+            open_start = frontier = wall_start
+            for i, w in enumerate(items):
                 if w.start > frontier:
                     busy += frontier - open_start
+                    if i == 0:
+                        before = w.start - frontier
                     if launches[w.correlation][1] > frontier:
                         host += w.start - frontier
                     else:
@@ -106,9 +116,14 @@ def budget(path, step):
                     open_start = w.start
                 frontier = max(frontier, w.end)
             busy += frontier - open_start
-            span = max(w.end for w in items) - items[0].start
-            devices[device] = {"span_us": span, "busy_us": busy, "host_gap_us": host,
-                               "device_idle_us": dev_idle, "kernels": sum(w.kernel for w in items)}
+            last = max(w.end for w in items)
+            after = max(0.0, end - last)
+            host += after
+            devices[device] = {"span_us": last - items[0].start, "busy_us": busy,
+                               "host_gap_us": host, "device_idle_us": dev_idle,
+                               "wall_span_us": max(end, last) - wall_start,
+                               "idle_before_first_us": before, "idle_after_last_us": after,
+                               "kernels": sum(w.kernel for w in items)}
         result.append({"name": name, "devices": devices})
     return result
 

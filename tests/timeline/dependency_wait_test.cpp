@@ -72,8 +72,14 @@ TEST(DependencyWait, TheSglangWaitIsADependencyNotAHostGap) {
   // us). The two later gaps are under the 20 us floor and keep kprof's rule: 1.66 us before
   // gather_kernel, whose launch had returned, is device-side idle; 12.617 us before the copy,
   // whose call (hipMemcpyWithStream, synchronous) returns only after it, is booked to the host.
+  // The step's wall span adds the host's 80.589 us from the annotation's start to the first
+  // kernel and its 2,307.583 us from the copy's end (463,409.017) to the annotation's end.
   EXPECT_NEAR(step.dependency_wait_us, 463380.24 - 128.5, 1e-6);
-  EXPECT_NEAR(step.host_gap_us, (128.5 - 84.835) + (463404.517 - 463391.9), 1e-6);
+  EXPECT_NEAR(step.idle_before_first_us, 80.589, 1e-6);
+  EXPECT_NEAR(step.idle_after_last_us, 465716.6 - 463409.017, 1e-6);
+  EXPECT_NEAR(step.host_gap_us,
+              80.589 + (128.5 - 84.835) + (463404.517 - 463391.9) + (465716.6 - 463409.017), 1e-6);
+  EXPECT_NEAR(step.wall_span_us, 465716.6, 1e-6);
   EXPECT_NEAR(step.device_idle_us, 463386.9 - 463385.24, 1e-6);
   EXPECT_EQ(step.verdict, StepVerdict::kDependencyBound);
   EXPECT_EQ(budget.overall, StepVerdict::kDependencyBound);
@@ -96,7 +102,9 @@ TEST(DependencyWait, NoWaitCallNoDependency) {
   Budget budget = budget_of(write_trace("no_wait.json", sglang_shape(no_wait)));
   ASSERT_EQ(budget.steps.size(), 1u);
   EXPECT_EQ(budget.steps[0].dependency_wait_us, 0);
-  EXPECT_NEAR(budget.steps[0].host_gap_us, (463380.24 - 84.835) + (463404.517 - 463391.9), 1e-6);
+  EXPECT_NEAR(budget.steps[0].host_gap_us,
+              80.589 + (463380.24 - 84.835) + (463404.517 - 463391.9) + (465716.6 - 463409.017),
+              1e-6);
   EXPECT_EQ(budget.steps[0].verdict, StepVerdict::kHostBound);
 }
 
@@ -257,10 +265,12 @@ TEST(DependencyWait, KeptIdleIntervalsAreTheSglangSplit) {
     double from, to;
     IdleKind kind;
   };
-  const Expected expected[] = {{84.835, 128.5, IdleKind::kHostGap},
+  const Expected expected[] = {{0, 80.589, IdleKind::kHostGap},
+                               {84.835, 128.5, IdleKind::kHostGap},
                                {128.5, 463380.24, IdleKind::kDependencyWait},
                                {463385.24, 463386.9, IdleKind::kDeviceIdle},
-                               {463391.9, 463404.517, IdleKind::kHostGap}};
+                               {463391.9, 463404.517, IdleKind::kHostGap},
+                               {463409.017, 465716.6, IdleKind::kHostGap}};
   ASSERT_EQ(step.idle.size(), std::size(expected));
   for (std::size_t i = 0; i < step.idle.size(); ++i) {
     EXPECT_EQ(step.idle[i].device, 9);

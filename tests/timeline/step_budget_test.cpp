@@ -24,11 +24,14 @@ nlohmann::json load(const std::string& file) {
 }
 
 struct ExpectedStep {
+  double gpu_span_busy_fraction;  // busy over the first to last GPU work
+  // Busy over the wall span: from the annotation's start (or the previous step's end, when
+  // later) to the later of its end and the last GPU work.
   double busy_fraction;
   double gpu_time_us;  // summed durations of the step's GPU work
 };
 
-// Busy fraction and GPU time of each ProfilerStep, computed directly from the JSON.
+// Busy fractions and GPU time of each ProfilerStep, computed directly from the JSON.
 std::vector<ExpectedStep> expected_steps(const nlohmann::json& trace) {
   std::map<std::int64_t, double> launch_time;
   std::vector<std::pair<double, double>> steps;
@@ -44,6 +47,7 @@ std::vector<ExpectedStep> expected_steps(const nlohmann::json& trace) {
   }
   std::sort(steps.begin(), steps.end());
   std::vector<ExpectedStep> fractions;
+  double previous_end = -1;
   for (auto [start, end] : steps) {
     std::vector<std::pair<double, double>> work;
     for (const auto& e : trace["traceEvents"]) {
@@ -69,7 +73,11 @@ std::vector<ExpectedStep> expected_steps(const nlohmann::json& trace) {
     busy += open_end - open_start;
     double time = 0;
     for (auto [s, e] : work) time += e - s;
-    fractions.push_back({busy / (span_end - work.front().first), time});
+    double wall_start = std::min(std::max(start, previous_end), work.front().first);
+    double wall_end = std::max(end, span_end);
+    previous_end = wall_end;
+    fractions.push_back(
+        {busy / (span_end - work.front().first), busy / (wall_end - wall_start), time});
   }
   return fractions;
 }
@@ -85,6 +93,8 @@ void expect_matches_independent_reading(const std::string& file, const Budget& b
   ASSERT_EQ(budget.steps.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
     EXPECT_NEAR(budget.steps[i].busy_fraction, expected[i].busy_fraction, 1e-9)
+        << file << " step " << i;
+    EXPECT_NEAR(budget.steps[i].gpu_span_busy_fraction, expected[i].gpu_span_busy_fraction, 1e-9)
         << file << " step " << i;
     // The per-step ranking (kprof rank --per-step) accounts for all of the step's GPU time.
     double ranked = 0;
@@ -113,14 +123,18 @@ TEST(StepBudget, PrefillIsKernelBound) {
 }
 
 // Recorded for kprof on the H200 (tools/traces/decode_step_traces.py): the same decode step,
-// eager and as a CUDA graph. The graph's 48 kernels come from one cudaGraphLaunch per step.
-TEST(StepBudget, CudaGraphDecodeIsKernelBoundWhereItsEagerTwinIsNot) {
+// eager and as a CUDA graph. The graph's 48 kernels come from one cudaGraphLaunch per step. Over
+// the GPU span the graph keeps the device busy (99.5%), but each step's annotation is ~0.13 ms
+// longer than its GPU work: the host before the replay and after it, which the wall span counts,
+// so the graph steps are mixed (82% fed), not kernel-bound; the eager twin stays host-bound.
+TEST(StepBudget, CudaGraphDecodeIsMixedWhereItsEagerTwinIsHostBound) {
   Budget eager = budget_of("h200/budget_eager_decode.json.gz");
   Budget graph = budget_of("h200/budget_graph_decode.json.gz");
   expect_matches_independent_reading("h200/budget_eager_decode.json.gz", eager);
   expect_matches_independent_reading("h200/budget_graph_decode.json.gz", graph);
   EXPECT_EQ(eager.overall, StepVerdict::kHostBound);
-  EXPECT_EQ(graph.overall, StepVerdict::kKernelBound);
+  EXPECT_EQ(graph.overall, StepVerdict::kMixed);
+  EXPECT_GT(graph.total_busy_us / graph.total_span_us, 0.99);
   for (const StepBudget& step : graph.steps) {
     EXPECT_EQ(step.graph_launches, 1u);
     EXPECT_EQ(step.gpu_activities, 48u);
@@ -148,25 +162,29 @@ TEST(StepBudget, TracerRecordedEagerAndGraphDecodeSteps) {
   }
 }
 
-// The graph replay's idle time is all inside the graph (its one cudaGraphLaunch ended before the
-// first kernel finished): device-side, not the host's. Before idle time was attributed, every gap
-// between the graph's 48 kernels counted as host gap (3.1-3.5 us a step here). The eager twin's
-// idle is the host's: the GPU waits for each launch. Figures per step are checked against the
-// Python reading (ctest budget_matches_reference_*); here, what they must say.
+// The graph replay's idle time between its kernels is all inside the graph (its one cudaGraphLaunch
+// ended before the first kernel finished): device-side, not the host's. Before idle time was
+// attributed, every gap between the graph's 48 kernels counted as host gap (3.1-3.5 us a step
+// here). Its host gap is only the idle before the replay and after it. The eager twin's idle is
+// the host's: the GPU waits for each launch. Figures per step are checked against the Python
+// reading (ctest budget_matches_reference_*); here, what they must say.
 TEST(StepBudget, CudaGraphGapsAreDeviceSideAndEagerGapsAreTheHosts) {
   Budget graph = budget_of("h200/budget_graph_decode.json.gz");
   ASSERT_EQ(graph.steps.size(), 5u);
   for (const StepBudget& step : graph.steps) {
     SCOPED_TRACE(step.name);
-    EXPECT_EQ(step.host_gap_us, 0.0);
+    EXPECT_GT(step.idle_before_first_us, 100.0);
+    EXPECT_NEAR(step.host_gap_us, step.idle_before_first_us + step.idle_after_last_us, 1e-6);
     EXPECT_GT(step.device_idle_us, 3.0);
     EXPECT_NEAR(step.gpu_busy_us + step.device_idle_us, step.gpu_span_us, 1e-6);
-    EXPECT_EQ(step.host_fed_fraction, 1.0);
-    EXPECT_EQ(step.verdict, StepVerdict::kKernelBound);
+    EXPECT_NEAR(step.gpu_busy_us + step.device_idle_us + step.host_gap_us, step.wall_span_us, 1e-6);
+    EXPECT_LT(step.host_fed_fraction, 0.9);
+    EXPECT_EQ(step.verdict, StepVerdict::kMixed);
   }
   Budget tracer_graph = budget_of("h200/tracer_graph_decode.json.gz");
   for (const StepBudget& step : tracer_graph.steps) {
-    EXPECT_EQ(step.host_gap_us, 0.0) << step.name;
+    EXPECT_NEAR(step.host_gap_us, step.idle_before_first_us + step.idle_after_last_us, 1e-6)
+        << step.name;
     EXPECT_GT(step.device_idle_us, 10.0) << step.name;
   }
   Budget eager = budget_of("h200/budget_eager_decode.json.gz");
@@ -174,7 +192,7 @@ TEST(StepBudget, CudaGraphGapsAreDeviceSideAndEagerGapsAreTheHosts) {
     SCOPED_TRACE(step.name);
     EXPECT_GT(step.host_gap_us, 800.0);
     EXPECT_LT(step.device_idle_us, 20.0);
-    EXPECT_NEAR(step.gpu_busy_us + step.host_gap_us + step.device_idle_us, step.gpu_span_us, 1e-6);
+    EXPECT_NEAR(step.gpu_busy_us + step.host_gap_us + step.device_idle_us, step.wall_span_us, 1e-6);
     EXPECT_EQ(step.verdict, StepVerdict::kHostBound);
   }
 }
