@@ -27,12 +27,14 @@
 #include "render/annotated_trace.h"
 #include "render/fix_list_render.h"
 #include "render/html_report.h"
+#include "render/op_render.h"
 #include "render/report_json.h"
 #include "render/report_text.h"
 #include "render/trace_render.h"
 #include "render/verdict_render.h"
 #include "timeline/fix_list.h"
 #include "timeline/kernel_ranking.h"
+#include "timeline/op_attribution.h"
 #include "timeline/rank_comparison.h"
 #include "timeline/step_budget.h"
 #include "timeline/trace_join.h"
@@ -161,7 +163,9 @@ void run_trace(const std::string& path, std::string_view bytes, bool through_fil
   timeline::BudgetBuilder budget_builder;
   budget_builder.keep_timeline();  // for the annotated trace and the HTML step timeline below
   timeline::TraceTimeIndex index;
-  FanOut sink({&ranking_builder, &budget_builder, &index});
+  // The trace as its own graph capture too (rank --by op --graph-capture: the same file may be).
+  timeline::OpAttributionBuilder capture_builder(timeline::AttributeBy::kOp);
+  FanOut sink({&ranking_builder, &budget_builder, &index, &capture_builder});
   render::TraceSource source{path, {"kprof", "rank", path}, {}};
   try {
     if (through_file) {
@@ -205,6 +209,24 @@ void run_trace(const std::string& path, std::string_view bytes, bool through_fil
   check_json(render::ranks_budget_json(sources, budgets, steps, {}), "budget over ranks JSON");
   check_text(render::ranks_budget_text(sources, budgets, steps, {}), "budget over ranks text");
   (void)index.gpu_span_us();
+  // rank --by op|module --graph-capture: the second reading attributes its graph replays through
+  // the first's captured launches.
+  for (timeline::AttributeBy by : {timeline::AttributeBy::kOp, timeline::AttributeBy::kModule}) {
+    timeline::OpAttributionBuilder ops_builder(by);
+    ops_builder.use_graph_capture(capture_builder.finish_capture());
+    try {
+      if (through_file) {
+        importers::read_trace(path, ops_builder);
+      } else {
+        importers::read_chrome_trace_bytes(path, bytes, ops_builder);
+      }
+    } catch (const InputError&) {
+      return;
+    }
+    timeline::OpAttribution ops = ops_builder.finish();
+    check_json(render::op_attribution_json(ops, source), "rank --by op JSON");
+    check_text(render::op_attribution_text(ops, source, 20, 70), "rank --by op text");
+  }
 }
 
 }  // namespace

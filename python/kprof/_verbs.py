@@ -28,6 +28,7 @@ RANK_OPTIONS = {
     "step": ("--step", "value"),            # regex over the annotations that delimit steps
     "raw_names": ("--raw-names", "switch"),
     "stages": ("--stages", "value"),
+    "graph_capture": ("--graph-capture", "value"),  # with by="op"/"module": the capture's trace
 }
 BUDGET_OPTIONS = {
     "step": ("--step", "value"),
@@ -118,7 +119,9 @@ def rank(trace, **options):
 
     trace: a PyTorch profiler trace (.json, .json.gz) or an Nsight Systems SQLite export; a list
         of them (one per rank) compares the ranks.
-    options: by ("kernel", "op", "module"), per_step, step, raw_names, stages.
+    options: by ("kernel", "op", "module"), per_step, step, raw_names, stages, graph_capture
+        (with by="op"/"module": the trace of the graphs' capture, whose operators a graph
+        replay's kernels take).
     Rows: one per kernel name (`kernels`); with by="op"/"module" one per operator or module
         (`ops`); with per_step=True one per step (`steps`). result.table("stages") is the stage
         breakdown.

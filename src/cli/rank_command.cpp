@@ -25,7 +25,9 @@ void define_rank(CLI::App& parent, Runner& runner) {
       "  kprof rank trace.json.gz --top 50 --json > ranking.json\n"
       "  kprof rank report.sqlite          # nsys export --type sqlite report.nsys-rep\n"
       "  kprof rank rank0.json.gz rank1.json.gz   # one trace per tensor-parallel rank\n"
-      "  kprof rank trace.json.gz --by op      # GPU time per PyTorch operator");
+      "  kprof rank trace.json.gz --by op      # GPU time per PyTorch operator\n"
+      "  kprof rank replay.json.gz --by op --graph-capture capture.json.gz\n"
+      "                                        # a CUDA/HIP graph replay's kernels per operator");
   command
       ->add_option(
           "TRACE", options->paths,
@@ -44,6 +46,12 @@ void define_rank(CLI::App& parent, Runner& runner) {
                    "(traces recorded with_modules=True)")
       ->check(CLI::IsMember({"kernel", "op", "module"}))
       ->capture_default_str();
+  command
+      ->add_option("--graph-capture", options->graph_capture,
+                   "With --by op|module: the trace of the graphs' capture (e.g. vLLM's "
+                   "capture_model under the profiler); each replayed kernel takes the operator "
+                   "that launched it at capture, matched by name and order")
+      ->check(CLI::ExistingFile);
   command->add_option("--step", options->step_regex,
                       "With --per-step: regex over annotation names that delimit steps");
   command->add_option("--stages", options->stages_path,

@@ -198,7 +198,10 @@ std::vector<Tool> make_tools(const ToolSettings& settings) {
             {"per_step", Kind::kBoolean, "--per-step", "Rank kernels within each step"},
             {"step", Kind::kString, "--step", "Step annotations matching this regex are steps"},
             {"raw_names", Kind::kBoolean, "--raw-names", "Rank by the names exactly as traced"},
-            {"stages", Kind::kPath, "--stages", "A stage-rule table to use"}},
+            {"stages", Kind::kPath, "--stages", "A stage-rule table to use"},
+            {"graph_capture", Kind::kPath, "--graph-capture",
+             "With by op or module: the trace of the CUDA/HIP graphs' capture, whose operators "
+             "a graph replay's kernels take"}},
            {}};
     t.run = [](const Values& v, bool json, const std::vector<std::string>& argv) {
       pipeline::RankOptions o;
@@ -209,6 +212,7 @@ std::vector<Tool> make_tools(const ToolSettings& settings) {
       set_if(v, "step", o.step_regex);
       set_if(v, "raw_names", o.raw_names);
       set_if(v, "stages", o.stages_path);
+      set_if(v, "graph_capture", o.graph_capture);
       o.json = json;
       return pipeline::rank(o, argv);
     };

@@ -89,11 +89,26 @@ ExitCode rank_per_step(const RankOptions& options, const std::string& path,
 
 ExitCode rank_by_op(const RankOptions& options, const std::string& path,
                     const std::vector<std::string>& argv, Answer& output) {
-  timeline::OpAttributionBuilder builder(options.by == "module" ? timeline::AttributeBy::kModule
-                                                                : timeline::AttributeBy::kOp);
+  timeline::AttributeBy by =
+      options.by == "module" ? timeline::AttributeBy::kModule : timeline::AttributeBy::kOp;
+  timeline::OpAttributionBuilder builder(by);
+  if (!options.graph_capture.empty()) {
+    timeline::OpAttributionBuilder capture_builder(by);
+    render::TraceSource capture{options.graph_capture, argv,
+                                importers::read_trace(options.graph_capture, capture_builder)};
+    output.notes += render::trace_warnings(capture);
+    timeline::GraphCapture graphs = capture_builder.finish_capture();
+    if (graphs.launches == 0) {
+      throw InputError(ExitCode::kInputInvalid, options.graph_capture, InputPosition::none(),
+                       "no captured launches (launch calls whose GPU work never ran): not a trace "
+                       "of graph capture");
+    }
+    builder.use_graph_capture(std::move(graphs));
+  }
   render::TraceSource source{path, argv, importers::read_trace(path, builder)};
   timeline::OpAttribution ops = builder.finish();
   if (ops.gpu_events == 0) throw no_gpu_events(source);
+  if (ops.replay) ops.replay->capture_trace = options.graph_capture;
   output.notes += render::trace_warnings(source);
   output.out = options.json
                    ? render::json_text(render::op_attribution_json(ops, source))
@@ -154,6 +169,11 @@ ExitCode budget_over_ranks(const BudgetOptions& options,
 
 Answer rank(const RankOptions& options, const std::vector<std::string>& argv) {
   Answer output;
+  if (!options.graph_capture.empty() && options.by == "kernel") {
+    throw UsageError(
+        "--graph-capture attributes a graph replay's kernels to operators: it goes "
+        "with --by op or --by module");
+  }
   if (options.per_step && options.by != "kernel") {
     throw UsageError("--per-step ranks kernels within steps; it does not combine with --by " +
                      options.by);

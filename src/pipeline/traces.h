@@ -23,6 +23,9 @@ struct RankOptions {
   bool per_step = false;
   std::string step_regex;
   std::string by = "kernel";  // kernel, op, module
+  // With --by op|module: the trace of the graphs' capture, through which a graph replay's
+  // kernels take the operators that launched them at capture time.
+  std::string graph_capture;
 };
 // UsageError for options that do not combine; InputError for a trace that cannot be read or has
 // no GPU events.

@@ -18,6 +18,17 @@ std::string by_name(const timeline::OpAttribution& ops) {
   return ops.by == timeline::AttributeBy::kOp ? "op" : "module";
 }
 
+json graph_capture_json(const timeline::ReplayMatch& m) {
+  return {{"trace", m.capture_trace},
+          {"captured_graphs", m.captured_graphs},
+          {"captured_launches", m.captured_launches},
+          {"matched_by", m.by_name ? "name" : "position"},
+          {"graph_launches", m.graph_launches},
+          {"replayed_gpu_events", m.replayed_kernels},
+          {"matched", m.matched},
+          {"unmatched_us", m.unmatched_us}};
+}
+
 }  // namespace
 
 json op_attribution_json(const timeline::OpAttribution& ops, const TraceSource& source) {
@@ -42,6 +53,7 @@ json op_attribution_json(const timeline::OpAttribution& ops, const TraceSource& 
           {"unattributed_bucket", ops.by == timeline::AttributeBy::kOp
                                       ? std::string(timeline::kNoOperator)
                                       : std::string(timeline::kNoModule)},
+          {"graph_capture", ops.replay ? graph_capture_json(*ops.replay) : json(nullptr)},
           {"ops", list}};
 }
 
@@ -73,6 +85,18 @@ std::string op_attribution_text(const timeline::OpAttribution& ops, const TraceS
     out +=
         fmt::format("… {} more, {:.1f}% of GPU time (--top N shows more)\n", ops.ops.size() - shown,
                     ops.gpu_time_us > 0 ? rest / ops.gpu_time_us * 100 : 0.0);
+  }
+  if (ops.replay) {
+    const timeline::ReplayMatch& m = *ops.replay;
+    out += fmt::format(
+        "graph replays: {} GPU activities of {} graph launch{}, {} of them given the {} that "
+        "launched them at capture ({}: {} captured graph{}, {} captured launches; matched by {}); "
+        "{} ({} ms) unmatched, left with the graph launch's own {}\n",
+        m.replayed_kernels, m.graph_launches, m.graph_launches == 1 ? "" : "es", m.matched,
+        by_op ? "operator" : "module path", escape_for_terminal(m.capture_trace), m.captured_graphs,
+        m.captured_graphs == 1 ? "" : "s", m.captured_launches,
+        m.by_name ? "kernel name and order" : "position", m.replayed_kernels - m.matched,
+        format_number(m.unmatched_us / 1000), by_op ? "operator" : "module path");
   }
   if (ops.unattributed > 0) {
     out += fmt::format(

@@ -1,7 +1,11 @@
 #include "timeline/op_attribution.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
 
+#include "timeline/kernel_ranking.h"  // normalize_kernel_name
 #include "timeline/launch_join.h"
 
 namespace kprof::timeline {
@@ -24,15 +28,25 @@ bool OpAttributionBuilder::wants_category(std::string_view category) const {
          category == (by_ == AttributeBy::kOp ? "cpu_op" : "python_function");
 }
 
+std::uint32_t OpAttributionBuilder::kernel_id(std::string_view name) {
+  if (name.empty()) return 0;
+  std::string normalised = normalize_kernel_name(name);
+  auto [it, added] =
+      kernel_name_ids_.emplace(normalised, static_cast<std::uint32_t>(kernel_names_.size()));
+  if (added) kernel_names_.push_back(std::move(normalised));
+  return it->second;
+}
+
 void OpAttributionBuilder::on_event(const importers::TraceEvent& event) {
   std::string_view category = event.category;
   if (is_gpu_work(category)) {
     ++gpu_events_;
     gpu_time_us_ += event.duration_us;
-    Work& work =
-        event.correlation
-            ? work_[{event.process.value_or(-1), event.device.value_or(-1), *event.correlation}]
-            : uncorrelated_;
+    WorkId id{event.process.value_or(-1), event.device.value_or(-1), event.correlation.value_or(0)};
+    if (capture_ && event.correlation) {
+      items_.push_back({id, kernel_id(event.name), event.timestamp_us, event.duration_us});
+    }
+    Work& work = event.correlation ? work_[id] : uncorrelated_;
     if (work.count == 0 || event.timestamp_us < work.first_start) {
       work.first_start = event.timestamp_us;
     }
@@ -41,10 +55,16 @@ void OpAttributionBuilder::on_event(const importers::TraceEvent& event) {
     return;
   }
   if (is_launch_category(category)) {
+    std::int64_t process = event.process.value_or(event.pid);
+    if (event.name.find("GraphInstantiate") != std::string_view::npos) {
+      instantiations_[process].push_back(event.timestamp_us);
+    }
     if (!event.correlation) return;
     ++launches_read_;
-    launches_[{event.pid, event.tid}].push_back(
-        {event.timestamp_us, *event.correlation, event.process.value_or(event.pid)});
+    bool graph = event.name.find("GraphLaunch") != std::string_view::npos;
+    launches_[{event.pid, event.tid}].push_back({event.timestamp_us, *event.correlation, process,
+                                                 kernel_id(event.launched_kernel),
+                                                 !graph && is_launch_call(event.name), graph});
     return;
   }
   std::string_view name = event.name;
@@ -63,6 +83,82 @@ void OpAttributionBuilder::on_event(const importers::TraceEvent& event) {
       {event.timestamp_us, event.timestamp_us + event.duration_us, it->second});
 }
 
+std::vector<OpAttributionBuilder::BucketedLaunch> OpAttributionBuilder::bucketed_launches() const {
+  std::vector<BucketedLaunch> result;
+  const std::string no_bucket(by_ == AttributeBy::kOp ? kNoOperator : kNoModule);
+  for (const auto& [thread, thread_launches] : launches_) {
+    std::vector<const Launch*> launches;
+    for (const Launch& launch : thread_launches) launches.push_back(&launch);
+    std::stable_sort(launches.begin(), launches.end(),
+                     [](const Launch* a, const Launch* b) { return a->time < b->time; });
+    std::vector<Span> spans;
+    if (auto it = spans_.find(thread); it != spans_.end()) spans = it->second;
+    // Earlier start first; of two starting together the longer first, so the inner one lies
+    // above it on the stack.
+    std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+      return a.start != b.start ? a.start < b.start : a.end > b.end;
+    });
+    std::vector<const Span*> open;  // enclosing spans, outermost first
+    size_t next = 0;
+    for (const Launch* launch : launches) {
+      while (next < spans.size() && spans[next].start <= launch->time) {
+        open.push_back(&spans[next++]);
+      }
+      while (!open.empty() && open.back()->end < launch->time) open.pop_back();
+      std::string bucket;
+      if (by_ == AttributeBy::kOp) {
+        if (!open.empty()) bucket = names_[open.back()->name];
+      } else {
+        // The module path: every enclosing frame still open at the launch, outermost first (a
+        // frame below the top may have ended when the trace's spans do not nest exactly).
+        for (const Span* span : open) {
+          if (span->end < launch->time) continue;
+          if (!bucket.empty()) bucket += '/';
+          bucket += names_[span->name];
+        }
+      }
+      result.push_back({launch, bucket.empty() ? no_bucket : std::move(bucket)});
+    }
+  }
+  return result;
+}
+
+GraphCapture OpAttributionBuilder::finish_capture() const {
+  // Launch calls whose work never ran: captured into a graph.
+  std::set<std::int64_t> ran;
+  for (const auto& [id, work] : work_) ran.insert(std::get<2>(id));
+  std::map<std::int64_t, std::vector<BucketedLaunch>> by_process;
+  for (BucketedLaunch& launch : bucketed_launches()) {
+    if (!launch.launch->enqueues || ran.count(launch.launch->correlation) != 0) continue;
+    by_process[launch.launch->process].push_back(std::move(launch));
+  }
+  GraphCapture capture;
+  for (auto& [process, launches] : by_process) {
+    std::stable_sort(launches.begin(), launches.end(),
+                     [](const BucketedLaunch& a, const BucketedLaunch& b) {
+                       return a.launch->time < b.launch->time;
+                     });
+    std::vector<double> cuts;
+    if (auto it = instantiations_.find(process); it != instantiations_.end()) cuts = it->second;
+    std::sort(cuts.begin(), cuts.end());
+    // Graph i: the launches after instantiation i-1, up to instantiation i (those after the last
+    // are a graph instantiated outside the trace).
+    std::vector<std::vector<CapturedGraphLaunch>> graphs(cuts.size() + 1);
+    for (const BucketedLaunch& launch : launches) {
+      std::size_t graph =
+          std::upper_bound(cuts.begin(), cuts.end(), launch.launch->time) - cuts.begin();
+      graphs[graph].push_back({kernel_names_[launch.launch->kernel], launch.bucket});
+      capture.named = capture.named || launch.launch->kernel != 0;
+    }
+    for (auto& graph : graphs) {
+      if (graph.empty()) continue;
+      capture.launches += graph.size();
+      capture.graphs.push_back(std::move(graph));
+    }
+  }
+  return capture;
+}
+
 OpAttribution OpAttributionBuilder::finish() const {
   OpAttribution result;
   result.by = by_;
@@ -75,39 +171,12 @@ OpAttribution OpAttributionBuilder::finish() const {
   // Each launch call's bucket (one sweep per thread), then each GPU work item's launch.
   std::vector<LaunchKey> launch_keys;
   std::vector<std::string> launch_bucket;
-  for (const auto& [thread, thread_launches] : launches_) {
-    std::vector<Launch> launches = thread_launches;
-    std::sort(launches.begin(), launches.end(),
-              [](const Launch& a, const Launch& b) { return a.time < b.time; });
-    std::vector<Span> spans;
-    if (auto it = spans_.find(thread); it != spans_.end()) spans = it->second;
-    // Earlier start first; of two starting together the longer first, so the inner one lies
-    // above it on the stack.
-    std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
-      return a.start != b.start ? a.start < b.start : a.end > b.end;
-    });
-    std::vector<const Span*> open;  // enclosing spans, outermost first
-    size_t next = 0;
-    for (const Launch& launch : launches) {
-      while (next < spans.size() && spans[next].start <= launch.time) {
-        open.push_back(&spans[next++]);
-      }
-      while (!open.empty() && open.back()->end < launch.time) open.pop_back();
-      std::string bucket;
-      if (by_ == AttributeBy::kOp) {
-        if (!open.empty()) bucket = names_[open.back()->name];
-      } else {
-        // The module path: every enclosing frame still open at the launch, outermost first (a
-        // frame below the top may have ended when the trace's spans do not nest exactly).
-        for (const Span* span : open) {
-          if (span->end < launch.time) continue;
-          if (!bucket.empty()) bucket += '/';
-          bucket += names_[span->name];
-        }
-      }
-      launch_keys.push_back({launch.process, launch.correlation, launch.time});
-      launch_bucket.push_back(bucket.empty() ? no_bucket : std::move(bucket));
-    }
+  std::vector<const Launch*> launch_of_key;
+  for (BucketedLaunch& launch : bucketed_launches()) {
+    launch_keys.push_back(
+        {launch.launch->process, launch.launch->correlation, launch.launch->time});
+    launch_bucket.push_back(std::move(launch.bucket));
+    launch_of_key.push_back(launch.launch);
   }
   std::vector<WorkKey> work_keys;
   std::vector<const Work*> work_items;
@@ -119,15 +188,23 @@ OpAttribution OpAttributionBuilder::finish() const {
   }
   std::vector<std::size_t> joined = join_launches(launch_keys, work_keys);
   std::vector<const Work*> unclaimed;
+  // With a capture: the work of each graph launch, attributed item by item below.
+  std::map<WorkId, std::size_t> graph_launch_of;
   for (std::size_t w = 0; w < work_items.size(); ++w) {
     if (joined[w] == kNoLaunch) {
       unclaimed.push_back(work_items[w]);
+      continue;
+    }
+    if (capture_ && launch_of_key[joined[w]]->graph) {
+      const WorkKey& key = work_keys[w];
+      graph_launch_of[{key.process.value_or(-1), key.device, key.correlation}] = joined[w];
       continue;
     }
     OpStats& stats = buckets[launch_bucket[joined[w]]];
     stats.kernels += work_items[w]->count;
     stats.total_us += work_items[w]->total_us;
   }
+  if (capture_) attribute_replays(graph_launch_of, launch_bucket, buckets, result);
   OpStats& none = buckets[no_bucket];
   for (const Work* work : unclaimed) {
     none.kernels += work->count;
@@ -145,6 +222,76 @@ OpAttribution OpAttributionBuilder::finish() const {
   std::stable_sort(result.ops.begin(), result.ops.end(),
                    [](const OpStats& a, const OpStats& b) { return a.total_us > b.total_us; });
   return result;
+}
+
+// Each graph launch's kernels, in start order, matched to the captured graph that shares the most
+// names with them (see the header); a kernel left over keeps the graph launch's own bucket.
+void OpAttributionBuilder::attribute_replays(const std::map<WorkId, std::size_t>& graph_launch_of,
+                                             const std::vector<std::string>& launch_bucket,
+                                             std::map<std::string, OpStats, std::less<>>& buckets,
+                                             OpAttribution& result) const {
+  ReplayMatch match;
+  match.captured_graphs = capture_->graphs.size();
+  match.captured_launches = capture_->launches;
+  match.by_name = capture_->named;
+  std::map<std::size_t, std::vector<const Item*>> replays;  // graph launch -> its items
+  for (const Item& item : items_) {
+    auto found = graph_launch_of.find(item.id);
+    if (found != graph_launch_of.end()) replays[found->second].push_back(&item);
+  }
+  for (auto& [launch, items] : replays) {
+    std::stable_sort(items.begin(), items.end(),
+                     [](const Item* a, const Item* b) { return a->start < b->start; });
+    ++match.graph_launches;
+    match.replayed_kernels += items.size();
+    std::map<std::string, std::size_t, std::less<>> replayed_names;
+    for (const Item* item : items) ++replayed_names[kernel_names_[item->kernel]];
+    // The captured graph to match: most shared names; by position, the nearest in size.
+    const std::vector<CapturedGraphLaunch>* best = nullptr;
+    double best_score = -std::numeric_limits<double>::infinity();
+    for (const auto& graph : capture_->graphs) {
+      double score = 0;
+      if (capture_->named) {
+        std::map<std::string, std::size_t, std::less<>> names;
+        for (const CapturedGraphLaunch& l : graph) ++names[l.kernel];
+        for (const auto& [name, count] : replayed_names) {
+          auto it = names.find(name);
+          if (it != names.end()) score += static_cast<double>(std::min(count, it->second));
+        }
+      } else {
+        score = -std::fabs(static_cast<double>(graph.size()) - static_cast<double>(items.size()));
+      }
+      if (score > best_score) {
+        best_score = score;
+        best = &graph;
+      }
+    }
+    std::map<std::string, std::vector<const CapturedGraphLaunch*>, std::less<>> by_name;
+    if (best && capture_->named) {
+      for (const CapturedGraphLaunch& l : *best) by_name[l.kernel].push_back(&l);
+    }
+    std::map<std::string, std::size_t, std::less<>> seen;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const Item* item = items[i];
+      const CapturedGraphLaunch* captured = nullptr;
+      if (best && capture_->named) {
+        auto it = by_name.find(kernel_names_[item->kernel]);
+        std::size_t k = seen[kernel_names_[item->kernel]]++;
+        if (it != by_name.end() && k < it->second.size()) captured = it->second[k];
+      } else if (best && i < best->size()) {
+        captured = &(*best)[i];
+      }
+      OpStats& stats = buckets[captured ? captured->bucket : launch_bucket[launch]];
+      ++stats.kernels;
+      stats.total_us += item->duration;
+      if (captured) {
+        ++match.matched;
+      } else {
+        match.unmatched_us += item->duration;
+      }
+    }
+  }
+  result.replay = match;
 }
 
 }  // namespace kprof::timeline

@@ -8,10 +8,22 @@
 // one small record per CPU op (or module frame), per launch call and per correlation id of GPU
 // work — memory proportional to the CPU ops and launches of the trace, never to its bytes — and
 // resolves them in finish() with one sweep per thread.
+//
+// A CUDA/HIP graph replay's kernels all carry the correlation id of their one cudaGraphLaunch,
+// whose caller is no operator: they would land in the no-operator bucket. Given the trace of
+// the graph's capture (rank --graph-capture), where each captured launch call was made inside
+// its operator but ran nothing, each replayed kernel takes the operator of its captured launch:
+// the replay's kernels in start order and the captured graph's launches in call order, matched
+// by name — the k-th replayed kernel of a name to the k-th captured launch of that name (HIP's
+// launch events name their kernel) — or by position where the capture's launch events name no
+// kernel (CUDA's). The captured graph a replay is matched against is the one whose launches share
+// the most names with it (by position: the nearest in size). Graph and node ids are not used:
+// a capture trace's launch calls carry neither.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -35,14 +47,42 @@ struct OpStats {
   double share = 0;           // of gpu_time_us
 };
 
+// A captured launch: the kernel it named (normalised; empty where the runtime event does not say)
+// and the operator or module path it was made in.
+struct CapturedGraphLaunch {
+  std::string kernel;
+  std::string bucket;
+};
+
+// What a trace of graph capture holds: per captured graph — the launch calls made since the
+// process's previous graph instantiation (cudaGraphInstantiate) up to the next, whose work never
+// ran — its launches in call order.
+struct GraphCapture {
+  std::vector<std::vector<CapturedGraphLaunch>> graphs;
+  std::uint64_t launches = 0;  // captured launches in all graphs
+  bool named = false;          // the launch events name their kernels (matched by name)
+};
+
+// How a replay trace's graph launches were matched to a capture (OpAttribution::replay).
+struct ReplayMatch {
+  std::uint64_t graph_launches = 0;    // graph launches whose kernels ran in the trace
+  std::uint64_t replayed_kernels = 0;  // GPU activities those launches enqueued
+  std::uint64_t matched = 0;           // of them, given their captured launch's operator
+  double unmatched_us = 0;             // the rest, left under the graph launch's own bucket
+  std::uint64_t captured_graphs = 0, captured_launches = 0;
+  bool by_name = false;
+  std::string capture_trace;  // the capture trace's path (set by the caller)
+};
+
 struct OpAttribution {
   AttributeBy by = AttributeBy::kOp;
   std::vector<OpStats> ops;  // largest total first; the no-operator bucket among them
   double gpu_time_us = 0;
   std::uint64_t gpu_events = 0;
-  std::uint64_t cpu_ops = 0;       // cpu_op events (module frames for --by module) read
-  std::uint64_t launches = 0;      // runtime/driver calls with a correlation id
-  std::uint64_t unattributed = 0;  // GPU activities in the no-operator bucket
+  std::uint64_t cpu_ops = 0;          // cpu_op events (module frames for --by module) read
+  std::uint64_t launches = 0;         // runtime/driver calls with a correlation id
+  std::uint64_t unattributed = 0;     // GPU activities in the no-operator bucket
+  std::optional<ReplayMatch> replay;  // with use_graph_capture() only
 };
 
 class OpAttributionBuilder final : public importers::TraceEventSink {
@@ -51,6 +91,12 @@ class OpAttributionBuilder final : public importers::TraceEventSink {
   void on_event(const importers::TraceEvent& event) override;
   bool wants_category(std::string_view category) const override;
   OpAttribution finish() const;
+  // The trace read was one of graph capture: its captured launches, by graph. Empty graphs when
+  // it holds none (no launch call whose work did not run).
+  GraphCapture finish_capture() const;
+  // Before reading a replay trace: attribute its graph launches' kernels through this capture.
+  // Each GPU activity is then kept (name, start, duration) until finish().
+  void use_graph_capture(GraphCapture capture) { capture_ = std::move(capture); }
 
  private:
   using Thread = std::pair<std::int64_t, std::int64_t>;  // pid, tid
@@ -62,6 +108,9 @@ class OpAttributionBuilder final : public importers::TraceEventSink {
     double time;
     std::int64_t correlation;
     std::int64_t process;
+    std::uint32_t kernel;  // the kernel the call names (index into kernel_names_; 0: none)
+    bool enqueues;         // a kernel launch, copy or fill (not a graph launch, not other calls)
+    bool graph;            // a graph launch
   };
   struct Work {
     std::uint64_t count = 0;
@@ -78,6 +127,28 @@ class OpAttributionBuilder final : public importers::TraceEventSink {
   Work uncorrelated_;
   std::vector<std::string> names_;
   std::map<std::string, std::uint32_t, std::less<>> name_ids_;
+  std::vector<std::string> kernel_names_{""};  // normalised; 0 is "no name"
+  std::map<std::string, std::uint32_t, std::less<>> kernel_name_ids_;
+  std::uint32_t kernel_id(std::string_view name);
+  std::map<std::int64_t, std::vector<double>> instantiations_;  // per process
+  // A replay's GPU activities one by one (with use_graph_capture() only).
+  struct Item {
+    WorkId id;
+    std::uint32_t kernel;
+    double start, duration;
+  };
+  std::optional<GraphCapture> capture_;
+  std::vector<Item> items_;
+  // Each launch call's bucket (operator or module path), launches in per-thread sweep order.
+  struct BucketedLaunch {
+    const Launch* launch;
+    std::string bucket;
+  };
+  std::vector<BucketedLaunch> bucketed_launches() const;
+  void attribute_replays(const std::map<WorkId, std::size_t>& graph_launch_of,
+                         const std::vector<std::string>& launch_bucket,
+                         std::map<std::string, OpStats, std::less<>>& buckets,
+                         OpAttribution& result) const;
   double gpu_time_us_ = 0;
   std::uint64_t gpu_events_ = 0, spans_read_ = 0, launches_read_ = 0;
 };

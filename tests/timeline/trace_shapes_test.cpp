@@ -142,7 +142,9 @@ TEST(TraceShapes, WorkEnqueuedBeforeTheWindowIsLeftOut) {
   EXPECT_DOUBLE_EQ(device.collective.exposed_us, 100);
   EXPECT_DOUBLE_EQ(device.collective.overlapped_us(), 300);
   for (const StageStats& stage : ranking.stages) {
-    if (stage.stage == "communication") EXPECT_DOUBLE_EQ(stage.total_us, 400);
+    if (stage.stage == "communication") {
+      EXPECT_DOUBLE_EQ(stage.total_us, 400);
+    }
   }
   // The step budget: the step claims its launched work only; the whole-trace step (no step
   // marker) leaves the pre-window work out too.
