@@ -103,6 +103,13 @@ std::string trace_diff_text(const timeline::TraceDiff& diff, const std::string& 
       escape_for_terminal(before), escape_for_terminal(after), us(diff.before_gpu_time_us),
       us(diff.after_gpu_time_us), diff.before_gpu_events, diff.after_gpu_events,
       us(diff.before_kernel_time_us), us(diff.after_kernel_time_us));
+  if (diff.before_pre_window + diff.after_pre_window > 0) {
+    out += fmt::format(
+        "left out, enqueued before the profiler's window (correlation ids below every launch the "
+        "trace recorded): {} GPU activities ({} us) → {} ({} us)\n",
+        diff.before_pre_window, us(diff.before_pre_window_us), diff.after_pre_window,
+        us(diff.after_pre_window_us));
+  }
   const Comparison& step = diff.step;
   out +=
       fmt::format("steps before ({}): {} GPU span us: {}\n", escape_for_terminal(diff.before_steps),
@@ -150,6 +157,8 @@ json trace_diff_json(const timeline::TraceDiff& diff, const std::string& before,
                         {"after_kernel_time_us", diff.after_kernel_time_us},
                         {"before_gpu_events", diff.before_gpu_events},
                         {"after_gpu_events", diff.after_gpu_events},
+                        {"before_pre_window_gpu_events", diff.before_pre_window},
+                        {"after_pre_window_gpu_events", diff.after_pre_window},
                         {"step",
                          {{"before_steps", diff.before_steps},
                           {"after_steps", diff.after_steps},

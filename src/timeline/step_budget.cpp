@@ -598,6 +598,7 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
       }
     }
   }
+  budget.pre_window = pre_window;
   constexpr double kNoWall = std::numeric_limits<double>::quiet_NaN();
   if (steps.empty()) {
     budget.step_selector =

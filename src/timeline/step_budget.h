@@ -195,7 +195,9 @@ struct Budget {
   // window opened). No step claims it (its launch is not in any), and the whole-trace step leaves
   // it out; counted here.
   std::uint64_t pre_window_activities = 0;
-  double pre_window_us = 0;           // their summed durations
+  double pre_window_us = 0;  // their summed durations
+  // Per GPU activity in the order the builder received them: enqueued before the window.
+  std::vector<bool> pre_window;
   std::uint64_t capture_steps = 0;    // steps judged kGraphCapture, left out of the totals
   std::vector<DeviceBudget> devices;  // each device over all steps, by device id
   StepVerdict overall = StepVerdict::kNoGpuWork;

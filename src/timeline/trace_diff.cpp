@@ -107,11 +107,35 @@ void TraceProfileBuilder::on_event(const importers::TraceEvent& event) {
     entry.stage = kernel ? stages_.stage_of_name(std::string(event.name)) : "memory";
     it = profile_.names.emplace(std::move(key), std::move(entry)).first;
   }
+  arrivals_.push_back({&it->second, it->second.durations_us.size(), event.duration_us, kernel});
   it->second.durations_us.push_back(event.duration_us);
 }
 
 TraceProfile TraceProfileBuilder::finish(const std::string& step_regex) {
   profile_.budget = budget_.finish(step_regex, {});
+  // Work enqueued before the profiler's window is in neither side's figures (as in kprof rank).
+  const std::vector<bool>& before = profile_.budget.pre_window;
+  std::map<TraceProfile::Name*, std::vector<bool>> drop;
+  for (std::size_t i = 0; i < arrivals_.size() && i < before.size(); ++i) {
+    if (!before[i]) continue;
+    const Arrival& a = arrivals_[i];
+    --profile_.gpu_events;
+    profile_.gpu_time_us -= a.duration_us;
+    if (a.kernel) profile_.kernel_time_us -= a.duration_us;
+    std::vector<bool>& marks = drop[a.name];
+    marks.resize(a.name->durations_us.size(), false);
+    marks[a.index] = true;
+  }
+  for (auto& [name, marks] : drop) {
+    std::vector<double> kept;
+    for (std::size_t i = 0; i < name->durations_us.size(); ++i) {
+      if (!marks[i]) kept.push_back(name->durations_us[i]);
+    }
+    name->durations_us = std::move(kept);
+  }
+  for (auto it = profile_.names.begin(); it != profile_.names.end();) {
+    it = it->second.durations_us.empty() ? profile_.names.erase(it) : std::next(it);
+  }
   return std::move(profile_);
 }
 
@@ -124,6 +148,10 @@ TraceDiff diff_traces(const TraceProfile& before, const TraceProfile& after,
   diff.after_kernel_time_us = after.kernel_time_us;
   diff.before_gpu_events = before.gpu_events;
   diff.after_gpu_events = after.gpu_events;
+  diff.before_pre_window = before.budget.pre_window_activities;
+  diff.after_pre_window = after.budget.pre_window_activities;
+  diff.before_pre_window_us = before.budget.pre_window_us;
+  diff.after_pre_window_us = after.budget.pre_window_us;
   diff.before_steps = before.budget.step_selector;
   diff.after_steps = after.budget.step_selector;
   static const std::vector<double> kNone;

@@ -77,6 +77,15 @@ class TraceProfileBuilder final : public importers::TraceEventSink {
   const analysis::StageTable& stages_;
   BudgetBuilder budget_;
   TraceProfile profile_;
+  // Each GPU activity in arrival order (the budget's order): where its duration went, so that
+  // work from before the profiler's window can be taken out at finish().
+  struct Arrival {
+    TraceProfile::Name* name;
+    std::size_t index;
+    double duration_us;
+    bool kernel;
+  };
+  std::vector<Arrival> arrivals_;
 };
 
 struct TraceDiff {
@@ -88,6 +97,10 @@ struct TraceDiff {
   double before_gpu_time_us = 0, after_gpu_time_us = 0;
   double before_kernel_time_us = 0, after_kernel_time_us = 0;
   std::uint64_t before_gpu_events = 0, after_gpu_events = 0;
+  // GPU work from before each side's profiler window, left out of every figure
+  // (Budget::pre_window).
+  std::uint64_t before_pre_window = 0, after_pre_window = 0;
+  double before_pre_window_us = 0, after_pre_window_us = 0;
   bool regressed() const { return step.change == TraceChange::kRegressed; }
 };
 

@@ -60,18 +60,16 @@ constexpr const char* kReplayAdd = "void at::native::vectorized_elementwise_kern
 std::string capture_shape(bool named) {
   auto k = [named](const char* kernel) { return named ? std::string(kernel) : std::string(); };
   std::string launch = named ? "hipLaunchKernel" : "cudaLaunchKernel";
-  std::string events = cpu_op("aten::fill_", 50, 10) + launch_call(launch, 52, 9, k("fill")) +
-                       gpu_work("kernel", "fill", 60, 2, 9) + cpu_op("aten::mm", 100, 50) +
-                       launch_call(launch, 110, 10, k(kReplayGemm)) +
-                       cpu_op("vllm::moe_forward", 200, 25) +
-                       launch_call(launch, 210, 11, k(kReplaySort)) +
-                       launch_call(launch, 220, 12, k(kReplayMoe)) + cpu_op("aten::sum", 226, 10) +
-                       launch_call(launch, 230, 13, k(kReplayMoe)) + cpu_op("aten::add", 310, 20) +
-                       launch_call(launch, 315, 14, k(kReplayAdd)) +
-                       launch_call("hipGraphInstantiateWithFlags", 400, 15, "") +
-                       cpu_op("aten::mm", 500, 20) +
-                       launch_call(launch, 505, 16, k("Cijk_small")) +
-                       launch_call("hipGraphInstantiateWithFlags", 600, 17, "");
+  std::string events =
+      cpu_op("aten::fill_", 50, 10) + launch_call(launch, 52, 9, k("fill")) +
+      gpu_work("kernel", "fill", 60, 2, 9) + cpu_op("aten::mm", 100, 50) +
+      launch_call(launch, 110, 10, k(kReplayGemm)) + cpu_op("vllm::moe_forward", 200, 25) +
+      launch_call(launch, 210, 11, k(kReplaySort)) + launch_call(launch, 220, 12, k(kReplayMoe)) +
+      cpu_op("aten::sum", 226, 10) + launch_call(launch, 230, 13, k(kReplayMoe)) +
+      cpu_op("aten::add", 310, 20) + launch_call(launch, 315, 14, k(kReplayAdd)) +
+      launch_call("hipGraphInstantiateWithFlags", 400, 15, "") + cpu_op("aten::mm", 500, 20) +
+      launch_call(launch, 505, 16, k("Cijk_small")) +
+      launch_call("hipGraphInstantiateWithFlags", 600, 17, "");
   events.resize(events.size() - 2);  // the last ",\n"
   return events;
 }
@@ -79,16 +77,15 @@ std::string capture_shape(bool named) {
 // One hipGraphLaunch (correlation 100, outside every operator) replaying graph 1 with one more
 // kernel at its end, and an eager copy in aten::copy_.
 std::string replay_shape() {
-  std::string events = launch_call("hipGraphLaunch", 1000, 100, "") +
-                       gpu_work("kernel", kReplayGemm, 1010, 10, 100) +
-                       gpu_work("kernel", kReplaySort, 1020, 5, 100) +
-                       gpu_work("kernel", kReplayMoe, 1030, 40, 100) +
-                       gpu_work("kernel", kReplayMoe, 1075, 30, 100) +
-                       gpu_work("kernel", kReplayAdd, 1110, 3, 100) +
-                       gpu_work("kernel", "extra_kernel", 1120, 2, 100) +
-                       cpu_op("aten::copy_", 1200, 20) +
-                       launch_call("hipMemcpyAsync", 1205, 101, "") +
-                       gpu_work("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 1210, 4, 101);
+  std::string events =
+      launch_call("hipGraphLaunch", 1000, 100, "") +
+      gpu_work("kernel", kReplayGemm, 1010, 10, 100) +
+      gpu_work("kernel", kReplaySort, 1020, 5, 100) +
+      gpu_work("kernel", kReplayMoe, 1030, 40, 100) +
+      gpu_work("kernel", kReplayMoe, 1075, 30, 100) + gpu_work("kernel", kReplayAdd, 1110, 3, 100) +
+      gpu_work("kernel", "extra_kernel", 1120, 2, 100) + cpu_op("aten::copy_", 1200, 20) +
+      launch_call("hipMemcpyAsync", 1205, 101, "") +
+      gpu_work("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 1210, 4, 101);
   events.resize(events.size() - 2);
   return events;
 }

@@ -12,11 +12,13 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "analysis/stages.h"
 #include "importers/chrome_trace/chrome_trace_reader.h"
 #include "timeline/kernel_ranking.h"
 #include "timeline/step_budget.h"
+#include "timeline/trace_diff.h"
 
 namespace kprof::timeline {
 namespace {
@@ -156,6 +158,26 @@ TEST(TraceShapes, WorkEnqueuedBeforeTheWindowIsLeftOut) {
   EXPECT_EQ(whole.steps[0].source, "whole trace");
   EXPECT_EQ(whole.steps[0].gpu_activities, 3u);
   EXPECT_DOUBLE_EQ(whole.pre_window_us, 900);
+}
+
+// kprof diff leaves it out of both sides alike: the same trace with and without the pre-window
+// all-reduce compares equal in GPU time and events.
+TEST(TraceShapes, TraceDiffLeavesWorkFromBeforeTheWindowOut) {
+  analysis::StageTable stages = analysis::load_stage_table();
+  auto profile_of = [&](const std::string& path) {
+    TraceProfileBuilder builder(stages);
+    importers::read_chrome_trace(path, builder);
+    return builder.finish("");
+  };
+  TraceProfile with = profile_of(write_shape("ddp_diff.json", ddp_shape("", "ProfilerStep#15")));
+  EXPECT_EQ(with.gpu_events, 3u);
+  EXPECT_DOUBLE_EQ(with.gpu_time_us, 1200);
+  std::string nccl = "ncclDevKernel_Generic";
+  ASSERT_EQ(with.names.count(nccl), 1u);
+  EXPECT_EQ(with.names.at(nccl).durations_us, std::vector<double>{400});
+  TraceDiff diff = diff_traces(with, with, {});
+  EXPECT_EQ(diff.before_pre_window, 1u);
+  EXPECT_DOUBLE_EQ(diff.after_pre_window_us, 900);
 }
 
 // A trace that records only some launch calls (kprof's tracer records the driver's kernel
