@@ -42,13 +42,35 @@ double host_fed_fraction(const timeline::Budget& budget) {
 std::string budget_advice(const timeline::Budget& budget) {
   double busy = busy_fraction(budget);
   if (budget.overall == timeline::StepVerdict::kHostBound) {
+    // Where the host's share lies says which remedy applies.
+    double gap = budget.total_host_gap_us;
+    double outside =
+        std::min(gap, budget.total_idle_before_first_us + budget.total_idle_after_last_us);
+    std::uint64_t graph_launches = 0;
+    for (const auto& s : budget.steps) {
+      if (s.verdict != timeline::StepVerdict::kGraphCapture) graph_launches += s.graph_launches;
+    }
+    std::string where;
+    if (gap > 0 && outside >= gap / 2) {
+      where = fmt::format(
+          "{:.0f}% of the host gap lies before each step's first GPU work or after its last "
+          "(input preparation, scheduling, sampling on the host): overlap it with the GPU work "
+          "(asynchronous scheduling) or shrink it",
+          100 * outside / gap);
+    } else {
+      where = fmt::format(
+          "{:.0f}% of the host gap lies between the step's kernels: batch the launches (CUDA "
+          "graphs, torch.compile mode=\"reduce-overhead\"){}",
+          gap > 0 ? 100 * (gap - outside) / gap : 0,
+          graph_launches > 0 ? "; the steps already replay graphs, so look at the launches "
+                               "made outside them"
+                             : "");
+    }
     return fmt::format(
-        "The GPU is busy only {:.0f}% of the steps' wall time: it waits on the host before, "
-        "between and after kernels. Per-kernel counter work is moot here — a kernel made twice as "
-        "fast saves at most "
-        "{:.0f}% of a step — until launches are batched (CUDA graphs, torch.compile "
-        "mode=\"reduce-overhead\") or the host work shrinks.",
-        busy * 100, busy * 50);
+        "The GPU is busy only {:.0f}% of the steps' wall time: it waits on the host. Per-kernel "
+        "counter work is moot here — a kernel made twice as fast saves at most {:.0f}% of a step "
+        "— until the host's share shrinks: {}.",
+        busy * 100, busy * 50, where);
   }
   if (budget.overall == timeline::StepVerdict::kGraphCapture) {
     return "The trace records CUDA graphs being captured (an engine's warm-up): captured launches "
