@@ -140,8 +140,11 @@ void RankingBuilder::add_gpu_work(const importers::TraceEvent& event) {
                       : std::string("memory");
     stats.min_us = stats.max_us = event.duration_us;
     // A collective, or an expert-parallel all-to-all whose stage stays MoE's (DeepEP's dispatch).
-    stats.communication =
-        kind == std::string_view("kernel") && stages_.is_communication(event.name);
+    // Its kind, asked once per name (the rules are regular expressions).
+    stats.communication_kind = kind == std::string_view("kernel")
+                                   ? stages_.communication_kind(event.name)
+                                   : analysis::CommunicationKind::kNone;
+    stats.communication = stats.communication_kind != analysis::CommunicationKind::kNone;
     it = by_name_.emplace(key, std::move(stats)).first;
   }
   KernelStats& stats = it->second;
@@ -167,11 +170,8 @@ void RankingBuilder::add_gpu_work(const importers::TraceEvent& event) {
   } else {
     device.other_than_communication.add(event.timestamp_us, end);
   }
-  analysis::CommunicationKind communication = stats.kind == "kernel"
-                                                  ? stages_.communication_kind(event.name)
-                                                  : analysis::CommunicationKind::kNone;
-  bool collective = communication == analysis::CommunicationKind::kCollective;
-  bool expert_parallel = communication == analysis::CommunicationKind::kExpertParallel;
+  bool collective = stats.communication_kind == analysis::CommunicationKind::kCollective;
+  bool expert_parallel = stats.communication_kind == analysis::CommunicationKind::kExpertParallel;
   (collective ? device.collective : device.other_than_collective).add(event.timestamp_us, end);
   (expert_parallel ? device.expert_parallel : device.other_than_expert_parallel)
       .add(event.timestamp_us, end);

@@ -33,6 +33,7 @@ struct KernelStats {
   // It moves data between GPUs: the stage table's collectives, and expert-parallel all-to-all
   // kernels, whose stage stays MoE dispatch/combine (StageTable::is_communication).
   bool communication = false;
+  analysis::CommunicationKind communication_kind = analysis::CommunicationKind::kNone;
   std::uint64_t count = 0;
   double total_us = 0, min_us = 0, max_us = 0;
   double share_of_gpu_time = 0;  // of the summed durations of all GPU activities
