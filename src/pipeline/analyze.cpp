@@ -129,7 +129,7 @@ timeline::FixList fix_list_of(const std::vector<render::AnalyzedKernel>& analyze
     launches.push_back({k.kernel, &k.verdict, k.share, k.report ? k.report->path : ""});
   }
   std::uint64_t steps = 0;
-  double step_us = 0, step_wall_us = 0;
+  double step_us = 0, step_wall_us = 0, step_devices = 0;
   std::vector<std::string> step_names;
   bool whole_trace = budget.steps.size() == 1 && budget.steps.front().source == "whole trace";
   if (!whole_trace && !budget.steps.empty()) {
@@ -137,16 +137,24 @@ timeline::FixList fix_list_of(const std::vector<render::AnalyzedKernel>& analyze
       if (step.verdict == timeline::StepVerdict::kGraphCapture) continue;
       ++steps;
       step_us += step.gpu_span_us;
-      step_wall_us += step.wall_span_us;
+      // A step's wall time is its longest device's: devices run side by side.
+      double wall = 0;
+      for (const timeline::DeviceBudget& device : step.devices) {
+        wall = std::max(wall, device.wall_span_us);
+      }
+      step_wall_us += wall;
+      step_devices += static_cast<double>(std::max<std::size_t>(1, step.devices.size()));
       step_names.push_back(step.name);
     }
     if (steps > 0) {
       step_us /= static_cast<double>(steps);
       step_wall_us /= static_cast<double>(steps);
+      step_devices /= static_cast<double>(steps);
     }
   }
   timeline::FixList list = timeline::build_fix_list(launches, trace.gpu_span_us(), steps, step_us);
   list.step_wall_us = step_wall_us;
+  list.step_devices = std::max(1.0, step_devices);
   list.serving = timeline::serving_units(step_names, list);
   return list;
 }

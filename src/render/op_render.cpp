@@ -26,6 +26,7 @@ json graph_capture_json(const timeline::ReplayMatch& m) {
           {"graph_launches", m.graph_launches},
           {"replayed_gpu_events", m.replayed_kernels},
           {"matched", m.matched},
+          {"ambiguous_graph_launches", m.ambiguous_graph_launches},
           {"unmatched_us", m.unmatched_us}};
 }
 
@@ -97,6 +98,14 @@ std::string op_attribution_text(const timeline::OpAttribution& ops, const TraceS
         m.captured_graphs == 1 ? "" : "s", m.captured_launches,
         m.by_name ? "kernel name and order" : "position", m.replayed_kernels - m.matched,
         format_number(m.unmatched_us / 1000), by_op ? "operator" : "module path");
+    if (m.ambiguous_graph_launches > 0) {
+      out += fmt::format(
+          "{} graph launch{} matched several captured graphs equally well, launched from "
+          "different {}s: left unmatched rather than guessed (capture one graph, or a trace "
+          "whose launch events name their kernels)\n",
+          m.ambiguous_graph_launches, m.ambiguous_graph_launches == 1 ? "" : "es",
+          by_op ? "operator" : "module path");
+    }
   }
   if (ops.unattributed > 0) {
     out += fmt::format(

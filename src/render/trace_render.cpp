@@ -45,7 +45,7 @@ std::string budget_advice(const timeline::Budget& budget) {
     // Where the host's share lies says which remedy applies.
     double gap = budget.total_host_gap_us;
     double outside =
-        std::min(gap, budget.total_idle_before_first_us + budget.total_idle_after_last_us);
+        std::min(gap, budget.total_host_gap_before_first_us + budget.total_idle_after_last_us);
     std::uint64_t graph_launches = 0;
     for (const auto& s : budget.steps) {
       if (s.verdict != timeline::StepVerdict::kGraphCapture) graph_launches += s.graph_launches;
@@ -87,7 +87,7 @@ std::string budget_advice(const timeline::Budget& budget) {
         trace_ms(budget.total_dependency_wait_us), trace_ms(budget.total_host_gap_us));
   }
   if (budget.overall == timeline::StepVerdict::kMixed && budget.total_host_gap_us > 0) {
-    double outside = budget.total_idle_before_first_us + budget.total_idle_after_last_us;
+    double outside = budget.total_host_gap_before_first_us + budget.total_idle_after_last_us;
     return fmt::format(
         "The GPU is busy {:.0f}% of the steps' wall time: neither the kernels nor the host alone "
         "set the pace. Of the host gap, {:.0f}% lies before each step's first GPU work or after "
@@ -147,7 +147,7 @@ std::string pre_window_line(std::uint64_t activities, double time_us) {
   return fmt::format(
       "{} GPU activit{} ({} ms of GPU time) enqueued before the profiler's window (correlation "
       "ids below every launch the trace recorded, such as the previous iteration's collectives): "
-      "left out of every figure\n",
+      "left out of every GPU-time figure\n",
       activities, activities == 1 ? "y" : "ies", trace_ms(time_us));
 }
 
@@ -201,6 +201,7 @@ json budget_device_json(const timeline::DeviceBudget& d) {
           {"device_idle_us", d.device_idle_us},
           {"dependency_wait_us", d.dependency_wait_us},
           {"idle_before_first_us", d.idle_before_first_us},
+          {"host_gap_before_first_us", d.host_gap_before_first_us},
           {"idle_after_last_us", d.idle_after_last_us},
           {"exposed_communication_us", d.exposed_communication_us},
           {"communication", communication_json(d.collective, d.expert_parallel)}};
@@ -417,6 +418,7 @@ json budget_json(const timeline::Budget& budget, const timeline::BudgetThreshold
                      {"kernel_busy_us", s.kernel_busy_us},
                      {"host_gap_us", s.host_gap_us},
                      {"idle_before_first_us", s.idle_before_first_us},
+                     {"host_gap_before_first_us", s.host_gap_before_first_us},
                      {"idle_after_last_us", s.idle_after_last_us},
                      {"device_idle_us", s.device_idle_us},
                      {"busy_fraction", s.busy_fraction},
@@ -515,11 +517,11 @@ std::string budget_text(const timeline::Budget& budget,
                                     : 0,
       gpu_span_busy_fraction(budget) * 100, host_fed_fraction(budget) * 100,
       trace_ms(budget.total_host_gap_us), trace_ms(budget.total_device_idle_us), waits);
-  if (budget.total_idle_before_first_us + budget.total_idle_after_last_us > 0) {
+  if (budget.total_host_gap_before_first_us + budget.total_idle_after_last_us > 0) {
     out += fmt::format(
-        "of the idle, {} ms was before each step's first GPU work and {} ms after its last "
+        "of the host gap, {} ms was before each step's first GPU work and {} ms after its last "
         "(the host preparing or finishing the step)\n",
-        trace_ms(budget.total_idle_before_first_us), trace_ms(budget.total_idle_after_last_us));
+        trace_ms(budget.total_host_gap_before_first_us), trace_ms(budget.total_idle_after_last_us));
   }
   if (budget.total_collective.time_us + budget.total_expert_parallel.time_us > 0) {
     out += "communication in the steps: " +
@@ -546,11 +548,11 @@ std::string budget_text(const timeline::Budget& budget,
                        budget.devices.size());
     for (const auto& d : budget.devices) {
       out += fmt::format(
-          "  {}: {} kernels, kernel time {} ms, GPU span {} ms, busy {} ms ({:.1f}%), host gap "
-          "{} ms, device-side idle {} ms\n",
-          device_name(d.device), d.kernels, trace_ms(d.kernel_time_us), trace_ms(d.gpu_span_us),
-          trace_ms(d.gpu_busy_us), d.busy_fraction * 100, trace_ms(d.host_idle_us),
-          trace_ms(d.device_idle_us));
+          "  {}: {} kernels, kernel time {} ms, wall {} ms, GPU span {} ms, busy {} ms ({:.1f}% "
+          "of the wall), host gap {} ms, device-side idle {} ms\n",
+          device_name(d.device), d.kernels, trace_ms(d.kernel_time_us), trace_ms(d.wall_span_us),
+          trace_ms(d.gpu_span_us), trace_ms(d.gpu_busy_us), d.busy_fraction * 100,
+          trace_ms(d.host_idle_us), trace_ms(d.device_idle_us));
     }
   }
   out += table.to_string();

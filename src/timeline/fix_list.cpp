@@ -284,6 +284,9 @@ std::optional<ServingUnits> serving_units(const std::vector<std::string>& step_n
   double step_us = list.step_wall_us > 0 ? list.step_wall_us : list.step_us;
   fill(step_us, units.step_ms, units.tpot_ms, units.tokens_per_s);
   double saving_per_step = list.total_saving_us / static_cast<double>(list.steps);
+  // On devices side by side the savings summed over them come off the wall once per device's
+  // share (the devices run alike: tensor parallel).
+  if (list.step_wall_us > 0) saving_per_step /= std::max(1.0, list.step_devices);
   fill(std::max(step_us - saving_per_step, 0.0), units.fixed_step_ms, units.fixed_tpot_ms,
        units.fixed_tokens_per_s);
   return units;

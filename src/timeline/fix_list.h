@@ -86,6 +86,9 @@ struct FixList {
   // Their mean wall span (kprof budget's): what a step takes end to end, host time included —
   // the serving units' step time. 0 when unknown (step_us then stands for it).
   double step_wall_us = 0;
+  // Devices a step ran on (its mean): side by side, each takes its share of the savings off the
+  // wall time; 1 when unknown.
+  double step_devices = 1;
   std::optional<ServingUnits> serving;  // decode steps whose names carry their batch
 };
 

@@ -57,11 +57,33 @@ bool RankingBuilder::records_every_launch() const {
 // process) records API calls and GPU work from one start, and its work below the first recorded
 // launch came from calls it did not export (the driver API's), not from before.
 std::optional<bool> RankingBuilder::before_window(const importers::TraceEvent& event) const {
-  if (!event.correlation || event.process || first_launch_.size() > 1) return false;
+  // An id of 0 or below is no launch's (CUPTI numbers from 1).
+  if (!event.correlation || *event.correlation <= 0 || event.process || first_launch_.size() > 1) {
+    return false;
+  }
   const std::int64_t* first = first_launch();
   // At or above a launch already seen: not before the window, whatever launches come later.
   if (first && *event.correlation >= *first) return false;
   return std::nullopt;  // a lower launch id may still come
+}
+
+void RankingBuilder::release_decided() {
+  std::vector<HeldWork> held = std::move(held_);
+  held_.clear();
+  for (HeldWork& w : held) {
+    importers::TraceEvent event;
+    event.category = w.category;
+    event.name = w.name;
+    event.timestamp_us = w.timestamp_us;
+    event.duration_us = w.duration_us;
+    event.device = w.device;
+    event.correlation = w.correlation;
+    if (before_window(event).has_value()) {
+      add_gpu_work(event);
+    } else {
+      held_.push_back(std::move(w));
+    }
+  }
 }
 
 void RankingBuilder::release_held() {
@@ -100,6 +122,10 @@ void RankingBuilder::on_event(const importers::TraceEvent& event) {
       auto [it, added] = first_launch_.try_emplace(process, *event.correlation);
       if (!added) it->second = std::min(it->second, *event.correlation);
       launch_ids_[process].set(*event.correlation);
+      // Held work that this launch decides (at or above it, or a second launching process) is
+      // counted now, while the busy union still holds its time: released at finish() it would
+      // come after the union closed its pieces.
+      if (!held_.empty()) release_decided();
     }
     return;
   }

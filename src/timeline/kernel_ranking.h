@@ -145,6 +145,7 @@ class RankingBuilder final : public importers::TraceEventSink {
   std::vector<HeldWork> held_;
   bool holding_ = true;
   void release_held();
+  void release_decided();
 };
 
 }  // namespace kprof::timeline

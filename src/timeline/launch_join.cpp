@@ -7,7 +7,9 @@
 namespace kprof::timeline {
 
 bool is_launch_call(std::string_view name) {
-  for (std::string_view word : {"LaunchKernel", "GraphLaunch", "Memcpy", "Memset"}) {
+  // cudaLaunchCooperativeKernel and cuLaunchCooperativeKernel name no "LaunchKernel".
+  for (std::string_view word :
+       {"LaunchKernel", "LaunchCooperativeKernel", "GraphLaunch", "Memcpy", "Memset"}) {
     if (name.find(word) != std::string_view::npos) return true;
   }
   return false;

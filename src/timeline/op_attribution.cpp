@@ -246,25 +246,41 @@ void OpAttributionBuilder::attribute_replays(const std::map<WorkId, std::size_t>
     match.replayed_kernels += items.size();
     std::map<std::string, std::size_t, std::less<>> replayed_names;
     for (const Item* item : items) ++replayed_names[kernel_names_[item->kernel]];
-    // The captured graph to match: most shared names; by position, the nearest in size.
+    // The captured graph to match: most shared names, then the nearest in size (by position:
+    // the nearest in size). Graphs that tie and launched their kernels from different operators
+    // (one graph per batch size, all alike in size) leave the replay unmatched: a guess would
+    // misattribute it.
     const std::vector<CapturedGraphLaunch>* best = nullptr;
-    double best_score = -std::numeric_limits<double>::infinity();
+    std::pair<double, double> best_score{-std::numeric_limits<double>::infinity(), 0};
+    bool ambiguous = false;
+    auto buckets_of = [](const std::vector<CapturedGraphLaunch>& graph) {
+      std::vector<std::string_view> list;
+      for (const CapturedGraphLaunch& l : graph) list.push_back(l.bucket);
+      return list;
+    };
     for (const auto& graph : capture_->graphs) {
-      double score = 0;
+      double shared = 0;
       if (capture_->named) {
         std::map<std::string, std::size_t, std::less<>> names;
         for (const CapturedGraphLaunch& l : graph) ++names[l.kernel];
         for (const auto& [name, count] : replayed_names) {
           auto it = names.find(name);
-          if (it != names.end()) score += static_cast<double>(std::min(count, it->second));
+          if (it != names.end()) shared += static_cast<double>(std::min(count, it->second));
         }
-      } else {
-        score = -std::fabs(static_cast<double>(graph.size()) - static_cast<double>(items.size()));
       }
+      std::pair<double, double> score{shared, -std::fabs(static_cast<double>(graph.size()) -
+                                                         static_cast<double>(items.size()))};
       if (score > best_score) {
         best_score = score;
         best = &graph;
+        ambiguous = false;
+      } else if (score == best_score && best && buckets_of(graph) != buckets_of(*best)) {
+        ambiguous = true;
       }
+    }
+    if (ambiguous) {
+      ++match.ambiguous_graph_launches;
+      best = nullptr;
     }
     std::map<std::string, std::vector<const CapturedGraphLaunch*>, std::less<>> by_name;
     if (best && capture_->named) {

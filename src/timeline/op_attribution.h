@@ -70,6 +70,9 @@ struct ReplayMatch {
   std::uint64_t matched = 0;           // of them, given their captured launch's operator
   double unmatched_us = 0;             // the rest, left under the graph launch's own bucket
   std::uint64_t captured_graphs = 0, captured_launches = 0;
+  // Graph launches several captured graphs matched equally well, with different operators:
+  // left unmatched.
+  std::uint64_t ambiguous_graph_launches = 0;
   bool by_name = false;
   std::string capture_trace;  // the capture trace's path (set by the caller)
 };

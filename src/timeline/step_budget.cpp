@@ -230,6 +230,7 @@ void add_device(DeviceBudget& into, const DeviceBudget& part) {
   into.gpu_busy_us += part.gpu_busy_us;
   into.kernel_busy_us += part.kernel_busy_us;
   into.idle_before_first_us += part.idle_before_first_us;
+  into.host_gap_before_first_us += part.host_gap_before_first_us;
   into.idle_after_last_us += part.idle_after_last_us;
   into.host_idle_us += part.host_idle_us;
   into.device_idle_us += part.device_idle_us;
@@ -402,6 +403,68 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
     return {};
   };
 
+  // GPU work enqueued before the profiler's window: a correlation id below every launch its
+  // process recorded (CUPTI numbers them in launch order per process). Only a Chrome trace's GPU
+  // rows, which name no process, judged against the one launching process: Kineto records GPU
+  // activities from its warm-up on but CPU events only inside its window, while an Nsight
+  // Systems export (rows name their process) records both from one start — its work below the
+  // first recorded launch came from calls it did not export (the driver API's).
+  std::vector<bool> pre_window(activities_.size(), false);
+  {
+    std::map<std::int64_t, std::int64_t> first_correlation;  // process -> lowest launch id
+    for (const Launch& l : launches_) {
+      auto [it, added] = first_correlation.try_emplace(l.pid, l.correlation);
+      if (!added) it->second = std::min(it->second, l.correlation);
+    }
+    auto first_of = [&](const Activity& a) {
+      return !a.process && first_correlation.size() == 1 ? first_correlation.begin()
+                                                         : first_correlation.end();
+    };
+    // Only where the trace records the launch of (nearly) all the work from its process's first
+    // launch on: a trace of some launch APIs only (kprof's tracer records the driver's kernel
+    // launches, not cudaMemcpy) lacks launches at every id, not before a window.
+    // Counted by distinct correlation id, as kprof rank counts them (a graph replay's kernels
+    // share one id).
+    std::map<std::int64_t, std::map<std::int64_t, bool>> ids;  // process -> id -> launched
+    for (std::size_t i = 0; i < activities_.size(); ++i) {
+      const Activity& a = activities_[i];
+      auto found = first_of(a);
+      if (!a.correlation || found == first_correlation.end() || *a.correlation < found->second) {
+        continue;
+      }
+      bool& launched = ids[found->first][*a.correlation];
+      launched = launched || launch_of[i] != kNoLaunch;
+    }
+    std::map<std::int64_t, std::pair<std::uint64_t, std::uint64_t>> coverage;  // work, launched
+    for (const auto& [process, launched_ids] : ids) {
+      auto& [work, launched] = coverage[process];
+      for (const auto& [id, was_launched] : launched_ids) {
+        ++work;
+        launched += was_launched;
+      }
+    }
+    for (std::size_t i = 0; i < activities_.size(); ++i) {
+      const Activity& a = activities_[i];
+      // An id of 0 or below is no launch's (CUPTI numbers from 1).
+      if (!a.correlation || *a.correlation <= 0 || launch_of[i] != kNoLaunch) continue;
+      auto found = first_of(a);
+      if (found == first_correlation.end() || *a.correlation >= found->second) continue;
+      auto [work, launched] = coverage[found->first];
+      if (work > 0 && launched * 100 >= work * 99) {
+        pre_window[i] = true;
+        ++budget.pre_window_activities;
+        budget.pre_window_us += a.end - a.start;
+      }
+    }
+  }
+  // Per device, the intervals its pre-window work occupied: the device was busy with it, not idle
+  // for the host, when a step's first work queued behind it.
+  std::map<std::int64_t, std::vector<std::pair<double, double>>> pre_window_busy;
+  for (std::size_t i = 0; i < activities_.size(); ++i) {
+    if (pre_window[i]) {
+      pre_window_busy[activities_[i].device].emplace_back(activities_[i].start, activities_[i].end);
+    }
+  }
   std::vector<StepBudget> results;
   // `wall_from`/`wall_to`: the step's wall span (annotation start, or the previous step's end,
   // to the annotation's end); NaN for the whole-trace step, whose wall is its GPU span.
@@ -418,7 +481,12 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
     std::sort(work.begin(), work.end(), [](const StepWork& a, const StepWork& b) {
       return a.device != b.device ? a.device < b.device : a.start < b.start;
     });
-    if (std::isnan(wall_from)) step.wall_start_us = work.front().start;
+    double step_first = work.front().start, step_last = work.front().end;
+    for (const StepWork& w : work) {
+      step_first = std::min(step_first, w.start);
+      step_last = std::max(step_last, w.end);
+    }
+    if (std::isnan(wall_from)) step.wall_start_us = step_first;
     // Per device: walk its work in start order from the step's wall start; an idle interval
     // before an item (the first one's too) is the host's when that item's launch call ended
     // after the device had run out of work (or its launch is not in the trace), the device's own
@@ -433,6 +501,44 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
       // ran before the previous step ended): then its span starts with that work.
       double wall_start = std::isnan(wall_from) ? first : std::min(wall_from, first);
       double frontier = wall_start, open_start = wall_start;
+      auto keep_idle = [&](double from, double to, IdleKind kind) {
+        if (keep_timeline_ && to > from) step.idle.push_back({device.device, from, to, kind});
+      };
+      // Work from before the profiler's window that ran between the wall start and the first
+      // item kept the device busy: those pieces are device-side (the item queued behind it, not
+      // behind the host), the rest of that lead is judged as below, with the first item's launch.
+      if (auto busy = pre_window_busy.find(device.device);
+          busy != pre_window_busy.end() && first > frontier) {
+        std::vector<std::pair<double, double>> pieces;
+        for (const auto& [start, end] : busy->second) {
+          double from = std::max(start, frontier), to = std::min(end, first);
+          if (to > from) pieces.emplace_back(from, to);
+        }
+        std::sort(pieces.begin(), pieces.end());
+        if (!pieces.empty()) {
+          const StepWork& head = work[i];
+          bool host = head.launch == kNoLaunch || launches_[head.launch].end > frontier;
+          double cursor = frontier, covered = 0;
+          auto uncovered = [&](double from, double to) {
+            if (to <= from) return;
+            (host ? device.host_idle_us : device.device_idle_us) += to - from;
+            if (host) device.host_gap_before_first_us += to - from;
+            keep_idle(from, to, host ? IdleKind::kHostGap : IdleKind::kDeviceIdle);
+          };
+          for (auto [from, to] : pieces) {
+            if (to <= cursor) continue;
+            from = std::max(from, cursor);
+            uncovered(cursor, from);
+            covered += to - from;
+            keep_idle(from, to, IdleKind::kDeviceIdle);
+            cursor = to;
+          }
+          uncovered(cursor, first);
+          device.device_idle_us += covered;
+          device.idle_before_first_us = first - frontier;
+          frontier = open_start = first;
+        }
+      }
       size_t j = i;
       for (; j < work.size() && work[j].device == device.device; ++j) {
         const StepWork& w = work[j];
@@ -446,10 +552,8 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
         if (w.start > frontier) {
           device.gpu_busy_us += frontier - open_start;
           double gap = w.start - frontier;
-          if (j == i) device.idle_before_first_us = gap;
-          auto keep_idle = [&](double from, double to, IdleKind kind) {
-            if (keep_timeline_ && to > from) step.idle.push_back({device.device, from, to, kind});
-          };
+          double host_before = device.host_idle_us;
+          if (j == i) device.idle_before_first_us += gap;
           if (w.launch == kNoLaunch) {
             device.host_idle_us += gap;
             keep_idle(frontier, w.start, IdleKind::kHostGap);
@@ -485,17 +589,27 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
               keep_idle(frontier, w.start, IdleKind::kDeviceIdle);
             }
           }
+          if (j == i) device.host_gap_before_first_us = device.host_idle_us - host_before;
           open_start = w.start;
         }
         frontier = std::max(frontier, w.end);
       }
       device.gpu_busy_us += frontier - open_start;
       double wall_end = last;
-      if (!std::isnan(wall_to) && wall_to > last) {
-        wall_end = wall_to;
-        device.idle_after_last_us = wall_to - last;
-        device.host_idle_us += device.idle_after_last_us;
-        if (keep_timeline_) step.idle.push_back({device.device, last, wall_to, IdleKind::kHostGap});
+      if (!std::isnan(wall_to)) {
+        // To the annotation's end the host was still in the step; beyond it, to the step's last
+        // work on another device, this device waited on the others (device-side).
+        if (wall_to > last) {
+          device.idle_after_last_us = wall_to - last;
+          device.host_idle_us += device.idle_after_last_us;
+          keep_idle(last, wall_to, IdleKind::kHostGap);
+        }
+        wall_end = std::max(wall_to, last);
+        if (step_last > wall_end) {
+          device.device_idle_us += step_last - wall_end;
+          keep_idle(wall_end, step_last, IdleKind::kDeviceIdle);
+          wall_end = step_last;
+        }
       }
       const StepWork* from = work.data() + i;
       const StepWork* to = work.data() + j;
@@ -531,6 +645,7 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
       step.device_idle_us += device.device_idle_us;
       step.dependency_wait_us += device.dependency_wait_us;
       step.idle_before_first_us += device.idle_before_first_us;
+      step.host_gap_before_first_us += device.host_gap_before_first_us;
       step.idle_after_last_us += device.idle_after_last_us;
       step.exposed_communication_us += device.exposed_communication_us;
       add_communication(step.collective, device.collective);
@@ -554,50 +669,6 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
     const Activity& a = activities_[i];
     return StepWork{a.start, a.end, launch_of[i], i, a.device, a.name, a.kernel, a.communication};
   };
-  // GPU work enqueued before the profiler's window: a correlation id below every launch its
-  // process recorded (CUPTI numbers them in launch order per process). Only a Chrome trace's GPU
-  // rows, which name no process, judged against the one launching process: Kineto records GPU
-  // activities from its warm-up on but CPU events only inside its window, while an Nsight
-  // Systems export (rows name their process) records both from one start — its work below the
-  // first recorded launch came from calls it did not export (the driver API's).
-  std::vector<bool> pre_window(activities_.size(), false);
-  {
-    std::map<std::int64_t, std::int64_t> first_correlation;  // process -> lowest launch id
-    for (const Launch& l : launches_) {
-      auto [it, added] = first_correlation.try_emplace(l.pid, l.correlation);
-      if (!added) it->second = std::min(it->second, l.correlation);
-    }
-    auto first_of = [&](const Activity& a) {
-      return !a.process && first_correlation.size() == 1 ? first_correlation.begin()
-                                                         : first_correlation.end();
-    };
-    // Only where the trace records the launch of (nearly) all the work from its process's first
-    // launch on: a trace of some launch APIs only (kprof's tracer records the driver's kernel
-    // launches, not cudaMemcpy) lacks launches at every id, not before a window.
-    std::map<std::int64_t, std::pair<std::uint64_t, std::uint64_t>> coverage;  // work, launched
-    for (std::size_t i = 0; i < activities_.size(); ++i) {
-      const Activity& a = activities_[i];
-      auto found = first_of(a);
-      if (!a.correlation || found == first_correlation.end() || *a.correlation < found->second) {
-        continue;
-      }
-      auto& [work, launched] = coverage[found->first];
-      ++work;
-      launched += launch_of[i] != kNoLaunch;
-    }
-    for (std::size_t i = 0; i < activities_.size(); ++i) {
-      const Activity& a = activities_[i];
-      if (!a.correlation || launch_of[i] != kNoLaunch) continue;
-      auto found = first_of(a);
-      if (found == first_correlation.end() || *a.correlation >= found->second) continue;
-      auto [work, launched] = coverage[found->first];
-      if (work > 0 && launched * 100 >= work * 99) {
-        pre_window[i] = true;
-        ++budget.pre_window_activities;
-        budget.pre_window_us += a.end - a.start;
-      }
-    }
-  }
   budget.pre_window = pre_window;
   constexpr double kNoWall = std::numeric_limits<double>::quiet_NaN();
   if (steps.empty()) {
@@ -683,7 +754,9 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
       step.source = "gpu annotation";
       for (auto it = from(work_by_start, a->start - longest);
            it != work_by_start.end() && it->first < end; ++it) {
-        if (activities_[it->second].end > a->start) taken.push_back(it->second);
+        if (activities_[it->second].end > a->start && !pre_window[it->second]) {
+          taken.push_back(it->second);
+        }
       }
     }
     std::sort(taken.begin(), taken.end());
@@ -723,6 +796,7 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
     budget.total_span_us += step.gpu_span_us;
     budget.total_wall_span_us += step.wall_span_us;
     budget.total_idle_before_first_us += step.idle_before_first_us;
+    budget.total_host_gap_before_first_us += step.host_gap_before_first_us;
     budget.total_idle_after_last_us += step.idle_after_last_us;
     budget.total_host_gap_us += step.host_gap_us;
     budget.total_device_idle_us += step.device_idle_us;

@@ -77,10 +77,13 @@ struct DeviceBudget {
   double host_idle_us = 0;    // idle before work whose launch call ended late
   double device_idle_us = 0;  // idle before work already enqueued
   // Of the idle above: from the wall start to the first activity (booked host gap, dependency
-  // wait or device-side idle like any other interval), and from the last activity's end to the
-  // annotation's end (the host was still in the step: host gap).
+  // wait or device-side idle like any other interval; device-side while work from before the
+  // profiler's window still ran), and from the last activity's end to the annotation's end (the
+  // host was still in the step: host gap). Beyond the annotation's end, to the step's last work on
+  // another device, the device waited on the others: device-side idle.
   double idle_before_first_us = 0;
   double idle_after_last_us = 0;
+  double host_gap_before_first_us = 0;  // of idle_before_first_us, the part booked host gap
   // Idle before work that was enqueued behind a stream wait: the part of an idle interval after
   // the work was ready (its launch call returned; a graph's node: the cudaGraphLaunch began),
   // when longer than kDependencyWaitFloorUs and a wait was issued for its stream (or on the
@@ -154,6 +157,7 @@ struct StepBudget {
   double gpu_busy_us = 0;     // union of GPU activity intervals
   double kernel_busy_us = 0;  // union of kernel intervals alone
   double idle_before_first_us = 0, idle_after_last_us = 0;
+  double host_gap_before_first_us = 0;
   double host_gap_us = 0;         // idle the host caused (the GPU waited for a launch)
   double device_idle_us = 0;      // idle with the work already enqueued (graph-internal, latency)
   double dependency_wait_us = 0;  // idle behind a stream wait (DeviceBudget::dependency_wait_us)
@@ -186,6 +190,7 @@ struct Budget {
   double total_busy_us = 0, total_span_us = 0, total_host_gap_us = 0, total_device_idle_us = 0;
   double total_wall_span_us = 0;  // total_span_us is the GPU spans' sum
   double total_idle_before_first_us = 0, total_idle_after_last_us = 0;
+  double total_host_gap_before_first_us = 0;
   double total_kernel_busy_us = 0;
   double total_exposed_communication_us = 0;
   double total_dependency_wait_us = 0;

@@ -26,7 +26,7 @@ import sqlite3
 import subprocess
 import sys
 
-LAUNCH_WORDS = ("LaunchKernel", "GraphLaunch", "Memcpy", "Memset")
+LAUNCH_WORDS = ("LaunchKernel", "LaunchCooperativeKernel", "GraphLaunch", "Memcpy", "Memset")
 # The per-step markers of PyTorch, vLLM, SGLang and TensorRT-LLM (README "Steps"), first found wins.
 MARKERS = [r"^ProfilerStep#\d+$",
            r"^execute_(new_\d+_cached_\d+|(\d+_)?context_\d+\(.*\)_generation_\d+\(.*\))$",

@@ -148,6 +148,29 @@ TEST(GraphReplayOps, UnnamedCapturedLaunchesAreMatchedByPosition) {
   EXPECT_FALSE(ops.replay->by_name);
 }
 
+// Two captured graphs alike in size whose launches came from different operators (one graph
+// per batch size): by position nothing tells them apart, so the replay is left unmatched.
+TEST(GraphReplayOps, GraphsAlikeInSizeWithDifferentOperatorsAreNotGuessed) {
+  std::string capture = cpu_op("aten::mm", 100, 20) + launch_call("cudaLaunchKernel", 105, 10, "") +
+                        launch_call("cudaGraphInstantiate", 200, 11, "") +
+                        cpu_op("aten::silu", 300, 20) +
+                        launch_call("cudaLaunchKernel", 305, 12, "") +
+                        launch_call("cudaGraphInstantiate", 400, 13, "");
+  capture.resize(capture.size() - 2);
+  std::string replay = launch_call("cudaGraphLaunch", 1000, 100, "") +
+                       gpu_work("kernel", "silu_kernel", 1010, 7, 100);
+  replay.resize(replay.size() - 2);
+  OpAttributionBuilder capture_builder(AttributeBy::kOp);
+  importers::read_chrome_trace(write_graph_trace("alike_capture.json", capture), capture_builder);
+  OpAttributionBuilder builder(AttributeBy::kOp);
+  builder.use_graph_capture(capture_builder.finish_capture());
+  importers::read_chrome_trace(write_graph_trace("alike_replay.json", replay), builder);
+  OpAttribution ops = builder.finish();
+  EXPECT_EQ(ops.replay->ambiguous_graph_launches, 1u);
+  EXPECT_EQ(ops.replay->matched, 0u);
+  EXPECT_EQ(by_op(ops)[std::string(kNoOperator)], std::make_pair(std::uint64_t{1}, 7.0));
+}
+
 // Without the capture the whole replay is the graph launch's: no operator.
 TEST(GraphReplayOps, WithoutTheCaptureTheReplayHasNoOperator) {
   OpAttributionBuilder builder(AttributeBy::kOp);

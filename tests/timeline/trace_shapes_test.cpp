@@ -160,6 +160,54 @@ TEST(TraceShapes, WorkEnqueuedBeforeTheWindowIsLeftOut) {
   EXPECT_DOUBLE_EQ(whole.pre_window_us, 900);
 }
 
+// The DDP shape's step: its wall starts at 100, its first work at 200, and the pre-window
+// all-reduce kept the device busy from 120: 80 us device-side, the 20 us before it the host's
+// (the first launch returned at 160, after the device ran dry). Then 500-1100 the host's (the
+// all-reduce's launch returned at 610) and 1700-2100 after the last work, to the annotation's end.
+TEST(TraceShapes, ALeadSpentOnPreWindowWorkIsNotTheHosts) {
+  Budget budget = budget_of_shape(write_shape("ddp_lead.json", ddp_shape("", "ProfilerStep#15")));
+  ASSERT_EQ(budget.steps.size(), 1u);
+  const StepBudget& step = budget.steps[0];
+  EXPECT_DOUBLE_EQ(step.wall_span_us, 2000);
+  EXPECT_DOUBLE_EQ(step.gpu_busy_us, 900);
+  EXPECT_DOUBLE_EQ(step.device_idle_us, 80);
+  EXPECT_DOUBLE_EQ(step.host_gap_us, 20 + 600 + 400);
+  EXPECT_DOUBLE_EQ(step.idle_before_first_us, 100);
+  EXPECT_DOUBLE_EQ(step.host_gap_before_first_us, 20);
+  EXPECT_DOUBLE_EQ(step.idle_after_last_us, 400);
+}
+
+// One process driving two devices in a step (a pipeline): device 0's work ends at 50, the
+// annotation at 100, device 1's work at 200. Device 0's idle after 100 is not the host's — the
+// step was still running on device 1 — and belongs to this step, not to none.
+TEST(TraceShapes, ADeviceThatFinishesFirstWaitsOnTheOthers) {
+  const char* events = R"json(
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0,
+   "dur": 100},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10,
+   "dur": 4, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 12,
+   "dur": 4, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "kernel", "name": "stage_one", "pid": 0, "tid": 7, "ts": 20, "dur": 30,
+   "args": {"device": 0, "stream": 7, "correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "stage_two", "pid": 1, "tid": 7, "ts": 60, "dur": 140,
+   "args": {"device": 1, "stream": 7, "correlation": 2}})json";
+  Budget budget = budget_of_shape(write_shape("two_devices_one_process.json", events));
+  ASSERT_EQ(budget.steps.size(), 1u);
+  ASSERT_EQ(budget.steps[0].devices.size(), 2u);
+  const DeviceBudget& first = budget.steps[0].devices[0];
+  EXPECT_DOUBLE_EQ(first.wall_span_us, 200);
+  EXPECT_DOUBLE_EQ(first.gpu_busy_us, 30);
+  EXPECT_DOUBLE_EQ(first.host_idle_us, 20 + 50);  // before its work, and to the annotation's end
+  EXPECT_DOUBLE_EQ(first.device_idle_us, 100);    // 100-200: device 1 still ran the step
+  EXPECT_DOUBLE_EQ(first.idle_after_last_us, 50);
+  const DeviceBudget& second = budget.steps[0].devices[1];
+  EXPECT_DOUBLE_EQ(second.wall_span_us, 200);
+  EXPECT_DOUBLE_EQ(second.gpu_busy_us, 140);
+  EXPECT_DOUBLE_EQ(second.host_idle_us, 60);
+  EXPECT_DOUBLE_EQ(second.idle_after_last_us, 0);
+}
+
 // kprof diff leaves it out of both sides alike: the same trace with and without the pre-window
 // all-reduce compares equal in GPU time and events.
 TEST(TraceShapes, TraceDiffLeavesWorkFromBeforeTheWindowOut) {
