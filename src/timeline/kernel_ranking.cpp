@@ -67,17 +67,28 @@ std::optional<bool> RankingBuilder::before_window(const importers::TraceEvent& e
   return std::nullopt;  // a lower launch id may still come
 }
 
+namespace {
+
+// The event a held row stands for (its strings stay the row's).
+template <typename Held>
+importers::TraceEvent event_of(const Held& w) {
+  importers::TraceEvent event;
+  event.category = w.category;
+  event.name = w.name;
+  event.timestamp_us = w.timestamp_us;
+  event.duration_us = w.duration_us;
+  event.device = w.device;
+  event.correlation = w.correlation;
+  return event;
+}
+
+}  // namespace
+
 void RankingBuilder::release_decided() {
   std::vector<HeldWork> held = std::move(held_);
   held_.clear();
   for (HeldWork& w : held) {
-    importers::TraceEvent event;
-    event.category = w.category;
-    event.name = w.name;
-    event.timestamp_us = w.timestamp_us;
-    event.duration_us = w.duration_us;
-    event.device = w.device;
-    event.correlation = w.correlation;
+    importers::TraceEvent event = event_of(w);
     if (before_window(event).has_value()) {
       add_gpu_work(event);
     } else {
@@ -90,16 +101,7 @@ void RankingBuilder::release_held() {
   std::vector<HeldWork> held = std::move(held_);
   held_.clear();
   holding_ = false;
-  for (const HeldWork& w : held) {
-    importers::TraceEvent event;
-    event.category = w.category;
-    event.name = w.name;
-    event.timestamp_us = w.timestamp_us;
-    event.duration_us = w.duration_us;
-    event.device = w.device;
-    event.correlation = w.correlation;
-    add_gpu_work(event);
-  }
+  for (const HeldWork& w : held) add_gpu_work(event_of(w));
 }
 
 void RankingBuilder::extend_span(double timestamp_us, double duration_us) {
@@ -120,12 +122,13 @@ void RankingBuilder::on_event(const importers::TraceEvent& event) {
     if (event.correlation && is_launch_call(event.name)) {
       std::int64_t process = event.process.value_or(event.pid);
       auto [it, added] = first_launch_.try_emplace(process, *event.correlation);
-      if (!added) it->second = std::min(it->second, *event.correlation);
+      bool lowered = !added && *event.correlation < it->second;
+      if (lowered) it->second = *event.correlation;
       launch_ids_[process].set(*event.correlation);
       // Held work that this launch decides (at or above it, or a second launching process) is
       // counted now, while the busy union still holds its time: released at finish() it would
-      // come after the union closed its pieces.
-      if (!held_.empty()) release_decided();
+      // come after the union closed its pieces. Only a new or lower first launch decides any.
+      if ((added || lowered) && !held_.empty()) release_decided();
     }
     return;
   }

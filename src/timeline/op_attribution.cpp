@@ -239,6 +239,15 @@ void OpAttributionBuilder::attribute_replays(const std::map<WorkId, std::size_t>
     auto found = graph_launch_of.find(item.id);
     if (found != graph_launch_of.end()) replays[found->second].push_back(&item);
   }
+  // Per captured graph, once: its kernel names counted, and its launches' buckets in order.
+  std::vector<std::map<std::string, std::size_t, std::less<>>> graph_names(capture_->graphs.size());
+  std::vector<std::vector<std::string_view>> graph_buckets(capture_->graphs.size());
+  for (std::size_t g = 0; g < capture_->graphs.size(); ++g) {
+    for (const CapturedGraphLaunch& l : capture_->graphs[g]) {
+      ++graph_names[g][l.kernel];
+      graph_buckets[g].push_back(l.bucket);
+    }
+  }
   for (auto& [launch, items] : replays) {
     std::stable_sort(items.begin(), items.end(),
                      [](const Item* a, const Item* b) { return a->start < b->start; });
@@ -251,21 +260,18 @@ void OpAttributionBuilder::attribute_replays(const std::map<WorkId, std::size_t>
     // (one graph per batch size, all alike in size) leave the replay unmatched: a guess would
     // misattribute it.
     const std::vector<CapturedGraphLaunch>* best = nullptr;
+    std::size_t best_index = 0;
     std::pair<double, double> best_score{-std::numeric_limits<double>::infinity(), 0};
     bool ambiguous = false;
-    auto buckets_of = [](const std::vector<CapturedGraphLaunch>& graph) {
-      std::vector<std::string_view> list;
-      for (const CapturedGraphLaunch& l : graph) list.push_back(l.bucket);
-      return list;
-    };
-    for (const auto& graph : capture_->graphs) {
+    for (std::size_t g = 0; g < capture_->graphs.size(); ++g) {
+      const auto& graph = capture_->graphs[g];
       double shared = 0;
       if (capture_->named) {
-        std::map<std::string, std::size_t, std::less<>> names;
-        for (const CapturedGraphLaunch& l : graph) ++names[l.kernel];
         for (const auto& [name, count] : replayed_names) {
-          auto it = names.find(name);
-          if (it != names.end()) shared += static_cast<double>(std::min(count, it->second));
+          auto it = graph_names[g].find(name);
+          if (it != graph_names[g].end()) {
+            shared += static_cast<double>(std::min(count, it->second));
+          }
         }
       }
       std::pair<double, double> score{shared, -std::fabs(static_cast<double>(graph.size()) -
@@ -273,8 +279,9 @@ void OpAttributionBuilder::attribute_replays(const std::map<WorkId, std::size_t>
       if (score > best_score) {
         best_score = score;
         best = &graph;
+        best_index = g;
         ambiguous = false;
-      } else if (score == best_score && best && buckets_of(graph) != buckets_of(*best)) {
+      } else if (score == best_score && best && graph_buckets[g] != graph_buckets[best_index]) {
         ambiguous = true;
       }
     }

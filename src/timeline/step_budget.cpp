@@ -460,9 +460,13 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
   // Per device, the intervals its pre-window work occupied: the device was busy with it, not idle
   // for the host, when a step's first work queued behind it.
   std::map<std::int64_t, std::vector<std::pair<double, double>>> pre_window_busy;
+  std::map<std::int64_t, double> pre_window_end;  // per device: when its last such work ended
   for (std::size_t i = 0; i < activities_.size(); ++i) {
     if (pre_window[i]) {
-      pre_window_busy[activities_[i].device].emplace_back(activities_[i].start, activities_[i].end);
+      const Activity& a = activities_[i];
+      pre_window_busy[a.device].emplace_back(a.start, a.end);
+      auto [it, added] = pre_window_end.try_emplace(a.device, a.end);
+      if (!added) it->second = std::max(it->second, a.end);
     }
   }
   std::vector<StepBudget> results;
@@ -507,8 +511,11 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
       // Work from before the profiler's window that ran between the wall start and the first
       // item kept the device busy: those pieces are device-side (the item queued behind it, not
       // behind the host), the rest of that lead is judged as below, with the first item's launch.
+      // (Checked against when that work ended first: it lies at the trace's start, so later steps
+      // skip the scan.)
       if (auto busy = pre_window_busy.find(device.device);
-          busy != pre_window_busy.end() && first > frontier) {
+          busy != pre_window_busy.end() && first > frontier &&
+          pre_window_end[device.device] > frontier) {
         std::vector<std::pair<double, double>> pieces;
         for (const auto& [start, end] : busy->second) {
           double from = std::max(start, frontier), to = std::min(end, first);
