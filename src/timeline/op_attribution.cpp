@@ -124,12 +124,25 @@ std::vector<OpAttributionBuilder::BucketedLaunch> OpAttributionBuilder::bucketed
 }
 
 GraphCapture OpAttributionBuilder::finish_capture() const {
-  // Launch calls whose work never ran: captured into a graph.
+  // Launch calls whose work never ran: captured into a graph. Work whose process the trace names
+  // (Nsight Systems) is matched by (process, id), a Chrome trace's GPU rows by id alone.
   std::set<std::int64_t> ran;
-  for (const auto& [id, work] : work_) ran.insert(std::get<2>(id));
+  std::set<std::pair<std::int64_t, std::int64_t>> ran_in_process;
+  for (const auto& [id, work] : work_) {
+    const auto& [process, device, correlation] = id;
+    if (process < 0) {
+      ran.insert(correlation);
+    } else {
+      ran_in_process.insert({process, correlation});
+    }
+  }
   std::map<std::int64_t, std::vector<BucketedLaunch>> by_process;
   for (BucketedLaunch& launch : bucketed_launches()) {
-    if (!launch.launch->enqueues || ran.count(launch.launch->correlation) != 0) continue;
+    const Launch& call = *launch.launch;
+    if (!call.enqueues || ran.count(call.correlation) != 0 ||
+        ran_in_process.count({call.process, call.correlation}) != 0) {
+      continue;
+    }
     by_process[launch.launch->process].push_back(std::move(launch));
   }
   GraphCapture capture;
