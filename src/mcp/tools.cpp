@@ -221,8 +221,9 @@ std::vector<Tool> make_tools(const ToolSettings& settings) {
   {
     Tool t{"budget",
            "Per step: is the GPU kept busy or waiting for the host",
-           "Per step of a profiler trace: GPU busy, host gaps, device-side idle, dependency "
-           "waits, exposed communication, and the verdict (kernel-bound, host-bound). "
+           "Per step of a profiler trace, over its wall span (annotation start to its last GPU "
+           "work): GPU busy, host gaps, device-side idle, dependency waits, communication per "
+           "kind (exposed, overlapped), and the verdict (kernel-bound, host-bound). "
            "structuredContent is `kprof budget --json` (kprof.budget/1).",
            {paths_param("traces", "Profiler traces; several: one per rank"),
             {"step", Kind::kString, "--step", "Step annotations matching this regex are steps"},
