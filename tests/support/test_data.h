@@ -4,6 +4,7 @@
 #include <zlib.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 namespace kprof::testing {
@@ -22,6 +23,14 @@ inline std::string read_gzip_text(const std::string& path) {
   while ((n = gzread(in, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<size_t>(n));
   gzclose(in);
   return text;
+}
+
+// A Chrome trace of `events` (JSON objects, comma-separated) written to `path`: the small traces
+// tests build by hand. The path.
+inline std::string write_chrome_trace(const std::string& path, const std::string& events) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      << R"({"schemaVersion": 1, "traceEvents": [)" << events << "]}";
+  return path;
 }
 
 // True when the tests run under an emulator (a cross build's ctest: qemu-user), where a few

@@ -7,7 +7,6 @@
 // below from those timestamps.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <map>
 #include <string>
 
@@ -19,10 +18,7 @@ namespace kprof::timeline {
 namespace {
 
 std::string write_graph_trace(const std::string& name, const std::string& events) {
-  std::string path = ::testing::TempDir() + "/" + name;
-  std::ofstream(path, std::ios::binary | std::ios::trunc)
-      << R"({"schemaVersion": 1, "traceEvents": [)" << events << "]}";
-  return path;
+  return testing::write_chrome_trace(::testing::TempDir() + "/" + name, events);
 }
 
 std::string cpu_op(const std::string& name, double ts, double dur) {

@@ -1,5 +1,6 @@
-// Small traces written here in the shapes of public traces kprof got wrong (../shared/thirdparty,
-// not copied: each shape is rebuilt by hand, its figures worked out below):
+// Small traces written here in the shapes of public traces other projects published that kprof
+// got wrong (none of them is read or copied: each shape is rebuilt by hand, its figures worked out
+// below):
 //   - the step's wall span: pytorch/kineto's tb_plugin sample
 //     kineto_tbplugin_v100_resnet50_num_workers_0 (PyTorch 1.8/1.9 categories), where the host
 //     loads data before each step's first kernel — TensorBoard's 55.51 % GPU utilisation;
@@ -10,12 +11,12 @@
 //     public source) with an NCCL all-reduce and a GEMM overlapping them.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "analysis/stages.h"
 #include "importers/chrome_trace/chrome_trace_reader.h"
+#include "support/test_data.h"
 #include "timeline/kernel_ranking.h"
 #include "timeline/step_budget.h"
 #include "timeline/trace_diff.h"
@@ -24,10 +25,7 @@ namespace kprof::timeline {
 namespace {
 
 std::string write_shape(const std::string& name, const std::string& events) {
-  std::string path = ::testing::TempDir() + "/" + name;
-  std::ofstream(path, std::ios::binary | std::ios::trunc)
-      << R"({"schemaVersion": 1, "traceEvents": [)" << events << "]}";
-  return path;
+  return testing::write_chrome_trace(::testing::TempDir() + "/" + name, events);
 }
 
 Budget budget_of_shape(const std::string& path, const analysis::StageTable* stages = nullptr) {
