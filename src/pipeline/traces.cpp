@@ -101,7 +101,8 @@ ExitCode rank_by_op(const RankOptions& options, const std::string& path,
     if (graphs.launches == 0) {
       throw InputError(ExitCode::kInputInvalid, options.graph_capture, InputPosition::none(),
                        "no captured launches (launch calls whose GPU work never ran): not a trace "
-                       "of graph capture");
+                       "of graph capture — record the profiler around the graphs' capture (vLLM's "
+                       "capture_model at start-up, torch.cuda.graph) and give that trace");
     }
     builder.use_graph_capture(std::move(graphs));
   }
