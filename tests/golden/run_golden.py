@@ -29,8 +29,8 @@ EXPECTED = os.path.join(HERE, "expected")
 # the next case's own run and prints its stdout; one followed by none (`> FILE`: the output kept)
 # is one of the setup runs of the entry's cases. A line of only `…` stands for lines cut.
 DOC_EXAMPLES = [
-    ("README.md", "Its real output", ["analyze_readme_example"]),
-    ("README.md", "The fix list's real output", ["report_fix_list"]),
+    ("docs/analyze.md", "Its real output", ["analyze_readme_example"]),
+    ("docs/report.md", "The fix list's real output", ["report_fix_list"]),
 ]
 
 
