@@ -29,8 +29,21 @@ EXPECTED = os.path.join(HERE, "expected")
 # the next case's own run and prints its stdout; one followed by none (`> FILE`: the output kept)
 # is one of the setup runs of the entry's cases. A line of only `…` stands for lines cut.
 DOC_EXAMPLES = [
+    # docs/: each verb's examples
     ("docs/analyze.md", "Its real output", ["analyze_readme_example"]),
     ("docs/report.md", "The fix list's real output", ["report_fix_list"]),
+    ("docs/inspect.md", "and ncu's own rule findings:", ["inspect_rules"]),
+    ("docs/diff.md", "eager and as a CUDA-graph replay), the replay keeps",
+     ["diff_predicted_graph", "diff_predicted_eager"]),
+    ("docs/diff.md", "SciPy's values in the tests.", ["diff_traces_graph_improves_top2"]),
+    ("docs/rank.md", "separate Python computation", ["rank_by_op_top4"]),
+    ("docs/rank.md", "its own capture, matched by position", ["rank_by_op_graph_capture"]),
+    ("docs/rank.md", "A file that is not a trace, or has no GPU events", ["rank_two_devices"]),
+    ("docs/rank.md", "being held. GPU work is joined to its launch", ["rank_b1_top3"]),
+    ("docs/budget.md", "the advice says the host's share lies outside", ["budget_graph"]),
+    ("docs/budget.md", "its graph (0.6–0.7 ms of a 3.4 ms step)", ["budget_serving_window"]),
+    ("docs/selftest.md", "judged again here with `--judge`", ["selftest_judge"]),
+    ("docs/calibrate.md", "the note, cut here", ["calibrate_from"]),
 ]
 
 
