@@ -29,6 +29,12 @@ EXPECTED = os.path.join(HERE, "expected")
 # the next case's own run and prints its stdout; one followed by none (`> FILE`: the output kept)
 # is one of the setup runs of the entry's cases. A line of only `…` stands for lines cut.
 DOC_EXAMPLES = [
+    # README.md: the walk-through of the main question
+    ("README.md", "### 1. Is the step kernel-bound?", ["budget_pvr_eager", "budget_pvr_graph"]),
+    ("README.md", "### 2. Which kernels carry it?", ["rank_pvr_graph"]),
+    ("README.md", "### 3. Why is each one slow?", ["analyze_pvr"]),
+    ("README.md", "### 4. What does fixing it buy?", ["report_pvr_graph"]),
+    ("README.md", "### 5. What did the fix buy?", ["diff_predicted_graph", "diff_predicted_eager"]),
     # docs/: each verb's examples
     ("docs/analyze.md", "Its real output", ["analyze_readme_example"]),
     ("docs/report.md", "The fix list's real output", ["report_fix_list"]),
