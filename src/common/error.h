@@ -11,7 +11,7 @@
 
 namespace kprof {
 
-// Documented in README.md ("Exit codes"); scripts depend on these values.
+// Documented in docs/exit-codes.md; scripts depend on these values.
 enum class ExitCode : int {
   kOk = 0,
   kInternal = 1,         // a bug in kprof
