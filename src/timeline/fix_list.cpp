@@ -62,6 +62,16 @@ LaunchEstimate estimate(const analysis::KernelVerdict& v) {
                              : " (held back by " + v.latency_reasons.front() + ")");
       break;
     }
+    case analysis::Roofline::kIssueBound:
+    case analysis::Roofline::kOverheadBound:
+      // The instruction stream binds, not a rate: no roof's distance estimates a saving.
+      e.unit = v.bound_by;
+      e.why = v.roofline == analysis::Roofline::kIssueBound
+                  ? "issue-bound: its issue slots are busy, so only fewer or wider instructions "
+                    "save time — no roof to reach, no estimate"
+                  : "overhead-bound: non-math instructions fill the SM, so only fewer of them "
+                    "save time — no roof to reach, no estimate";
+      return e;
     case analysis::Roofline::kUnknown:
       return e;
   }
