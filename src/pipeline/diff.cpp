@@ -183,6 +183,7 @@ Answer diff(const DiffOptions& options, const std::vector<std::string>& argv) {
   std::vector<model::Report> reports;
   if (options.db_path.empty()) {
     reports = load_reports({options.baseline, options.candidate}, for_analysis());
+    output.notes += reading_notes(reports);
   } else {
     store::FindingsDb db(options.db_path);
     for (const std::string& run : {options.baseline, options.candidate}) {
@@ -207,7 +208,7 @@ Answer diff(const DiffOptions& options, const std::vector<std::string>& argv) {
                             : render::diff_text(diff, options.baseline, options.candidate,
                                                 options.diff, options.name_width);
   if (code == ExitCode::kRegression && !options.json) {
-    output.notes =
+    output.notes +=
         diff.regressions > 0
             ? fmt::format("kprof: {} kernel{} regressed (exit {})\n", diff.regressions,
                           diff.regressions == 1 ? "" : "s", static_cast<int>(code))

@@ -303,9 +303,16 @@ json verdict_json(const std::vector<AnalyzedKernel>& kernels,
         {"missing", v.missing},
     });
   }
+  json notes = json::array();
+  for (const model::Report* report : reports) {
+    for (const json& note : reading_notes_json(*report)) {
+      notes.push_back({{"report", report->path}, {"note", note}});
+    }
+  }
   return {{"schema", "kprof.analysis/1"},
           {"tool", tool_json(argv)},
           {"gpu", gpu},
+          {"reading_notes", notes},
           {"thresholds",
            {{"compute_pct", config.thresholds.compute_pct},
             {"memory_pct", config.thresholds.memory_pct}}},
