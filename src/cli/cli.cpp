@@ -62,7 +62,8 @@ constexpr const char* kDescription =
     "            profile (capture, trace, doctor, k8s), no NVIDIA driver or GPU (selftest,\n"
     "            calibrate), the server not ready (load), 10 a Kubernetes call failed or\n"
     "            something kprof created is left (k8s), 11 output could not be written (disk\n"
-    "            full, permission denied, read-only file system), 12 some requests failed (load).";
+    "            full, permission denied, read-only file system), 12 some requests failed (load),\n"
+    "            13 diff: the kernels compared cover too little of a side's GPU time.";
 
 // Every output passes the one redaction (common/redact.h): a command line, an environment or a
 // log quoted anywhere carries no key.

@@ -28,6 +28,7 @@ enum class ExitCode : int {
   kOutputUnwritable =
       11,                // output could not be written: disk full, permission denied, read-only FS
   kRequestsFailed = 12,  // load: some requests failed (HTTP error, connection, timeout)
+  kCoverageLow = 13,     // kprof diff: the kernels compared cover too little of a side's GPU time
 };
 
 // A bad option value that CLI11 cannot check (an invalid regex, options that do not combine):

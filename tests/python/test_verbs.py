@@ -151,6 +151,29 @@ def test_diff_of_captures_reports_a_regression_without_raising():
     assert same.df["change_pct"].abs().max() <= 0.8  # docs/diff.md: unchanged runs differ by at most 0.8%
 
 
+RENAMED = SOURCE / "tests" / "analysis" / "data" / "renamed_kernel"
+
+
+def test_diff_pairs_a_renamed_kernel_and_says_what_it_covers():
+    """Issue 43's captures: vectorize became warp_tile (+17.5 %) beside an unchanged helper."""
+    base, cand = RENAMED / "vectorize_raw.csv", RENAMED / "warp_tile_raw.csv"
+    auto = kprof.diff(base, cand)
+    assert auto.json["regressed"] is True and auto.json["passed"] is False
+    assert [p["how"] for p in auto.json["pairs"]] == ["automatic"]
+    # Unpaired, the helper alone is compared: too little of either side's time, never a pass.
+    helper_only = kprof.diff(base, cand, no_auto_pair=True)
+    assert helper_only.json["regressed"] is False and helper_only.json["passed"] is False
+    assert helper_only.json["coverage"]["baseline_pct"] == pytest.approx(4.224 / 42.656 * 100)
+    assert [u["name"] for u in helper_only.json["unmatched_candidate"]] == [
+        "warp_tile(const float4 *, float4 *, int)"]
+    # pair takes one "BASELINE=CANDIDATE" or a list of them, each its own --pair.
+    for pair in ("vectorize=warp_tile", ["vectorize=warp_tile"]):
+        paired = kprof.diff(base, cand, no_auto_pair=True, pair=pair)
+        assert [p["request"] for p in paired.json["pairs"]] == ["vectorize=warp_tile"]
+        assert paired.json["coverage"]["sufficient"] is True
+    assert kprof.diff(base, cand, no_auto_pair=True, min_coverage=5).json["passed"] is True
+
+
 def test_diff_of_traces():
     r = kprof.diff(H200 / "budget_eager_decode.json.gz", H200 / "budget_graph_decode.json.gz")
     assert r.json["schema"] == "kprof.trace-diff/1" and r.json["verdict"] == "improved"
