@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "analysis/gpu_figures.h"
 #include "common/text.h"
 
 namespace kprof::analysis {
@@ -349,15 +350,13 @@ void compute_memory(const Reader& reader, const model::Report& report, const mod
     v.dram_peak_bytes_per_second = *peak_per_cycle * *dram_hz;
     v.dram_peak_source =
         "report (dram__bytes.sum.peak_sustained x dram__cycles_elapsed.avg.per_second)";
-  } else if (config.gpus) {
-    const model::Device* device = report.device_of(kernel);
-    const hardware::GpuSpec* spec = device ? config.gpus->find_for_device(device->name) : nullptr;
-    if (spec && spec->memory_bandwidth_tbs) {
-      v.dram_peak_bytes_per_second = *spec->memory_bandwidth_tbs * 1e12;
-      auto source = spec->sources.find("memory");
-      v.dram_peak_source =
-          fmt::format("hardware database: {} {} TB/s ({})", spec->name, *spec->memory_bandwidth_tbs,
-                      source == spec->sources.end() ? "" : source->second);
+  } else if (const model::Device* device = report.device_of(kernel)) {
+    // The database's entry for the device's name, unless the report's own device attributes
+    // disagree with it (a product name several parts share): then the report's, the source
+    // naming both.
+    if (auto chosen = gpu_figures(*device, config.gpus).dram_peak) {
+      v.dram_peak_bytes_per_second = chosen->value;
+      v.dram_peak_source = chosen->source;
     }
   }
   if (v.dram_bytes_per_second && v.dram_peak_bytes_per_second &&
