@@ -62,7 +62,10 @@ TEST(CaptureDiff, TheKernelMadeSlowerOnPurposeIsTheOnlyRegression) {
 
 TEST(CaptureDiff, NoiseRaisesTheBar) {
   // With a 0% threshold, only changes beyond twice each kernel's own noise count.
-  CaptureDiff diff = diff_of("base_a", "base_b", {0.0, 2.0});
+  DiffOptions options;
+  options.threshold_pct = 0.0;
+  options.noise_factor = 2.0;
+  CaptureDiff diff = diff_of("base_a", "base_b", options);
   for (const KernelDiff& k : diff.kernels) {
     EXPECT_GE(k.threshold_pct, 2.0 * k.noise_pct.value_or(0) - 1e-12);
     if (k.change == Change::kRegression) {

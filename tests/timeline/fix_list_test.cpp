@@ -36,12 +36,19 @@ KernelShare by_name(double total_us, std::uint64_t count) {
   return share;
 }
 
+// One captured launch of no particular report (every field named: clang's
+// -Wmissing-field-initializers, the sanitizer build's, rejects a brace list without report_path).
+CapturedLaunch launch(const model::Kernel* kernel, const analysis::KernelVerdict* verdict,
+                      std::optional<KernelShare> share) {
+  return {kernel, verdict, std::move(share), ""};
+}
+
 TEST(FixList, ATraceWithoutConfigurationsSplitsANamesTimeByCapturedTime) {
   model::Kernel a = kernel("k", 10), b = kernel("k", 20);
   analysis::KernelVerdict va = memory_bound(50, 30), vb = memory_bound(50, 10);
   // The trace has 1,000 us of "k" in 40 launches and no grid/block: 3/4 to the 30 us group.
-  FixList list =
-      build_fix_list({{&a, &va, by_name(1000, 40)}, {&b, &vb, by_name(1000, 40)}}, 10000, 0, 0);
+  FixList list = build_fix_list(
+      {launch(&a, &va, by_name(1000, 40)), launch(&b, &vb, by_name(1000, 40))}, 10000, 0, 0);
   ASSERT_EQ(list.groups.size(), 2u);
   const FixGroup& first = list.groups[0];
   EXPECT_EQ(first.grid.x, 10u);
@@ -57,7 +64,7 @@ TEST(FixList, ATraceWithoutConfigurationsSplitsANamesTimeByCapturedTime) {
 TEST(FixList, AKernelTheTraceNeverRanHasNoSaving) {
   model::Kernel a = kernel("k", 10);
   analysis::KernelVerdict v = memory_bound(50, 30);
-  FixList list = build_fix_list({{&a, &v, std::nullopt}}, 10000, 0, 0);
+  FixList list = build_fix_list({launch(&a, &v, std::nullopt)}, 10000, 0, 0);
   ASSERT_EQ(list.groups.size(), 1u);
   EXPECT_TRUE(list.groups[0].saving_fraction);
   EXPECT_FALSE(list.groups[0].estimated_saving_us);
@@ -75,7 +82,7 @@ TEST(FixList, AboveTheMeasuredCeilingNoSavingIsClaimed) {
   ceiling.fraction_of_peak = 0.87;
   ceiling.fraction_of_measured = 0.87 / 0.82;
   v.measured_ceilings.push_back(ceiling);
-  FixList list = build_fix_list({{&a, &v, by_name(600, 20)}}, 10000, 0, 0);
+  FixList list = build_fix_list({launch(&a, &v, by_name(600, 20))}, 10000, 0, 0);
   const FixGroup& g = list.groups[0];
   EXPECT_NEAR(*g.attainable_pct, 82, 1e-9);
   EXPECT_DOUBLE_EQ(*g.saving_fraction, 0);
@@ -92,8 +99,8 @@ TEST(FixList, LatencyBoundFarFromEveryRoofHasNoEstimateAndStepsSetTheBase) {
   small.duration_ns = 3000;
   analysis::KernelVerdict big = memory_bound(60, 100);
   // 10 steps of 900 us: the base is 9,000 us, not the 10,000 us the trace's GPU work spans.
-  FixList list = build_fix_list({{&a, &small, by_name(90, 30)}, {&b, &big, by_name(1000, 10)}},
-                                10000, 10, 900);
+  FixList list = build_fix_list(
+      {launch(&a, &small, by_name(90, 30)), launch(&b, &big, by_name(1000, 10))}, 10000, 10, 900);
   ASSERT_EQ(list.groups.size(), 2u);
   EXPECT_EQ(list.groups[0].kernel, "big");  // the estimated one first
   EXPECT_DOUBLE_EQ(*list.groups[0].estimated_saving_us, 400);
@@ -115,9 +122,9 @@ TEST(FixList, KernelsNearTheFloorAreListedApartNotRanked) {
   analysis::KernelVerdict tiny_v = memory_bound(12, 2), gemm_v = memory_bound(70, 150);
   KernelFloor floor{3.3, "kprof calibrate's launch_back_to_back"};
   // The tiny kernel: 600 launches of 2 us (1,200 us) in the trace; the GEMM 160 of 150 us.
-  FixList list =
-      build_fix_list({{&tiny, &tiny_v, by_name(1200, 600)}, {&gemm, &gemm_v, by_name(24000, 160)}},
-                     100000, 0, 0, floor);
+  FixList list = build_fix_list(
+      {launch(&tiny, &tiny_v, by_name(1200, 600)), launch(&gemm, &gemm_v, by_name(24000, 160))},
+      100000, 0, 0, floor);
   ASSERT_EQ(list.groups.size(), 2u);
   EXPECT_EQ(list.groups[0].kernel, "grouped_gemm");  // the real saving first
   const FixGroup& tiny_group = list.groups[1];
@@ -126,7 +133,7 @@ TEST(FixList, KernelsNearTheFloorAreListedApartNotRanked) {
   EXPECT_DOUBLE_EQ(list.total_saving_us, *list.groups[0].estimated_saving_us);
   EXPECT_NEAR(*list.groups[0].estimated_saving_us, 24000 * 0.3, 1e-9);
   // Without a floor the old arithmetic stands, so the test can tell the difference.
-  FixList unbounded = build_fix_list({{&tiny, &tiny_v, by_name(1200, 600)}}, 100000, 0, 0);
+  FixList unbounded = build_fix_list({launch(&tiny, &tiny_v, by_name(1200, 600))}, 100000, 0, 0);
   EXPECT_NEAR(*unbounded.groups[0].estimated_saving_us, 1200 * 0.88, 1e-9);
 }
 
@@ -134,7 +141,7 @@ TEST(FixList, AnEstimateIsHeldToTheTimeAboveTheFloor) {
   model::Kernel k = kernel("copy", 64);
   analysis::KernelVerdict v = memory_bound(10, 8);  // 90% "saving" if it reached the roof
   // 100 launches of 8 us against a 3 us floor: at most 5 us a launch can go.
-  FixList list = build_fix_list({{&k, &v, by_name(800, 100)}}, 10000, 0, 0, {3, "floor"});
+  FixList list = build_fix_list({launch(&k, &v, by_name(800, 100))}, 10000, 0, 0, {3, "floor"});
   ASSERT_FALSE(list.groups[0].near_floor);  // 8 us > 2 x 3 us
   EXPECT_NEAR(*list.groups[0].estimated_saving_us, 500, 1e-9);
 }
