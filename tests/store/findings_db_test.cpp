@@ -419,7 +419,7 @@ TEST(FindingsDb, InvalidUtf8InAStoredNameStillGivesJson) {
   EXPECT_NE(table.out.find(replaced), std::string::npos);
   auto diff = kprof({"diff", "--db", db, "--json", "1", "1"});
   EXPECT_EQ(diff.exit_code, 0) << diff.err;
-  EXPECT_NO_THROW(static_cast<void>(nlohmann::json::parse(diff.out))) << diff.out;
+  EXPECT_TRUE(nlohmann::json::accept(diff.out)) << diff.out;
 }
 
 TEST(FindingsDb, AWriteUnderAFileNamesTheRealCause) {
