@@ -7,7 +7,8 @@ files are committed):
   only repeated top-level annotation ("tp_all_gather") wraps one all-gather on a side stream, one
   launch per range, while the model's 8 kernels an iteration are launched outside any annotation
   and keep the device ~86 % busy. kprof took the 10 ranges for steps ("dependency-bound", busy
-  24 % of their wall time); they hold 4.8 % of the GPU time, so the whole trace is budgeted.
+  24 % of their wall time); they hold 5.3 % of the GPU work launched from the first to the last,
+  so the whole trace is budgeted.
 - vllm_v1_sampler_between_steps.json: vLLM V1 decode steps (execute_context_0(0)_generation_8(8)),
   each an input copy behind a cudaStreamWaitEvent and a CUDA-graph replay, whose sampler (sort,
   softmax, scan, gather: 8 kernels, 1.09 ms) is launched after the step's range closes; the host
