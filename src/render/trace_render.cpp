@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 
@@ -55,7 +56,13 @@ std::vector<std::pair<std::string, double>> copies_of(const timeline::Budget& bu
   for (const auto& s : budget.steps) {
     if (s.verdict == timeline::StepVerdict::kGraphCapture) continue;
     for (const auto& [name, us] : s.kernels) {
-      if (name.rfind("Memcpy", 0) != 0 && name.rfind("Memset", 0) != 0) continue;
+      // Kineto's "Memcpy HtoD (…)", Nsight Systems' "[CUDA memcpy Host-to-Device]".
+      std::string lower = name;
+      std::transform(lower.begin(), lower.end(), lower.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      if (lower.find("memcpy") == std::string::npos && lower.find("memset") == std::string::npos) {
+        continue;
+      }
       // "Memcpy HtoD " once its "(Pageable -> Device)" is normalised away: shown trimmed.
       std::string shown = name.substr(0, name.find_last_not_of(' ') + 1);
       by_name[shown] += us;
