@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <map>
 
 #include "common/text.h"
 #include "common/utf8.h"
@@ -25,8 +27,16 @@ std::string percent_of(double fraction) {
 
 // Of the steps' wall spans (annotation start, or the previous step's end, to the later of the
 // annotation's end and the last GPU work): the figure the verdict's host gap is counted over.
+// The time the device ran work outside the steps (other_work_us) is neither busy nor idle here.
 double busy_fraction(const timeline::Budget& budget) {
-  return budget.total_wall_span_us > 0 ? budget.total_busy_us / budget.total_wall_span_us : 0;
+  double wall = budget.total_wall_span_us - budget.total_other_work_us;
+  return wall > 0 ? budget.total_busy_us / wall : 0;
+}
+
+// The kernels alone (TensorBoard's "GPU utilization"), over the same time as busy_fraction.
+double kernel_busy_fraction(const timeline::Budget& budget) {
+  double wall = budget.total_wall_span_us - budget.total_other_work_us;
+  return wall > 0 ? budget.total_kernel_busy_us / wall : 0;
 }
 
 // Of the GPU spans alone (first to last GPU work of each step): the idle before and after left out.
@@ -39,8 +49,84 @@ double host_fed_fraction(const timeline::Budget& budget) {
   return fed > 0 ? budget.total_busy_us / fed : 0;
 }
 
+// The copies and memsets of the judged steps (graph captures left out), by name, the longest
+// first: the evidence of a transfer-bound verdict.
+std::vector<std::pair<std::string, double>> copies_of(const timeline::Budget& budget) {
+  std::map<std::string, double> by_name;
+  for (const auto& s : budget.steps) {
+    if (s.verdict == timeline::StepVerdict::kGraphCapture) continue;
+    for (const auto& [name, us] : s.kernels) {
+      // Kineto's "Memcpy HtoD (…)", Nsight Systems' "[CUDA memcpy Host-to-Device]".
+      std::string lower = name;
+      std::transform(lower.begin(), lower.end(), lower.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      if (lower.find("memcpy") == std::string::npos && lower.find("memset") == std::string::npos) {
+        continue;
+      }
+      // "Memcpy HtoD " once its "(Pageable -> Device)" is normalised away: shown trimmed.
+      std::string shown = name.substr(0, name.find_last_not_of(' ') + 1);
+      by_name[shown] += us;
+    }
+  }
+  std::vector<std::pair<std::string, double>> copies(by_name.begin(), by_name.end());
+  std::stable_sort(copies.begin(), copies.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  return copies;
+}
+
+// Of the busy time, the part the device ran copies or memsets and no kernel.
+double copies_alone_us(const timeline::Budget& budget) {
+  return std::max(0.0, budget.total_busy_us - budget.total_kernel_busy_us);
+}
+
+// "KernelExecutor::compileFusion 392.9 ms, GpuLower::lower 13.73 ms": the compilation ranges.
+std::string compilation_list(const timeline::Budget& budget) {
+  std::string list;
+  for (const auto& range : budget.compilation_ranges) {
+    if (!list.empty()) list += ", ";
+    list += fmt::format("{} {} ms", escape_for_terminal(range.name), trace_ms(range.time_us));
+    if (range.count > 1) list += fmt::format(" ({}×)", range.count);
+  }
+  return list;
+}
+
+// Compilation worth naming first: a quarter of the host's gap or more lies in ranges that name it.
+bool compilation_explains_host_gap(const timeline::Budget& budget) {
+  return budget.compilation_us > 0 && budget.compilation_us >= 0.25 * budget.total_host_gap_us &&
+         (budget.overall == timeline::StepVerdict::kHostBound ||
+          budget.overall == timeline::StepVerdict::kMixed);
+}
+
 std::string budget_advice(const timeline::Budget& budget) {
   double busy = busy_fraction(budget);
+  if (compilation_explains_host_gap(budget)) {
+    return fmt::format(
+        "The GPU is busy {:.0f}% of the steps' wall time, but {} ms of it ({:.0f}%) lies in ranges "
+        "that name one-time compilation and warm-up ({}): the host's gap is that compilation, "
+        "not launch overhead, and batching launches would not remove it. Exclude it from the "
+        "profiled window — profile after warm-up (nsys --capture-range=cudaProfilerApi, a "
+        "torch.profiler schedule with warmup steps, or an NVTX range around the steady state) — "
+        "and judge the steady state.",
+        busy * 100, trace_ms(budget.compilation_us),
+        budget.total_wall_span_us > 0 ? 100 * budget.compilation_us / budget.total_wall_span_us : 0,
+        compilation_list(budget));
+  }
+  if (budget.overall == timeline::StepVerdict::kTransferBound) {
+    auto copies = copies_of(budget);
+    std::string largest = copies.empty()
+                              ? std::string()
+                              : fmt::format(" (the largest, {}: {} ms)", copies.front().first,
+                                            trace_ms(copies.front().second));
+    return fmt::format(
+        "The GPU is busy {:.0f}% of the steps' wall time, but {:.0f}% of that busy time it ran "
+        "copies and no kernel{}: the steps are transfer-bound, and faster kernels will not "
+        "shorten them. Pin the host memory the copies use (cudaHostAlloc, pin_memory=True), "
+        "overlap them with compute on another stream (asynchronous copies), or avoid them (keep "
+        "the data on the device, copy less often).",
+        busy * 100,
+        budget.total_busy_us > 0 ? 100 * copies_alone_us(budget) / budget.total_busy_us : 0,
+        largest);
+  }
   if (budget.overall == timeline::StepVerdict::kHostBound) {
     // Where the host's share lies says which remedy applies.
     double gap = budget.total_host_gap_us;
@@ -200,6 +286,7 @@ json budget_device_json(const timeline::DeviceBudget& d) {
           {"host_gap_us", d.host_idle_us},
           {"device_idle_us", d.device_idle_us},
           {"dependency_wait_us", d.dependency_wait_us},
+          {"other_work_us", d.other_work_us},
           {"idle_before_first_us", d.idle_before_first_us},
           {"host_gap_before_first_us", d.host_gap_before_first_us},
           {"idle_after_last_us", d.idle_after_last_us},
@@ -401,45 +488,107 @@ json dependency_waits_json(const timeline::StepBudget& step) {
   return waits;
 }
 
+namespace {
+
+// How the steps were found, with the evidence: the annotations weighed and their share of the
+// GPU time.
+json step_choice_json(const timeline::StepChoice& choice) {
+  json candidates = json::array();
+  for (const timeline::StepCandidate& c : choice.candidates) {
+    candidates.push_back({{"annotation", c.annotation},
+                          {"ranges", c.ranges},
+                          {"launches", c.launches},
+                          {"gpu_activities", c.gpu_activities},
+                          {"gpu_time_us", c.gpu_time_us},
+                          {"extent_gpu_time_us", c.extent_gpu_time_us},
+                          {"gpu_time_share", c.gpu_time_share},
+                          {"accepted", c.accepted}});
+  }
+  auto or_null = [](const std::string& text) { return text.empty() ? json(nullptr) : json(text); };
+  return {{"method", choice.method},
+          {"engine", or_null(choice.engine)},
+          {"pattern", or_null(choice.pattern)},
+          {"reason", or_null(choice.reason)},
+          {"min_gpu_time_share", timeline::kMinStepGpuTimeShare},
+          {"candidates", candidates},
+          {"trace_gpu_time_us", choice.trace_gpu_time_us},
+          {"steps_gpu_time_us", choice.steps_gpu_time_us},
+          {"steps_gpu_time_share",
+           choice.trace_gpu_time_us > 0 ? choice.steps_gpu_time_us / choice.trace_gpu_time_us : 0}};
+}
+
+json compilation_json(const timeline::Budget& budget) {
+  json ranges = json::array();
+  for (const auto& r : budget.compilation_ranges) {
+    ranges.push_back({{"name", r.name}, {"count", r.count}, {"time_us", r.time_us}});
+  }
+  return {{"time_us", budget.compilation_us},
+          {"wall_share",
+           budget.total_wall_span_us > 0 ? budget.compilation_us / budget.total_wall_span_us : 0},
+          {"explains_host_gap", compilation_explains_host_gap(budget)},
+          {"ranges", ranges}};
+}
+
+json copies_json(const std::vector<std::pair<std::string, double>>& copies) {
+  json out = json::array();
+  for (const auto& [name, us] : copies) out.push_back({{"name", name}, {"time_us", us}});
+  return out;
+}
+
+}  // namespace
+
 json budget_json(const timeline::Budget& budget, const timeline::BudgetThresholds& thresholds,
                  const TraceSource& source) {
   json steps = json::array();
   for (const auto& s : budget.steps) {
     json step_devices = json::array();
     for (const auto& d : s.devices) step_devices.push_back(budget_device_json(d));
-    steps.push_back({{"name", s.name},
-                     {"source", s.source},
-                     {"start_us", s.start_us},
-                     {"host_duration_us", s.host_duration_us},
-                     {"wall_start_us", s.wall_start_us},
-                     {"wall_span_us", s.wall_span_us},
-                     {"gpu_span_us", s.gpu_span_us},
-                     {"gpu_busy_us", s.gpu_busy_us},
-                     {"kernel_busy_us", s.kernel_busy_us},
-                     {"host_gap_us", s.host_gap_us},
-                     {"idle_before_first_us", s.idle_before_first_us},
-                     {"host_gap_before_first_us", s.host_gap_before_first_us},
-                     {"idle_after_last_us", s.idle_after_last_us},
-                     {"device_idle_us", s.device_idle_us},
-                     {"busy_fraction", s.busy_fraction},
-                     {"gpu_span_busy_fraction", s.gpu_span_busy_fraction},
-                     {"host_fed_fraction", s.host_fed_fraction},
-                     {"dependency_wait_us", s.dependency_wait_us},
-                     {"dependency_waits", dependency_waits_json(s)},
-                     {"exposed_communication_us", s.exposed_communication_us},
-                     {"communication", communication_json(s.collective, s.expert_parallel)},
-                     {"gpu_activities", s.gpu_activities},
-                     {"launches", s.kernel_launches},
-                     {"graph_launches", s.graph_launches},
-                     {"captured_launches", s.captured_launches},
-                     {"graph_captures", s.graph_captures},
-                     {"verdict", timeline::step_verdict_name(s.verdict)},
-                     {"devices", step_devices}});
+    steps.push_back(
+        {{"name", s.name},
+         {"source", s.source},
+         {"start_us", s.start_us},
+         {"host_duration_us", s.host_duration_us},
+         {"wall_start_us", s.wall_start_us},
+         {"wall_span_us", s.wall_span_us},
+         {"gpu_span_us", s.gpu_span_us},
+         {"gpu_busy_us", s.gpu_busy_us},
+         {"kernel_busy_us", s.kernel_busy_us},
+         {"host_gap_us", s.host_gap_us},
+         {"idle_before_first_us", s.idle_before_first_us},
+         {"host_gap_before_first_us", s.host_gap_before_first_us},
+         {"idle_after_last_us", s.idle_after_last_us},
+         {"device_idle_us", s.device_idle_us},
+         {"busy_fraction", s.busy_fraction},
+         {"gpu_span_busy_fraction", s.gpu_span_busy_fraction},
+         {"host_fed_fraction", s.host_fed_fraction},
+         {"dependency_wait_us", s.dependency_wait_us},
+         {"dependency_waits", dependency_waits_json(s)},
+         {"other_work_us", s.other_work_us},
+         {"between_steps",
+          {{"activities", s.between_steps_activities}, {"time_us", s.between_steps_us}}},
+         {"exposed_communication_us", s.exposed_communication_us},
+         {"communication", communication_json(s.collective, s.expert_parallel)},
+         {"gpu_activities", s.gpu_activities},
+         {"launches", s.kernel_launches},
+         {"graph_launches", s.graph_launches},
+         {"captured_launches", s.captured_launches},
+         {"graph_captures", s.graph_captures},
+         {"verdict", timeline::step_verdict_name(s.verdict)},
+         {"devices", step_devices}});
   }
   json devices = json::array();
   for (const auto& d : budget.devices) devices.push_back(budget_device_json(d));
   return {
       {"schema", "kprof.budget/1"},
+      {"step_choice", step_choice_json(budget.step_choice)},
+      {"other_work_us", budget.total_other_work_us},
+      {"copies_alone_us", copies_alone_us(budget)},
+      {"compilation", compilation_json(budget)},
+      {"copies", copies_json(copies_of(budget))},
+      {"between_steps",
+       {{"activities", budget.between_steps_activities}, {"time_us", budget.between_steps_us}}},
+      {"outside_steps",
+       {{"activities", budget.outside_steps_activities}, {"time_us", budget.outside_steps_us}}},
       {"tool", tool_json(source.argv)},
       {"trace", source.path},
       {"trace_format", source.stats.format},
@@ -449,8 +598,7 @@ json budget_json(const timeline::Budget& budget, const timeline::BudgetThreshold
         {"kernel_bound_from", thresholds.kernel_bound_from}}},
       {"busy_fraction", busy_fraction(budget)},
       {"gpu_span_busy_fraction", gpu_span_busy_fraction(budget)},
-      {"kernel_busy_fraction",
-       budget.total_wall_span_us > 0 ? budget.total_kernel_busy_us / budget.total_wall_span_us : 0},
+      {"kernel_busy_fraction", kernel_busy_fraction(budget)},
       {"wall_span_us", budget.total_wall_span_us},
       {"gpu_span_us", budget.total_span_us},
       {"gpu_busy_us", budget.total_busy_us},
@@ -512,9 +660,7 @@ std::string budget_text(const timeline::Budget& budget,
       "ms, device-side idle {} ms{})\n",
       escape_for_terminal(source.path), budget.steps.size(), budget.steps.size() == 1 ? "" : "s",
       escape_for_terminal(budget.step_selector), timeline::step_verdict_name(budget.overall),
-      busy_fraction(budget) * 100,
-      budget.total_wall_span_us > 0 ? budget.total_kernel_busy_us / budget.total_wall_span_us * 100
-                                    : 0,
+      busy_fraction(budget) * 100, kernel_busy_fraction(budget) * 100,
       gpu_span_busy_fraction(budget) * 100, host_fed_fraction(budget) * 100,
       trace_ms(budget.total_host_gap_us), trace_ms(budget.total_device_idle_us), waits);
   if (budget.total_host_gap_before_first_us + budget.total_idle_after_last_us > 0) {
@@ -529,6 +675,35 @@ std::string budget_text(const timeline::Budget& budget,
            communication_line("expert-parallel all-to-all", budget.total_expert_parallel) + "\n";
   }
   out += pre_window_line(budget.pre_window_activities, budget.pre_window_us);
+  if (budget.between_steps_activities > 0) {
+    out += fmt::format(
+        "between steps: {} GPU activities ({} ms) launched after a step's annotation closed and "
+        "before its process's next step opened (sampling, bookkeeping), counted in the step they "
+        "follow\n",
+        budget.between_steps_activities, trace_ms(budget.between_steps_us));
+  }
+  if (budget.outside_steps_activities > 0) {
+    out += fmt::format(
+        "outside the steps: {} GPU activities ({} ms, {:.1f}% of the trace's GPU time) no step "
+        "claimed (before the first step, after the last, or launched where the trace does not "
+        "show)\n",
+        budget.outside_steps_activities, trace_ms(budget.outside_steps_us),
+        budget.step_choice.trace_gpu_time_us > 0
+            ? 100 * budget.outside_steps_us / budget.step_choice.trace_gpu_time_us
+            : 0);
+  }
+  if (budget.compilation_us > 0) {
+    out += fmt::format(
+        "compilation and warm-up: {} ms of the steps' wall time lies in ranges that name it ({})\n",
+        trace_ms(budget.compilation_us), compilation_list(budget));
+  }
+  if (budget.total_other_work_us > 0) {
+    out += fmt::format(
+        "other work: for {} ms of the steps' wall time the device ran GPU work the step did not "
+        "claim (launched outside it, or its launch not in the trace): not idle, and not the "
+        "step's busy time\n",
+        trace_ms(budget.total_other_work_us));
+  }
   if (budget.capture_steps > 0) {
     std::uint64_t captured = 0, graphs = 0;
     for (const auto& s : budget.steps) {

@@ -1,5 +1,6 @@
 #include "timeline/step_budget.h"
 
+#include <fmt/format.h>
 #include <re2/re2.h>
 
 #include <algorithm>
@@ -87,6 +88,14 @@ std::optional<StepBatch> step_batch(const std::string& name) {
   return std::nullopt;
 }
 
+bool names_compilation(std::string_view annotation) {
+  static const RE2 kCompilation(
+      "(?i)(compileFusion|nvrtc|GpuLower|compile_fx|_compile\\.compile_inner|dynamo.*compile|"
+      "compile_inner|inductor.*(compile|autotun)|autotun|triton.*compil|precompile|"
+      "cudnnFind|cudnn.*(heuristic|benchmark)|cublas.*heuristic|AlgoGetHeuristic)");
+  return RE2::PartialMatch(re2::StringPiece(annotation.data(), annotation.size()), kCompilation);
+}
+
 std::string idle_kind_name(IdleKind kind) {
   switch (kind) {
     case IdleKind::kHostGap:
@@ -95,6 +104,8 @@ std::string idle_kind_name(IdleKind kind) {
       return "device-side idle";
     case IdleKind::kDependencyWait:
       return "dependency wait";
+    case IdleKind::kOtherWork:
+      return "other work";
   }
   return "host gap";
 }
@@ -111,6 +122,8 @@ std::string step_verdict_name(StepVerdict verdict) {
       return "dependency-bound";
     case StepVerdict::kGraphCapture:
       return "graph capture";
+    case StepVerdict::kTransferBound:
+      return "transfer-bound";
     case StepVerdict::kNoGpuWork:
       break;
   }
@@ -221,6 +234,12 @@ double union_length(const StepWork* begin, const StepWork* end, Keep keep) {
   return open ? total + frontier - open_start : 0;
 }
 
+// Busy over the wall span less the time the device ran other work (outside the step): that time
+// was neither this step's nor idle, so it counts on neither side.
+double busy_share(double busy, double wall, double other_work) {
+  return wall - other_work > 0 ? busy / (wall - other_work) : 1;
+}
+
 void add_device(DeviceBudget& into, const DeviceBudget& part) {
   into.gpu_activities += part.gpu_activities;
   into.kernels += part.kernels;
@@ -235,10 +254,13 @@ void add_device(DeviceBudget& into, const DeviceBudget& part) {
   into.host_idle_us += part.host_idle_us;
   into.device_idle_us += part.device_idle_us;
   into.dependency_wait_us += part.dependency_wait_us;
+  into.other_work_us += part.other_work_us;
   into.exposed_communication_us += part.exposed_communication_us;
   add_communication(into.collective, part.collective);
   add_communication(into.expert_parallel, part.expert_parallel);
-  into.busy_fraction = into.wall_span_us > 0 ? into.gpu_busy_us / into.wall_span_us : 0;
+  into.busy_fraction = into.wall_span_us > 0
+                           ? busy_share(into.gpu_busy_us, into.wall_span_us, into.other_work_us)
+                           : 0;
   into.gpu_span_busy_fraction = into.gpu_span_us > 0 ? into.gpu_busy_us / into.gpu_span_us : 0;
 }
 
@@ -249,10 +271,18 @@ double host_fed(double busy, double waited) {
 // The verdict of GPU work that was kept waiting `host_gap` by the host and `dependency` by
 // stream waits: dependency-bound when the waits are the larger share and the step is not
 // kernel-bound anyway; else by the fraction of the time the device was kept fed.
-StepVerdict judge(double busy, double host_gap, double dependency, const BudgetThresholds& t) {
+// A device the host kept fed whose busy time was mostly copies alone (busy less the kernels'
+// union) is transfer-bound.
+StepVerdict judge(double busy, double kernel_busy, double host_gap, double dependency,
+                  const BudgetThresholds& t) {
   double fed = host_fed(busy, host_gap + dependency);
   if (dependency > host_gap && fed < t.kernel_bound_from) return StepVerdict::kDependencyBound;
-  return classify(fed, t);
+  StepVerdict verdict = classify(fed, t);
+  if (verdict != StepVerdict::kHostBound && busy > 0 &&
+      busy - kernel_busy > kTransferBoundShare * busy) {
+    return StepVerdict::kTransferBound;
+  }
+  return verdict;
 }
 
 }  // namespace
@@ -268,7 +298,8 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
   } else {
     candidates.emplace_back(step_regex, "/" + step_regex + "/");
   }
-  for (const auto& [regex, description] : candidates) {
+  for (std::size_t c = 0; c < candidates.size(); ++c) {
+    const auto& [regex, description] = candidates[c];
     RE2 pattern(regex, RE2::Quiet);
     if (!pattern.ok()) {
       throw std::invalid_argument("--step \"" + step_regex +
@@ -283,6 +314,13 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
     }
     if (!steps.empty()) {
       budget.step_selector = description;
+      budget.step_choice.pattern = regex;
+      if (step_regex.empty()) {
+        budget.step_choice.method = "engine step annotations";
+        budget.step_choice.engine = builtin_step_markers()[c].engine;
+      } else {
+        budget.step_choice.method = "--step";
+      }
       break;
     }
   }
@@ -290,7 +328,6 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
   if (budget.step_selector == "PyTorch step annotations") {
     budget.step_selector = "ProfilerStep#N annotations";
   }
-  if (steps.empty() && step_regex.empty()) steps = repeated_annotation(&budget.step_selector);
 
   // Each activity's launch call, joined by (process, correlation id).
   std::vector<std::size_t> launch_of;
@@ -457,16 +494,50 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
       }
     }
   }
-  // Per device, the intervals its pre-window work occupied: the device was busy with it, not idle
-  // for the host, when a step's first work queued behind it.
-  std::map<std::int64_t, std::vector<std::pair<double, double>>> pre_window_busy;
-  std::map<std::int64_t, double> pre_window_end;  // per device: when its last such work ended
-  for (std::size_t i = 0; i < activities_.size(); ++i) {
-    if (pre_window[i]) {
-      const Activity& a = activities_[i];
-      pre_window_busy[a.device].emplace_back(a.start, a.end);
-      auto [it, added] = pre_window_end.try_emplace(a.device, a.end);
-      if (!added) it->second = std::max(it->second, a.end);
+  // Without a step marker or --step: a repeated annotation of the program's own, if one holds a
+  // real share of the GPU work.
+  {
+    StepChoice& choice = budget.step_choice;
+    for (std::size_t i = 0; i < activities_.size(); ++i) {
+      if (!pre_window[i]) choice.trace_gpu_time_us += activities_[i].end - activities_[i].start;
+    }
+    if (steps.empty() && step_regex.empty()) {
+      steps = repeated_annotation(launch_of, pre_window, &choice);
+      if (!steps.empty()) {
+        const StepCandidate* chosen = nullptr;
+        for (const StepCandidate& c : choice.candidates) {
+          if (c.accepted) chosen = &c;
+        }
+        choice.method = "repeated annotation";
+        budget.step_selector = fmt::format(
+            "the repeated annotation \"{}\" ({} top-level ranges holding {:.1f}% of the GPU "
+            "time launched from the first to the last; no engine step annotation; --step picks "
+            "others)",
+            chosen->annotation, chosen->ranges, 100 * chosen->gpu_time_share);
+      }
+    }
+  }
+  // Per device, the union of all its GPU work (every step's, work outside the steps, work before
+  // the profiler's window): an idle interval of a step — a stretch with none of the step's own
+  // work — that overlaps it was the device running other work, not idle for the host or behind a
+  // wait (DeviceBudget::other_work_us).
+  struct DeviceBusy {
+    std::vector<std::pair<double, double>> intervals;  // disjoint, by start
+  };
+  std::map<std::int64_t, DeviceBusy> device_busy;
+  {
+    std::map<std::int64_t, std::vector<std::pair<double, double>>> raw;
+    for (const Activity& a : activities_) raw[a.device].emplace_back(a.start, a.end);
+    for (auto& [device, intervals] : raw) {
+      std::sort(intervals.begin(), intervals.end());
+      auto& merged = device_busy[device].intervals;
+      for (auto [from, to] : intervals) {
+        if (!merged.empty() && from <= merged.back().second) {
+          merged.back().second = std::max(merged.back().second, to);
+        } else {
+          merged.emplace_back(from, to);
+        }
+      }
     }
   }
   std::vector<StepBudget> results;
@@ -496,7 +567,8 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
     // after the device had run out of work (or its launch is not in the trace), the device's own
     // otherwise — unless a stream wait held the item back after it was ready, which makes that
     // part of the interval a dependency wait. Idle after the last item to the annotation's end is
-    // the host's: the step was still running on it.
+    // the host's: the step was still running on it. Wherever the device ran other work meanwhile
+    // (outside the step), that part is other work, never idle of any kind.
     for (size_t i = 0; i < work.size();) {
       DeviceBudget device;
       device.device = work[i].device;
@@ -505,47 +577,46 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
       // ran before the previous step ended): then its span starts with that work.
       double wall_start = std::isnan(wall_from) ? first : std::min(wall_from, first);
       double frontier = wall_start, open_start = wall_start;
-      auto keep_idle = [&](double from, double to, IdleKind kind) {
-        if (keep_timeline_ && to > from) step.idle.push_back({device.device, from, to, kind});
+      const std::vector<std::pair<double, double>>& busy = device_busy[device.device].intervals;
+      auto put = [&](double from, double to, IdleKind kind) -> double {
+        if (to <= from) return 0;
+        switch (kind) {
+          case IdleKind::kHostGap:
+            device.host_idle_us += to - from;
+            break;
+          case IdleKind::kDeviceIdle:
+            device.device_idle_us += to - from;
+            break;
+          case IdleKind::kDependencyWait:
+            device.dependency_wait_us += to - from;
+            break;
+          case IdleKind::kOtherWork:
+            device.other_work_us += to - from;
+            break;
+        }
+        if (keep_timeline_) step.idle.push_back({device.device, from, to, kind});
+        return to - from;
       };
-      // Work from before the profiler's window that ran between the wall start and the first
-      // item kept the device busy: those pieces are device-side (the item queued behind it, not
-      // behind the host), the rest of that lead is judged as below, with the first item's launch.
-      // (Checked against when that work ended first: it lies at the trace's start, so later steps
-      // skip the scan.)
-      if (auto busy = pre_window_busy.find(device.device);
-          busy != pre_window_busy.end() && first > frontier &&
-          pre_window_end[device.device] > frontier) {
-        std::vector<std::pair<double, double>> pieces;
-        for (const auto& [start, end] : busy->second) {
-          double from = std::max(start, frontier), to = std::min(end, first);
-          if (to > from) pieces.emplace_back(from, to);
-        }
-        std::sort(pieces.begin(), pieces.end());
-        if (!pieces.empty()) {
-          const StepWork& head = work[i];
-          bool host = head.launch == kNoLaunch || launches_[head.launch].end > frontier;
-          double cursor = frontier, covered = 0;
-          auto uncovered = [&](double from, double to) {
-            if (to <= from) return;
-            (host ? device.host_idle_us : device.device_idle_us) += to - from;
-            if (host) device.host_gap_before_first_us += to - from;
-            keep_idle(from, to, host ? IdleKind::kHostGap : IdleKind::kDeviceIdle);
-          };
-          for (auto [from, to] : pieces) {
-            if (to <= cursor) continue;
-            from = std::max(from, cursor);
-            uncovered(cursor, from);
-            covered += to - from;
-            keep_idle(from, to, IdleKind::kDeviceIdle);
-            cursor = to;
-          }
-          uncovered(cursor, first);
-          device.device_idle_us += covered;
-          device.idle_before_first_us = first - frontier;
-          frontier = open_start = first;
-        }
-      }
+      // The stretch of [from, to) in which the device ran work outside the step: from the first
+      // such work's start to the last one's end (the gaps between them are that work's own, not
+      // this step's). {to, to} when it ran none.
+      auto other_work_in = [&](double from, double to) -> std::pair<double, double> {
+        auto first = std::upper_bound(busy.begin(), busy.end(), from,
+                                      [](double t, const auto& x) { return t < x.second; });
+        if (first == busy.end() || first->first >= to) return {to, to};
+        auto last = std::lower_bound(first, busy.end(), to,
+                                     [](const auto& x, double t) { return x.first < t; });
+        return {std::max(first->first, from), std::min(std::prev(last)->second, to)};
+      };
+      // Books [from, to): where the device ran other work as such, the rest (before and after
+      // it) as `kind`; returns the part booked as `kind`.
+      auto book = [&](double from, double to, IdleKind kind) -> double {
+        if (to <= from) return 0;
+        auto [a, b] = other_work_in(from, to);
+        double booked = put(from, a, kind);
+        put(a, b, IdleKind::kOtherWork);
+        return booked + put(b, to, kind);
+      };
       size_t j = i;
       for (; j < work.size() && work[j].device == device.device; ++j) {
         const StepWork& w = work[j];
@@ -558,25 +629,30 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
         last = std::max(last, w.end);
         if (w.start > frontier) {
           device.gpu_busy_us += frontier - open_start;
-          double gap = w.start - frontier;
           double host_before = device.host_idle_us;
-          if (j == i) device.idle_before_first_us += gap;
+          double idle_before =
+              device.host_idle_us + device.device_idle_us + device.dependency_wait_us;
           if (w.launch == kNoLaunch) {
-            device.host_idle_us += gap;
-            keep_idle(frontier, w.start, IdleKind::kHostGap);
+            book(frontier, w.start, IdleKind::kHostGap);
           } else {
             const Launch& launch = launches_[w.launch];
             // A graph's nodes run while cudaGraphLaunch is still in progress.
             double ready = launch.graph ? launch.time : launch.end;
             double waiting_from = std::max(frontier, ready);
-            double waited = w.start - waiting_from;
+            // The gap less the other work run in it: a stretch before that work, one after.
+            auto [a, b] = other_work_in(frontier, w.start);
+            const std::pair<double, double> pieces[2] = {{frontier, a}, {b, w.start}};
+            double waited = 0;
+            for (auto [from, to] : pieces)
+              waited += std::max(0.0, to - std::max(from, waiting_from));
             const StreamWait* wait = waited > kDependencyWaitFloorUs ? find_wait(w) : nullptr;
+            put(a, b, IdleKind::kOtherWork);
             if (wait) {
-              double host_part = std::max(0.0, std::min(ready, w.start) - frontier);
-              device.host_idle_us += host_part;
-              device.dependency_wait_us += waited;
-              keep_idle(frontier, frontier + host_part, IdleKind::kHostGap);
-              keep_idle(waiting_from, w.start, IdleKind::kDependencyWait);
+              // Before the work was ready the host's, after it the wait's.
+              for (auto [from, to] : pieces) {
+                put(from, std::min(to, std::max(from, waiting_from)), IdleKind::kHostGap);
+                put(std::max(from, waiting_from), to, IdleKind::kDependencyWait);
+              }
               DependencyWait record;
               record.device = device.device;
               record.stream = activities_[w.activity].stream;
@@ -588,15 +664,19 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
               record.process = launch.pid;
               record.ready_at_us = waiting_from;
               step.dependency_waits.push_back(std::move(record));
-            } else if (launch.end > frontier) {
-              device.host_idle_us += gap;
-              keep_idle(frontier, w.start, IdleKind::kHostGap);
             } else {
-              device.device_idle_us += gap;
-              keep_idle(frontier, w.start, IdleKind::kDeviceIdle);
+              // The host's where the launch call ended after the device ran out of work (at the
+              // stretch's start), the device's own otherwise.
+              for (auto [from, to] : pieces) {
+                put(from, to, launch.end > from ? IdleKind::kHostGap : IdleKind::kDeviceIdle);
+              }
             }
           }
-          if (j == i) device.host_gap_before_first_us = device.host_idle_us - host_before;
+          if (j == i) {
+            device.host_gap_before_first_us = device.host_idle_us - host_before;
+            device.idle_before_first_us = device.host_idle_us + device.device_idle_us +
+                                          device.dependency_wait_us - idle_before;
+          }
           open_start = w.start;
         }
         frontier = std::max(frontier, w.end);
@@ -606,15 +686,10 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
       if (!std::isnan(wall_to)) {
         // To the annotation's end the host was still in the step; beyond it, to the step's last
         // work on another device, this device waited on the others (device-side).
-        if (wall_to > last) {
-          device.idle_after_last_us = wall_to - last;
-          device.host_idle_us += device.idle_after_last_us;
-          keep_idle(last, wall_to, IdleKind::kHostGap);
-        }
+        if (wall_to > last) device.idle_after_last_us = book(last, wall_to, IdleKind::kHostGap);
         wall_end = std::max(wall_to, last);
         if (step_last > wall_end) {
-          device.device_idle_us += step_last - wall_end;
-          keep_idle(wall_end, step_last, IdleKind::kDeviceIdle);
+          book(wall_end, step_last, IdleKind::kDeviceIdle);
           wall_end = step_last;
         }
       }
@@ -641,7 +716,8 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
       device.expert_parallel = time_of(CommunicationKind::kExpertParallel);
       device.gpu_span_us = last - first;
       device.wall_span_us = wall_end - wall_start;
-      device.busy_fraction = device.wall_span_us > 0 ? device.gpu_busy_us / device.wall_span_us : 1;
+      device.busy_fraction =
+          busy_share(device.gpu_busy_us, device.wall_span_us, device.other_work_us);
       device.gpu_span_busy_fraction =
           device.gpu_span_us > 0 ? device.gpu_busy_us / device.gpu_span_us : 1;
       step.gpu_span_us += device.gpu_span_us;
@@ -651,12 +727,14 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
       step.host_gap_us += device.host_idle_us;
       step.device_idle_us += device.device_idle_us;
       step.dependency_wait_us += device.dependency_wait_us;
+      step.other_work_us += device.other_work_us;
       step.idle_before_first_us += device.idle_before_first_us;
       step.host_gap_before_first_us += device.host_gap_before_first_us;
       step.idle_after_last_us += device.idle_after_last_us;
       step.exposed_communication_us += device.exposed_communication_us;
       add_communication(step.collective, device.collective);
       add_communication(step.expert_parallel, device.expert_parallel);
+      step.wall_end_us = std::max(step.wall_end_us, wall_end);
       step.devices.push_back(device);
       i = j;
     }
@@ -667,10 +745,11 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
       wait.blocking_call =
           blocking_over(wait.process, wait.ready_at_us, wait.ready_at_us + wait.waited_us);
     }
-    step.busy_fraction = step.wall_span_us > 0 ? step.gpu_busy_us / step.wall_span_us : 1;
+    step.busy_fraction = busy_share(step.gpu_busy_us, step.wall_span_us, step.other_work_us);
     step.gpu_span_busy_fraction = step.gpu_span_us > 0 ? step.gpu_busy_us / step.gpu_span_us : 1;
     step.host_fed_fraction = host_fed(step.gpu_busy_us, step.host_gap_us + step.dependency_wait_us);
-    step.verdict = judge(step.gpu_busy_us, step.host_gap_us, step.dependency_wait_us, t);
+    step.verdict =
+        judge(step.gpu_busy_us, step.kernel_busy_us, step.host_gap_us, step.dependency_wait_us, t);
   };
   auto work_of = [&](std::size_t i) {
     const Activity& a = activities_[i];
@@ -679,10 +758,30 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
   budget.pre_window = pre_window;
   constexpr double kNoWall = std::numeric_limits<double>::quiet_NaN();
   if (steps.empty()) {
+    StepChoice& choice = budget.step_choice;
+    choice.method = "whole trace";
+    if (!step_regex.empty()) {
+      choice.pattern = step_regex;
+      choice.reason = "no annotation matches /" + step_regex + "/";
+    } else if (choice.candidates.empty()) {
+      choice.reason = "no step annotations kprof knows";
+    } else {
+      // The largest candidate said by name: why the annotation the program repeats was not used.
+      const StepCandidate& best = *std::max_element(
+          choice.candidates.begin(), choice.candidates.end(),
+          [](const auto& x, const auto& y) { return x.gpu_time_us < y.gpu_time_us; });
+      choice.reason = fmt::format(
+          "no step annotations kprof knows; the repeated annotation \"{}\" ({} ranges, {} "
+          "launches) holds {:.1f}% of the GPU time launched from its first range to its last, "
+          "under the {:.0f}% a step annotation must hold",
+          best.annotation, best.ranges, best.launches, 100 * best.gpu_time_share,
+          100 * kMinStepGpuTimeShare);
+      if (choice.candidates.size() > 1) {
+        choice.reason += fmt::format(" ({} others fewer)", choice.candidates.size() - 1);
+      }
+    }
     budget.step_selector =
-        step_regex.empty()
-            ? "the whole trace (no step annotations kprof knows; --step picks others)"
-            : "the whole trace (no annotation matches /" + step_regex + "/)";
+        "the whole trace (" + choice.reason + (step_regex.empty() ? "; --step picks others)" : ")");
     StepBudget whole;
     whole.name = "trace";
     whole.source = "whole trace";
@@ -733,7 +832,21 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
   std::stable_sort(steps.begin(), steps.end(),
                    [](const Annotation* x, const Annotation* y) { return x->start < y->start; });
   std::map<std::int64_t, double> previous_step_end;  // by process
-  for (const Annotation* a : steps) {
+  // Per step, when its process's next step opens: what is launched after the step's annotation
+  // closed and before then is the step's too (vLLM V1 launches its sampler after execute_model's
+  // range closes) — busy time of the step it follows, never idle of the next.
+  std::vector<double> next_step_start(steps.size(), std::numeric_limits<double>::infinity());
+  {
+    std::map<std::int64_t, double> next_by_process;
+    for (std::size_t k = steps.size(); k-- > 0;) {
+      auto found = next_by_process.find(steps[k]->pid);
+      if (found != next_by_process.end()) next_step_start[k] = found->second;
+      next_by_process[steps[k]->pid] = steps[k]->start;
+    }
+  }
+  std::vector<bool> claimed(activities_.size(), false);
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const Annotation* a = steps[k];
     StepBudget step;
     step.name = a->name;
     step.start_us = a->start;
@@ -757,6 +870,29 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
            it != work_by_launch_time.end() && it->first <= end; ++it) {
         if (launches_[launch_of[it->second]].pid == a->pid) taken.push_back(it->second);
       }
+      // Launched between this step's annotation and the next step of its process.
+      double until = next_step_start[k];
+      if (until > end && std::isfinite(until)) {
+        for (auto it =
+                 std::upper_bound(launches_by_time.begin(), launches_by_time.end(),
+                                  std::make_pair(end, std::numeric_limits<std::size_t>::max()));
+             it != launches_by_time.end() && it->first < until; ++it) {
+          const Launch& launch = launches_[it->second];
+          if (launch.pid != a->pid) continue;
+          ++step.kernel_launches;
+          step.graph_launches += launch.graph;
+          step.captured_launches += captured[it->second];
+        }
+        for (auto it =
+                 std::upper_bound(work_by_launch_time.begin(), work_by_launch_time.end(),
+                                  std::make_pair(end, std::numeric_limits<std::size_t>::max()));
+             it != work_by_launch_time.end() && it->first < until; ++it) {
+          if (launches_[launch_of[it->second]].pid != a->pid) continue;
+          taken.push_back(it->second);
+          ++step.between_steps_activities;
+          step.between_steps_us += activities_[it->second].end - activities_[it->second].start;
+        }
+      }
     } else {
       step.source = "gpu annotation";
       for (auto it = from(work_by_start, a->start - longest);
@@ -767,6 +903,7 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
       }
     }
     std::sort(taken.begin(), taken.end());
+    for (std::size_t i : taken) claimed[i] = true;
     std::vector<StepWork> work;
     for (std::size_t i : taken) {
       StepWork w = work_of(i);
@@ -788,6 +925,20 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
     if (step.graph_captures > 0) step.verdict = StepVerdict::kGraphCapture;
     results.push_back(step);
   }
+  // What the steps left out, and what they hold of the trace's GPU time.
+  if (!steps.empty()) {
+    for (std::size_t i = 0; i < activities_.size(); ++i) {
+      double duration = activities_[i].end - activities_[i].start;
+      if (claimed[i]) {
+        budget.step_choice.steps_gpu_time_us += duration;
+      } else if (!pre_window[i]) {
+        ++budget.outside_steps_activities;
+        budget.outside_steps_us += duration;
+      }
+    }
+  } else {
+    budget.step_choice.steps_gpu_time_us = budget.step_choice.trace_gpu_time_us;
+  }
   // Stable: steps starting together (two processes' first steps) stay in trace order.
   std::stable_sort(results.begin(), results.end(), [](const StepBudget& x, const StepBudget& y) {
     return x.start_us < y.start_us;
@@ -808,6 +959,9 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
     budget.total_host_gap_us += step.host_gap_us;
     budget.total_device_idle_us += step.device_idle_us;
     budget.total_dependency_wait_us += step.dependency_wait_us;
+    budget.total_other_work_us += step.other_work_us;
+    budget.between_steps_activities += step.between_steps_activities;
+    budget.between_steps_us += step.between_steps_us;
     budget.total_exposed_communication_us += step.exposed_communication_us;
     add_communication(budget.total_collective, step.collective);
     add_communication(budget.total_expert_parallel, step.expert_parallel);
@@ -818,11 +972,53 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
     }
   }
   for (const auto& [id, device] : devices) budget.devices.push_back(device);
+  // One-time compilation and warm-up named by the trace's ranges, inside the judged steps.
+  {
+    std::vector<const Annotation*> compiling;
+    for (const Annotation& a : annotations_) {
+      if (!a.gpu_side && names_compilation(a.name)) compiling.push_back(&a);
+    }
+    std::sort(compiling.begin(), compiling.end(),
+              [](const Annotation* x, const Annotation* y) { return x->start < y->start; });
+    std::vector<std::pair<double, double>> walls;
+    for (const StepBudget& step : results) {
+      if (step.verdict != StepVerdict::kGraphCapture && step.wall_end_us > step.wall_start_us) {
+        walls.emplace_back(step.wall_start_us, step.wall_end_us);
+      }
+    }
+    auto inside_walls = [&](double from, double to) {
+      double total = 0;
+      for (auto [a, b] : walls) total += std::max(0.0, std::min(b, to) - std::max(a, from));
+      return total;
+    };
+    std::map<std::string, Budget::CompilationRange> by_name;
+    double outer_end = -std::numeric_limits<double>::infinity();
+    for (const Annotation* a : compiling) {
+      double end = a->start + a->duration;
+      if (a->start < outer_end) {  // nested in (or overlapping) the range before: counted there
+        if (end > outer_end) budget.compilation_us += inside_walls(outer_end, end);
+        outer_end = std::max(outer_end, end);
+        continue;
+      }
+      outer_end = end;
+      double inside = inside_walls(a->start, end);
+      budget.compilation_us += inside;
+      if (inside <= 0) continue;
+      Budget::CompilationRange& range = by_name[a->name];
+      range.name = a->name;
+      ++range.count;
+      range.time_us += inside;
+    }
+    for (auto& [name, range] : by_name) budget.compilation_ranges.push_back(range);
+    std::stable_sort(budget.compilation_ranges.begin(), budget.compilation_ranges.end(),
+                     [](const auto& x, const auto& y) { return x.time_us > y.time_us; });
+    if (budget.compilation_ranges.size() > 5) budget.compilation_ranges.resize(5);
+  }
   budget.steps = std::move(results);
   if (keep_timeline_) budget.timeline = timeline_;
   if (budget.total_span_us > 0) {
-    budget.overall =
-        judge(budget.total_busy_us, budget.total_host_gap_us, budget.total_dependency_wait_us, t);
+    budget.overall = judge(budget.total_busy_us, budget.total_kernel_busy_us,
+                           budget.total_host_gap_us, budget.total_dependency_wait_us, t);
   } else if (budget.capture_steps > 0 && budget.capture_steps == budget.steps.size()) {
     budget.overall = StepVerdict::kGraphCapture;
   }
@@ -831,9 +1027,15 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
 
 // Without a step marker kprof knows: a CPU annotation the program repeats (record_function
 // "decode_step" around each step) — at least 3 times, top-level (inside no other annotation of
-// its process), never overlapping itself — the one whose ranges hold the most launches.
+// its process), never overlapping itself — whose ranges hold a real share of the GPU work: of
+// those whose ranges' launches carry at least kMinStepGpuTimeShare of the GPU time launched from
+// their first range's start to their last one's end (in their processes), the one holding the
+// most. A repeated annotation around a side
+// detail (one all-gather on a side stream per iteration) is weighed and turned down: the steps
+// are then the whole trace, and the choice says why.
 std::vector<const BudgetBuilder::Annotation*> BudgetBuilder::repeated_annotation(
-    std::string* selector) const {
+    const std::vector<std::size_t>& launch_of, const std::vector<bool>& pre_window,
+    StepChoice* choice) const {
   std::map<std::string, std::vector<const Annotation*>> by_name;
   for (const Annotation& a : annotations_) {
     if (!a.gpu_side && !is_step_operator_like(a.name)) by_name[a.name].push_back(&a);
@@ -847,9 +1049,20 @@ std::vector<const BudgetBuilder::Annotation*> BudgetBuilder::repeated_annotation
     }
     return false;
   };
-  std::vector<double> launch_times;
-  for (const Launch& l : launches_) launch_times.push_back(l.time);
-  std::sort(launch_times.begin(), launch_times.end());
+  // Launch calls by time, and the GPU work each enqueued (its summed durations and count).
+  std::vector<double> launch_gpu_time(launches_.size(), 0);
+  std::vector<std::uint64_t> launch_gpu_work(launches_.size(), 0);
+  for (std::size_t i = 0; i < activities_.size(); ++i) {
+    if (launch_of[i] == kNoLaunch || pre_window[i]) continue;
+    launch_gpu_time[launch_of[i]] += activities_[i].end - activities_[i].start;
+    ++launch_gpu_work[launch_of[i]];
+  }
+  std::vector<std::pair<double, std::size_t>> launches_by_time;
+  launches_by_time.reserve(launches_.size());
+  for (std::size_t i = 0; i < launches_.size(); ++i) {
+    launches_by_time.emplace_back(launches_[i].time, i);
+  }
+  std::sort(launches_by_time.begin(), launches_by_time.end());
   // The 64 most repeated names are candidates: the checks below scan the annotations, and a trace
   // may hold thousands of distinct ones.
   std::vector<std::vector<const Annotation*>*> candidates;
@@ -860,7 +1073,7 @@ std::vector<const BudgetBuilder::Annotation*> BudgetBuilder::repeated_annotation
                    [](const auto* x, const auto* y) { return x->size() > y->size(); });
   if (candidates.size() > 64) candidates.resize(64);
   const std::vector<const Annotation*>* best = nullptr;
-  std::size_t best_launches = 0;
+  std::size_t best_index = 0;
   for (std::vector<const Annotation*>* candidate : candidates) {
     std::vector<const Annotation*>& ranges = *candidate;
     std::sort(ranges.begin(), ranges.end(),
@@ -873,22 +1086,53 @@ std::vector<const BudgetBuilder::Annotation*> BudgetBuilder::repeated_annotation
     // Checked on a few ranges only: the rule is about the kind of range, and a trace has many.
     for (std::size_t i = 0; i < ranges.size() && i < 3 && ok; ++i) ok = !inside_another(*ranges[i]);
     if (!ok) continue;
-    std::size_t launches = 0;
+    StepCandidate weighed;
+    weighed.annotation = ranges.front()->name;
+    weighed.ranges = ranges.size();
     for (const Annotation* a : ranges) {
-      launches +=
-          std::upper_bound(launch_times.begin(), launch_times.end(), a->start + a->duration) -
-          std::lower_bound(launch_times.begin(), launch_times.end(), a->start);
+      auto it = std::lower_bound(launches_by_time.begin(), launches_by_time.end(),
+                                 std::make_pair(a->start, std::size_t{0}));
+      for (; it != launches_by_time.end() && it->first <= a->start + a->duration; ++it) {
+        if (launches_[it->second].pid != a->pid) continue;
+        ++weighed.launches;
+        weighed.gpu_activities += launch_gpu_work[it->second];
+        weighed.gpu_time_us += launch_gpu_time[it->second];
+      }
     }
-    if (launches > best_launches) {
+    if (weighed.launches == 0) continue;  // holds no launch: not a step of GPU work
+    // The GPU work launched from the first range's start to the last one's end, in the ranges'
+    // processes: what steps there would cover (work between ranges is the step's it follows).
+    // Warm-up and loading outside that stretch (a model's weights copied in first) do not count.
+    std::map<std::int64_t, std::pair<double, double>> extent;  // process -> first start, last end
+    for (const Annotation* a : ranges) {
+      auto [it, added] = extent.try_emplace(a->pid, a->start, a->start + a->duration);
+      it->second.first = std::min(it->second.first, a->start);
+      it->second.second = std::max(it->second.second, a->start + a->duration);
+    }
+    for (const auto& [pid, span] : extent) {
+      auto it = std::lower_bound(launches_by_time.begin(), launches_by_time.end(),
+                                 std::make_pair(span.first, std::size_t{0}));
+      for (; it != launches_by_time.end() && it->first <= span.second; ++it) {
+        if (launches_[it->second].pid == pid)
+          weighed.extent_gpu_time_us += launch_gpu_time[it->second];
+      }
+    }
+    weighed.gpu_time_share =
+        weighed.extent_gpu_time_us > 0 ? weighed.gpu_time_us / weighed.extent_gpu_time_us : 0;
+    choice->candidates.push_back(weighed);
+    if (weighed.gpu_time_share >= kMinStepGpuTimeShare &&
+        (!best || weighed.gpu_time_us > choice->candidates[best_index].gpu_time_us)) {
       best = &ranges;
-      best_launches = launches;
+      best_index = choice->candidates.size() - 1;
     }
   }
+  // The weighed candidates, the most GPU time first (the JSON's evidence).
+  if (best) choice->candidates[best_index].accepted = true;
+  std::stable_sort(
+      choice->candidates.begin(), choice->candidates.end(),
+      [](const StepCandidate& x, const StepCandidate& y) { return x.gpu_time_us > y.gpu_time_us; });
+  if (choice->candidates.size() > 8) choice->candidates.resize(8);
   if (!best) return {};
-  *selector = "the repeated annotation \"" + best->front()->name + "\" (" +
-              std::to_string(best->size()) +
-              " top-level ranges holding the most launches; no engine step annotation; --step "
-              "picks others)";
   return *best;
 }
 

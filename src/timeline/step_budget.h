@@ -29,15 +29,26 @@ struct BudgetThresholds {
 // (cudaStreamWaitEvent and kin) longer than the host kept it waiting. kGraphCapture: a step that
 // captures a CUDA graph (a cudaStreamEndCapture in it; its launches between BeginCapture and
 // EndCapture run nothing) measures capture, not serving; it is left out of the totals.
+// kTransferBound: the device was kept fed (not host- or dependency-bound) but more than
+// kTransferBoundShare of its busy time ran copies or memsets and no kernel: faster kernels will
+// not shorten the step; pinning, overlapping or avoiding the copies will.
 enum class StepVerdict {
   kHostBound,
   kKernelBound,
   kMixed,
   kNoGpuWork,
   kDependencyBound,
-  kGraphCapture
+  kGraphCapture,
+  kTransferBound
 };
+inline constexpr double kTransferBoundShare = 0.5;
 std::string step_verdict_name(StepVerdict verdict);
+
+// Whether an annotation (NVTX or record_function range) names one-time compilation or warm-up:
+// nvFuser's KernelExecutor::compileFusion / executor_utils::NVRTC / GpuLower, NVRTC itself,
+// Inductor's compile_fx and Triton compilation or autotuning, dynamo's compile, cuDNN's and
+// cuBLAS(Lt)'s heuristics or algorithm searches.
+bool names_compilation(std::string_view annotation);
 
 // The step markers kprof recognises without --step, in the order it tries them: the first kind
 // with a matching annotation delimits the steps. Each has the engine, the RE2 pattern and where
@@ -89,6 +100,10 @@ struct DeviceBudget {
   // when longer than kDependencyWaitFloorUs and a wait was issued for its stream (or on the
   // launching thread, where the trace does not say the stream) since the stream's previous work.
   double dependency_wait_us = 0;
+  // Time in the step's wall span, between its own work, that the device ran GPU work of no step
+  // of this one (enqueued before the profiler's window, launched outside every step, another
+  // process's): not idle — neither the host's gap nor a wait —, and not the step's busy time.
+  double other_work_us = 0;
   double busy_fraction = 0;           // busy / wall span
   double gpu_span_busy_fraction = 0;  // busy / GPU span
   // Time this device ran only communication kernels (the stage table's "communication"), no other
@@ -117,9 +132,11 @@ struct DependencyWait {
   std::string blocking_call;
 };
 
-// What a device waited for during an idle interval inside a step (the classes DeviceBudget sums).
-enum class IdleKind { kHostGap, kDeviceIdle, kDependencyWait };
-std::string idle_kind_name(IdleKind kind);  // "host gap", "device-side idle", "dependency wait"
+// What a device waited for during an idle interval inside a step (the classes DeviceBudget sums);
+// kOtherWork: not idle at all — the device ran work outside the step (DeviceBudget::other_work_us).
+enum class IdleKind { kHostGap, kDeviceIdle, kDependencyWait, kOtherWork };
+// "host gap", "device-side idle", "dependency wait", "other work"
+std::string idle_kind_name(IdleKind kind);
 
 // One idle interval of a device inside a step, kept with BudgetBuilder::keep_timeline(): a step's
 // intervals of one kind add up to its host_gap_us, device_idle_us or dependency_wait_us.
@@ -151,6 +168,7 @@ struct StepBudget {
   // its process (its annotation's end or its last GPU work, the later) when that is later — the
   // steps of a pipelined engine overlap, and no time is booked to two steps.
   double wall_start_us = 0;
+  double wall_end_us = 0;  // the latest end of the wall span over the step's devices
   // Summed over the step's devices (each device's span, busy and idle computed on its own).
   double wall_span_us = 0;    // DeviceBudget::wall_span_us summed
   double gpu_span_us = 0;     // first GPU activity start to last end
@@ -161,7 +179,13 @@ struct StepBudget {
   double host_gap_us = 0;         // idle the host caused (the GPU waited for a launch)
   double device_idle_us = 0;      // idle with the work already enqueued (graph-internal, latency)
   double dependency_wait_us = 0;  // idle behind a stream wait (DeviceBudget::dependency_wait_us)
-  double busy_fraction = 0;       // busy / wall span
+  double other_work_us = 0;       // the device ran work of no step (DeviceBudget::other_work_us)
+  // GPU work launched after the step's annotation closed and before its process's next step
+  // opened (vLLM V1 samples after execute_model's range): counted in this step, its work and busy
+  // time; here how much of it there was (summed durations).
+  std::uint64_t between_steps_activities = 0;
+  double between_steps_us = 0;
+  double busy_fraction = 0;           // busy / wall span
   double gpu_span_busy_fraction = 0;  // busy / GPU span (what kprof reported before the wall span)
   // busy / (busy + host gap + dependency wait): what the verdict is taken from.
   double host_fed_fraction = 0;
@@ -184,9 +208,46 @@ struct StepBudget {
   std::vector<IdleInterval> idle;
 };
 
+// A repeated top-level annotation considered for the steps when the trace has no engine step
+// marker (BudgetBuilder::finish without a step regex), with the GPU work its ranges hold.
+struct StepCandidate {
+  std::string annotation;
+  std::uint64_t ranges = 0;
+  std::uint64_t launches = 0;        // launch calls inside the ranges (same process)
+  std::uint64_t gpu_activities = 0;  // GPU work those launches enqueued
+  double gpu_time_us = 0;            // its summed durations
+  // All GPU work launched from the first range's start to the last one's end (the ranges'
+  // processes), and the share of it the ranges' own launches carry.
+  double extent_gpu_time_us = 0;
+  double gpu_time_share = 0;
+  bool accepted = false;
+};
+// A repeated annotation is taken for the steps only when the GPU work launched inside its ranges
+// is at least this share of the GPU work launched from its first range's start to its last one's
+// end. Steps are meant to hold the work of the stretch they mark: below half, most of what the
+// device did there lies between them, and they are a side detail (a side-stream all-gather
+// wrapped 10 times, 10 of 13,818 GPU activities, read as "busy 0.7 %" on a device 89 % busy). A
+// loop annotated whole holds all of it; warm-up and weight loading before the first range (a
+// program profiled whole) do not count against it.
+inline constexpr double kMinStepGpuTimeShare = 0.5;
+
+// How the steps were found, for the JSON: "engine step annotations", "--step", "repeated
+// annotation" or "whole trace"; the repeated annotations weighed (accepted or not) with their
+// evidence, and what the steps hold of the trace's GPU time.
+struct StepChoice {
+  std::string method;
+  std::string engine;   // the engine whose marker matched ("engine step annotations")
+  std::string pattern;  // the marker's or --step's regex
+  std::string reason;   // for the whole trace: why no step annotation was used
+  std::vector<StepCandidate> candidates;
+  double trace_gpu_time_us = 0;  // all GPU work less that before the profiler's window
+  double steps_gpu_time_us = 0;  // the GPU work the steps claimed (between-steps work included)
+};
+
 struct Budget {
   std::vector<StepBudget> steps;
   std::string step_selector;  // how steps were found
+  StepChoice step_choice;     // the same, with its evidence
   double total_busy_us = 0, total_span_us = 0, total_host_gap_us = 0, total_device_idle_us = 0;
   double total_wall_span_us = 0;  // total_span_us is the GPU spans' sum
   double total_idle_before_first_us = 0, total_idle_after_last_us = 0;
@@ -194,6 +255,26 @@ struct Budget {
   double total_kernel_busy_us = 0;
   double total_exposed_communication_us = 0;
   double total_dependency_wait_us = 0;
+  double total_other_work_us = 0;
+  // GPU work launched between a step's annotation and its process's next step, counted in the
+  // step it follows (StepBudget::between_steps_*), summed over the steps.
+  std::uint64_t between_steps_activities = 0;
+  double between_steps_us = 0;
+  // Launched GPU work no step claimed (before the first step, after the last, a process without
+  // steps), work before the window left out: in no step's figures.
+  std::uint64_t outside_steps_activities = 0;
+  double outside_steps_us = 0;
+  // One-time compilation and warm-up the trace's own ranges name (nvFuser's compileFusion and
+  // NVRTC, Inductor/Triton compilation and autotuning, torch.compile/dynamo, cuDNN/cuBLAS
+  // heuristics): the union of those ranges inside the judged steps' wall spans, and the ranges
+  // by name (the outermost of nested ones), the longest first, at most 5.
+  double compilation_us = 0;
+  struct CompilationRange {
+    std::string name;
+    std::uint64_t count = 0;
+    double time_us = 0;
+  };
+  std::vector<CompilationRange> compilation_ranges;
   CommunicationTime total_collective, total_expert_parallel;
   // GPU work enqueued before the profiler's window: its correlation id is below every launch the
   // trace recorded in its process (the previous iteration's collectives, still running when the
@@ -271,8 +352,12 @@ class BudgetBuilder final : public importers::TraceEventSink {
   std::map<std::string, std::uint32_t, std::less<>> call_name_ids_;
   std::uint32_t call_name(std::string_view name);
   // The steps of a program that repeats an annotation of its own (see the .cpp), and how they
-  // were found; none when nothing repeats.
-  std::vector<const Annotation*> repeated_annotation(std::string* selector) const;
+  // were found; none when nothing repeats or no candidate holds kMinStepGpuTimeShare of the GPU
+  // time. Each candidate weighed goes into `choice`. `launch_of`: each activity's launch call;
+  // `pre_window`: activities enqueued before the profiler's window (in no step).
+  std::vector<const Annotation*> repeated_annotation(const std::vector<std::size_t>& launch_of,
+                                                     const std::vector<bool>& pre_window,
+                                                     StepChoice* choice) const;
   const analysis::StageTable* stages_ = nullptr;
   bool keep_timeline_ = false;
   std::vector<TimelineItem> timeline_;                      // parallel to activities_ when kept

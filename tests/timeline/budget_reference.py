@@ -4,20 +4,24 @@ C++ (src/timeline/step_budget.cpp) and compared with `kprof budget --json` on re
 
 For each step (a CPU annotation whose name matches the step pattern), its work is every kernel,
 memcpy and memset whose launch call (cuda_runtime/cuda_driver event with the same correlation id,
-in the annotation's own process) started inside it. A step's wall span starts at its annotation's
+in the annotation's own process) started inside it, or after it and before the process's next step
+(work launched between steps is the step's it follows). A step's wall span starts at its annotation's
 start, or at the end of its process's previous step (the later of that annotation's end and its
 last GPU work) when later, and ends at the later of its annotation's end and the device's last
 work. Per device, that work in start order from the wall start (or its own first start, if
 earlier): busy is the union of its intervals, span first start to last end, and each idle interval
 before an item (the first one's too) is the host's when the item's launch call ended after the
 device had run out of work, the device's otherwise; idle after the last item to the annotation's
-end is the host's. Reads a Chrome trace (.json.gz) with Python's json module, or an Nsight Systems SQLite
-export with sqlite3 (NVTX ranges as annotations).
+end is the host's. Where any other GPU work (of no step, another step's) ran in such an interval,
+from its first start to its last end, the device was running it: other work, not idle. Reads a
+Chrome trace (.json or .json.gz) with Python's json module, or an Nsight Systems SQLite export with
+sqlite3 (NVTX ranges as annotations).
 
 Usage: budget_reference.py --kprof KPROF TRACE [--step REGEX]   (exit 0 when both agree)
        budget_reference.py TRACE [--step REGEX]                 (prints the reference figures)
 """
 import argparse
+import bisect
 import collections
 import gzip
 import json
@@ -36,7 +40,7 @@ Work = collections.namedtuple("Work", "start end device correlation kernel")
 
 
 def read_chrome(path):
-    with gzip.open(path, "rt") as f:
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
         events = json.load(f)
     events = events["traceEvents"] if isinstance(events, dict) else events
     launches, work, annotations = {}, [], []
@@ -90,37 +94,76 @@ def budget(path, step):
             break
     result = []
     previous_end = {}  # process -> the previous step's end
-    for name, start, end, pid in sorted(steps, key=lambda a: a[1]):
+    steps = sorted(steps, key=lambda a: a[1])
+    # Each device's busy intervals, every GPU activity's (merged): where a step's idle stretch
+    # overlaps them, the device ran other work.
+    busy_of = collections.defaultdict(list)
+    for w in sorted(work, key=lambda w: w.start):
+        merged = busy_of[w.device]
+        if merged and w.start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], w.end)
+        else:
+            merged.append([w.start, w.end])
+    starts_of = {d: [iv[0] for iv in m] for d, m in busy_of.items()}
+    ends_of = {d: [iv[1] for iv in m] for d, m in busy_of.items()}
+    for index, (name, start, end, pid) in enumerate(steps):
+        # Work launched after the annotation closed and before the process's next step opened
+        # is the step's too.
+        until = next((s[1] for s in steps[index + 1:] if s[3] == pid), None)
         per_device = collections.defaultdict(list)
         for w in work:
             launch = launches.get(w.correlation)
-            if launch and launch[2] == pid and start <= launch[0] <= end:
+            if launch and launch[2] == pid and (
+                    start <= launch[0] <= end or
+                    (until is not None and until > end and end < launch[0] < until)):
                 per_device[w.device].append(w)
         wall_from = max(start, previous_end.get(pid, start))
         previous_end[pid] = max([end] + [w.end for items in per_device.values() for w in items])
         devices = {}
         for device, items in sorted(per_device.items()):
             items.sort(key=lambda w: w.start)
-            busy = host = dev_idle = before = 0.0
+            busy = host = dev_idle = before = other = 0.0
             wall_start = min(wall_from, items[0].start)
             open_start = frontier = wall_start
+
+            def stretches(a, b):
+                """[a, b) less the other work run in it: the stretch before the first other work
+                and the one after the last (the gaps between them are that work's own)."""
+                merged, ends = busy_of[device], ends_of[device]
+                first = bisect.bisect_right(ends, a)  # the first interval ending after a
+                if first == len(merged) or merged[first][0] >= b:
+                    return [(a, b)], 0.0
+                last = bisect.bisect_left(starts_of[device], b) - 1  # the last starting before b
+                lo, hi = max(merged[first][0], a), min(merged[last][1], b)
+                return [(a, lo), (hi, b)], hi - lo
+
             for i, w in enumerate(items):
                 if w.start > frontier:
                     busy += frontier - open_start
-                    if i == 0:
-                        before = w.start - frontier
-                    if launches[w.correlation][1] > frontier:
-                        host += w.start - frontier
-                    else:
-                        dev_idle += w.start - frontier
+                    pieces, covered = stretches(frontier, w.start)
+                    other += covered
+                    for lo, hi in pieces:
+                        if hi <= lo:
+                            continue
+                        if i == 0:
+                            before += hi - lo
+                        if launches[w.correlation][1] > lo:
+                            host += hi - lo
+                        else:
+                            dev_idle += hi - lo
                     open_start = w.start
                 frontier = max(frontier, w.end)
             busy += frontier - open_start
             last = max(w.end for w in items)
-            after = max(0.0, end - last)
+            after = 0.0
+            if end > last:
+                pieces, covered = stretches(last, end)
+                other += covered
+                after = sum(hi - lo for lo, hi in pieces)
             host += after
             devices[device] = {"span_us": last - items[0].start, "busy_us": busy,
                                "host_gap_us": host, "device_idle_us": dev_idle,
+                               "other_work_us": other,
                                "wall_span_us": max(end, last) - wall_start,
                                "idle_before_first_us": before, "idle_after_last_us": after,
                                "kernels": sum(w.kernel for w in items)}

@@ -292,7 +292,7 @@ TEST(DependencyWait, KeptIdleIntervalsAddUpOnARealTrace) {
     ASSERT_GT(budget.steps.size(), 1u) << file;
     ASSERT_FALSE(budget.timeline.empty()) << file;
     for (const StepBudget& step : budget.steps) {
-      double sums[3] = {0, 0, 0};
+      double sums[4] = {0, 0, 0, 0};
       for (const IdleInterval& idle : step.idle) {
         EXPECT_LT(idle.from_us, idle.to_us);
         sums[static_cast<int>(idle.kind)] += idle.to_us - idle.from_us;
@@ -300,6 +300,7 @@ TEST(DependencyWait, KeptIdleIntervalsAddUpOnARealTrace) {
       EXPECT_NEAR(sums[0], step.host_gap_us, 1e-6 * (1 + step.host_gap_us)) << file;
       EXPECT_NEAR(sums[1], step.device_idle_us, 1e-6 * (1 + step.device_idle_us)) << file;
       EXPECT_NEAR(sums[2], step.dependency_wait_us, 1e-6 * (1 + step.dependency_wait_us)) << file;
+      EXPECT_NEAR(sums[3], step.other_work_us, 1e-6 * (1 + step.other_work_us)) << file;
       EXPECT_EQ(step.work.size(), step.gpu_activities) << file;
     }
   }

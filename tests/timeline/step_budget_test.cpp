@@ -31,10 +31,44 @@ struct ExpectedStep {
   double gpu_time_us;  // summed durations of the step's GPU work
 };
 
-// Busy fractions and GPU time of each ProfilerStep, computed directly from the JSON.
+// The time in [from, to) that the device ran work outside the step: from the first of `all`'s
+// merged intervals overlapping it to the last one's end (the gaps between them are that work's).
+double other_work_in(const std::vector<std::pair<double, double>>& all, double from, double to) {
+  if (to <= from) return 0;
+  double first = to, last = from;
+  for (auto [s, e] : all) {
+    if (e <= from || s >= to) continue;
+    first = std::min(first, std::max(s, from));
+    last = std::max(last, std::min(e, to));
+  }
+  return last > first ? last - first : 0;
+}
+
+// Busy fractions and GPU time of each ProfilerStep, computed directly from the JSON. Busy over
+// the wall span leaves out the time the device ran work no step claimed (launched before the
+// window, still running when a step opened): neither the step's busy time nor idle.
 std::vector<ExpectedStep> expected_steps(const nlohmann::json& trace) {
   std::map<std::int64_t, double> launch_time;
   std::vector<std::pair<double, double>> steps;
+  std::vector<std::pair<double, double>> all;  // every GPU activity, merged below
+  for (const auto& e : trace["traceEvents"]) {
+    std::string category = e.value("cat", "");
+    if (category == "kernel" || category == "gpu_memcpy" || category == "gpu_memset") {
+      all.emplace_back(e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>());
+    }
+  }
+  std::sort(all.begin(), all.end());
+  {
+    std::vector<std::pair<double, double>> merged;
+    for (auto [s, e] : all) {
+      if (!merged.empty() && s <= merged.back().second) {
+        merged.back().second = std::max(merged.back().second, e);
+      } else {
+        merged.emplace_back(s, e);
+      }
+    }
+    all = std::move(merged);
+  }
   for (const auto& e : trace["traceEvents"]) {
     std::string cat = e.value("cat", "");
     if ((cat == "cuda_runtime" || cat == "cuda_driver") && e.contains("args") &&
@@ -58,12 +92,15 @@ std::vector<ExpectedStep> expected_steps(const nlohmann::json& trace) {
       work.emplace_back(e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>());
     }
     std::sort(work.begin(), work.end());
+    double wall_start = std::min(std::max(start, previous_end), work.front().first);
     double busy = 0, open_start = work.front().first, open_end = work.front().second;
     double span_end = open_end;
+    double other = other_work_in(all, wall_start, work.front().first);
     for (auto [s, e] : work) {
       span_end = std::max(span_end, e);
       if (s > open_end) {
         busy += open_end - open_start;
+        other += other_work_in(all, open_end, s);
         open_start = s;
         open_end = e;
       } else {
@@ -73,11 +110,11 @@ std::vector<ExpectedStep> expected_steps(const nlohmann::json& trace) {
     busy += open_end - open_start;
     double time = 0;
     for (auto [s, e] : work) time += e - s;
-    double wall_start = std::min(std::max(start, previous_end), work.front().first);
     double wall_end = std::max(end, span_end);
+    other += other_work_in(all, span_end, end);
     previous_end = wall_end;
     fractions.push_back(
-        {busy / (span_end - work.front().first), busy / (wall_end - wall_start), time});
+        {busy / (span_end - work.front().first), busy / (wall_end - wall_start - other), time});
   }
   return fractions;
 }
