@@ -654,13 +654,16 @@ std::string budget_text(const timeline::Budget& budget,
       budget.total_dependency_wait_us > 0
           ? fmt::format(", dependency waits {} ms", trace_ms(budget.total_dependency_wait_us))
           : "";
+  // Other work (GPU work a step did not claim, running in its wall span) is left out of the
+  // busy share's denominator: the step could not have used that time. Said wherever it applies.
+  const char* less_other = budget.total_other_work_us > 0 ? " less other work" : "";
   std::string out = fmt::format(
-      "{}: {} step{} ({}) — {}: GPU busy {:.1f}% of the steps' wall time (kernels alone "
+      "{}: {} step{} ({}) — {}: GPU busy {:.1f}% of the steps' wall time{} (kernels alone "
       "{:.1f}%; {:.1f}% of their GPU span), {:.1f}% of the time the host kept it fed (host gap {} "
       "ms, device-side idle {} ms{})\n",
       escape_for_terminal(source.path), budget.steps.size(), budget.steps.size() == 1 ? "" : "s",
       escape_for_terminal(budget.step_selector), timeline::step_verdict_name(budget.overall),
-      busy_fraction(budget) * 100, kernel_busy_fraction(budget) * 100,
+      busy_fraction(budget) * 100, less_other, kernel_busy_fraction(budget) * 100,
       gpu_span_busy_fraction(budget) * 100, host_fed_fraction(budget) * 100,
       trace_ms(budget.total_host_gap_us), trace_ms(budget.total_device_idle_us), waits);
   if (budget.total_host_gap_before_first_us + budget.total_idle_after_last_us > 0) {
@@ -724,9 +727,11 @@ std::string budget_text(const timeline::Budget& budget,
     for (const auto& d : budget.devices) {
       out += fmt::format(
           "  {}: {} kernels, kernel time {} ms, wall {} ms, GPU span {} ms, busy {} ms ({:.1f}% "
-          "of the wall), host gap {} ms, device-side idle {} ms\n",
+          "of the wall{}), host gap {} ms, device-side idle {} ms\n",
           device_name(d.device), d.kernels, trace_ms(d.kernel_time_us), trace_ms(d.wall_span_us),
           trace_ms(d.gpu_span_us), trace_ms(d.gpu_busy_us), d.busy_fraction * 100,
+          d.other_work_us > 0 ? fmt::format(" less {} ms of other work", trace_ms(d.other_work_us))
+                              : std::string(),
           trace_ms(d.host_idle_us), trace_ms(d.device_idle_us));
     }
   }

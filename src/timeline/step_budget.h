@@ -104,7 +104,7 @@ struct DeviceBudget {
   // of this one (enqueued before the profiler's window, launched outside every step, another
   // process's): not idle — neither the host's gap nor a wait —, and not the step's busy time.
   double other_work_us = 0;
-  double busy_fraction = 0;           // busy / wall span
+  double busy_fraction = 0;           // busy / (wall span - other work)
   double gpu_span_busy_fraction = 0;  // busy / GPU span
   // Time this device ran only communication kernels (the stage table's "communication"), no other
   // work overlapping them: busy minus the union of its other work. 0 without a stage table.
@@ -185,7 +185,7 @@ struct StepBudget {
   // time; here how much of it there was (summed durations).
   std::uint64_t between_steps_activities = 0;
   double between_steps_us = 0;
-  double busy_fraction = 0;           // busy / wall span
+  double busy_fraction = 0;           // busy / (wall span - other work)
   double gpu_span_busy_fraction = 0;  // busy / GPU span (what kprof reported before the wall span)
   // busy / (busy + host gap + dependency wait): what the verdict is taken from.
   double host_fed_fraction = 0;
