@@ -299,6 +299,21 @@ std::string canonical_kernel_name(const Kernel& kernel) {
   return {};
 }
 
+std::vector<std::string> canonical_kernel_names(const Kernel& kernel) {
+  std::vector<std::string> names;
+  auto add = [&](std::string name) {
+    if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) {
+      names.push_back(std::move(name));
+    }
+  };
+  add(canonical_kernel_name(kernel));
+  for (const std::string* name :
+       {&kernel.mangled_name, &kernel.demangled_name, &kernel.function_name}) {
+    if (!name->empty()) add(canonical_kernel_name(*name));
+  }
+  return names;
+}
+
 std::string function_base_name(std::string_view name) {
   if (is_mangled_name(trim(name)) && !demangle(trim(name))) return {};
   std::string readable = rewrite_ncu_spellings(readable_kernel_name(trim(name)));
