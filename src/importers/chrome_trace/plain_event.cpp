@@ -219,6 +219,18 @@ const char* json_number_end(const char* p, const char* end) {
   return p;
 }
 
+// Whether simdjson reads the JSON number [p, end) as std::from_chars does: at most 19 digits
+// before its exponent (leading zeros included) and at most three in the exponent.
+bool simdjson_rounds_as_from_chars(const char* p, const char* end) {
+  int mantissa = 0, exponent = 0;
+  bool in_exponent = false;
+  for (; p < end; ++p) {
+    if (*p == 'e' || *p == 'E') in_exponent = true;
+    if (*p >= '0' && *p <= '9') ++(in_exponent ? exponent : mantissa);
+  }
+  return mantissa <= 19 && exponent <= 3;
+}
+
 // What a value was, as far as the fields need: the reader's simdjson parse asks a value for a
 // double, then for a string.
 enum class Kind { kString, kNumber, kOther };
@@ -274,13 +286,16 @@ class PlainParser {
   }
 
   // A JSON number at the cursor with a finite value, read as the simdjson parse reads it
-  // (correctly rounded, as std::from_chars is); its text in token.
+  // (correctly rounded, as std::from_chars is); its text in token. Declined where simdjson reads
+  // a number on paths of its own that do not agree with from_chars — and the fast path must give
+  // what simdjson gives: more than 19 digits (Debian 12's simdjson 3.0.1 reads
+  // 0.30000000000000000004 as 0.1156), or an exponent of more than three digits (it refuses
+  // 1.5e0000000000000000000001). Profilers write neither.
   bool number(double& value, std::string_view& token) {
     const char* begin = p_;
-    const char* stop = fast_json_number(begin, end_, value);
-    if (stop == nullptr) {
-      stop = json_number_end(begin, end_);
-      if (stop == nullptr) return false;
+    const char* stop = json_number_end(begin, end_);
+    if (stop == nullptr || !simdjson_rounds_as_from_chars(begin, stop)) return false;
+    if (fast_json_number(begin, stop, value) != stop) {
       auto [read_to, ec] = std::from_chars(begin, stop, value);
       if (ec != std::errc() || read_to != stop || !std::isfinite(value)) return false;
     }
