@@ -119,10 +119,13 @@ TEST(PlainEvent, TakesTheEventsOfRealTraces) {
   for (const char* name : {"h200/trace_eager.json.gz", "h200/tracer_two_process_a.json.gz",
                            "h200/engine_steps_vllm.json.gz", "h200/budget_graph_decode.json.gz"}) {
     std::string text = testing::read_gzip_text(testing::data_path(name));
-    // Each event object of the array, found by its opening at the start of a line or after ", ".
+    // Each event object of the traceEvents array, walked by its brackets outside strings (Kineto
+    // writes "{" and the first key on separate lines: a search for {"ph" finds none of them).
     std::size_t events = 0, taken = 0;
-    for (std::size_t at = text.find("{\"ph\""); at != std::string::npos;
-         at = text.find("{\"ph\"", at + 1)) {
+    std::size_t at = text.find('[', text.find("\"traceEvents\""));
+    ASSERT_NE(at, std::string::npos) << name;
+    for (at = text.find('{', at); at != std::string::npos; at = text.find_first_of("{]", at + 1)) {
+      if (text[at] == ']') break;  // the end of traceEvents
       std::size_t depth = 0, end = at;
       bool in_string = false;
       for (; end < text.size(); ++end) {
@@ -142,6 +145,7 @@ TEST(PlainEvent, TakesTheEventsOfRealTraces) {
       bool complete = false;
       ++events;
       taken += parse_plain_event(std::string_view(text).substr(at, end - at + 1), event, complete);
+      at = end;
     }
     ASSERT_GT(events, 100u) << name;
     EXPECT_GE(taken * 100, events * 99) << name << ": " << taken << " of " << events;
