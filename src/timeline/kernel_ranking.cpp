@@ -158,6 +158,12 @@ void RankingBuilder::add_gpu_work(const importers::TraceEvent& event) {
   }
   ++totals_.gpu_events;
   totals_.gpu_time_us += event.duration_us;
+  auto cached = by_raw_name_.find(event.name);
+  KernelStats& stats = cached != by_raw_name_.end() ? *cached->second : row_of(event, kind);
+  add_to(stats, event);
+}
+
+KernelStats& RankingBuilder::row_of(const importers::TraceEvent& event, const char* kind) {
   std::string key = normalize_ ? normalize_kernel_name(event.name) : std::string(event.name);
   auto it = by_name_.find(key);
   if (it == by_name_.end()) {
@@ -176,7 +182,11 @@ void RankingBuilder::add_gpu_work(const importers::TraceEvent& event) {
     stats.communication = stats.communication_kind != analysis::CommunicationKind::kNone;
     it = by_name_.emplace(key, std::move(stats)).first;
   }
-  KernelStats& stats = it->second;
+  by_raw_name_.emplace(std::string(event.name), &it->second);
+  return it->second;
+}
+
+void RankingBuilder::add_to(KernelStats& stats, const importers::TraceEvent& event) {
   auto [place, added] = devices_.try_emplace(event.device.value_or(-1));
   DeviceState& device = place->second;
   if (added) {

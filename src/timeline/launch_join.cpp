@@ -17,15 +17,15 @@ bool is_launch_call(std::string_view name) {
 namespace {
 
 // The last of `candidates` (in start order) that started by `start`, else the first: a launch
-// call precedes its work, and of two with one id in one process the nearer is the one.
+// call precedes its work, and of two with one id in one process the nearer is the one. A binary
+// search: a trace that repeats ids (several ranks' traces merged, a trace built by repeating one)
+// has thousands of candidates for each.
 std::size_t nearest_before(std::span<const std::size_t> candidates,
                            const std::vector<LaunchKey>& launches, double start) {
-  std::size_t chosen = candidates.front();
-  for (std::size_t index : candidates) {
-    if (launches[index].start_us > start) break;
-    chosen = index;
-  }
-  return chosen;
+  auto after = std::upper_bound(
+      candidates.begin(), candidates.end(), start,
+      [&](double time, std::size_t index) { return time < launches[index].start_us; });
+  return after == candidates.begin() ? candidates.front() : *std::prev(after);
 }
 
 // The candidates of one process, in start order (a copy: a handful at most).
@@ -55,6 +55,12 @@ std::optional<std::int64_t> only_process_before(std::span<const std::size_t> can
 
 std::vector<std::size_t> join_launches(const std::vector<LaunchKey>& launches,
                                        const std::vector<WorkKey>& work) {
+  return join_launches(launches, work.size(), [&](std::size_t i) { return work[i]; });
+}
+
+std::vector<std::size_t> join_launches(const std::vector<LaunchKey>& launches,
+                                       std::size_t work_count,
+                                       const std::function<WorkKey(std::size_t)>& work_at) {
   // Launch indexes by (correlation id, start): each id's candidates are one contiguous run.
   std::vector<std::size_t> order(launches.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -63,34 +69,62 @@ std::vector<std::size_t> join_launches(const std::vector<LaunchKey>& launches,
     const LaunchKey& y = launches[b];
     return x.correlation != y.correlation ? x.correlation < y.correlation : x.start_us < y.start_us;
   });
-  auto candidates_of = [&](std::int64_t correlation) -> std::span<const std::size_t> {
-    auto first = std::lower_bound(
-        order.begin(), order.end(), correlation,
-        [&](std::size_t index, std::int64_t id) { return launches[index].correlation < id; });
-    auto last = first;
-    while (last != order.end() && launches[*last].correlation == correlation) ++last;
-    return {first, last};
+  // Each id's run of candidates, and whether one process launched them all (nearly always: then
+  // no candidate needs looking at one by one).
+  struct Run {
+    std::int64_t correlation;
+    std::size_t begin, end;
+    bool one_process;
+  };
+  std::vector<Run> runs;
+  for (std::size_t k = 0; k < order.size();) {
+    const LaunchKey& first = launches[order[k]];
+    Run run{first.correlation, k, k, true};
+    for (; run.end < order.size() && launches[order[run.end]].correlation == first.correlation;
+         ++run.end) {
+      run.one_process = run.one_process && launches[order[run.end]].process == first.process;
+    }
+    runs.push_back(run);
+    k = run.end;
+  }
+  auto run_of = [&](std::int64_t correlation) -> const Run* {
+    auto found =
+        std::lower_bound(runs.begin(), runs.end(), correlation,
+                         [](const Run& run, std::int64_t id) { return run.correlation < id; });
+    return found != runs.end() && found->correlation == correlation ? &*found : nullptr;
+  };
+  auto candidates_of = [&](const Run* run) -> std::span<const std::size_t> {
+    if (!run) return {};
+    return {order.begin() + static_cast<std::ptrdiff_t>(run->begin),
+            order.begin() + static_cast<std::ptrdiff_t>(run->end)};
   };
 
-  std::vector<std::size_t> joined(work.size(), kNoLaunch);
+  std::vector<std::size_t> joined(work_count, kNoLaunch);
   std::map<std::int64_t, std::map<std::int64_t, std::uint64_t>> votes;  // device -> process
   std::vector<std::size_t> ambiguous;
-  for (std::size_t w = 0; w < work.size(); ++w) {
-    const WorkKey& item = work[w];
-    std::span<const std::size_t> candidates = candidates_of(item.correlation);
+  for (std::size_t w = 0; w < work_count; ++w) {
+    const WorkKey item = work_at(w);
+    const Run* run = run_of(item.correlation);
+    std::span<const std::size_t> candidates = candidates_of(run);
     if (candidates.empty()) continue;
+    const std::int64_t first_process = launches[candidates.front()].process;
     if (item.process) {
+      if (run->one_process) {
+        if (*item.process == first_process) {
+          joined[w] = nearest_before(candidates, launches, item.start_us);
+        }
+        continue;
+      }
       std::vector<std::size_t> own = of_process(candidates, launches, *item.process);
       if (!own.empty()) joined[w] = nearest_before(own, launches, item.start_us);
       continue;
     }
-    std::optional<std::int64_t> process = launches[candidates.front()].process;
-    for (std::size_t index : candidates) {
-      if (launches[index].process != *process) {
-        process = only_process_before(candidates, launches, item.start_us);
-        break;
-      }
+    if (run->one_process) {
+      joined[w] = nearest_before(candidates, launches, item.start_us);
+      ++votes[item.device][first_process];
+      continue;
     }
+    std::optional<std::int64_t> process = only_process_before(candidates, launches, item.start_us);
     if (!process) {
       ambiguous.push_back(w);
       continue;
@@ -106,8 +140,8 @@ std::vector<std::size_t> join_launches(const std::vector<LaunchKey>& launches,
         })->first;
   }
   for (std::size_t w : ambiguous) {
-    const WorkKey& item = work[w];
-    std::span<const std::size_t> candidates = candidates_of(item.correlation);
+    const WorkKey item = work_at(w);
+    std::span<const std::size_t> candidates = candidates_of(run_of(item.correlation));
     if (auto it = owner.find(item.device); it != owner.end()) {
       std::vector<std::size_t> own = of_process(candidates, launches, it->second);
       if (!own.empty()) {

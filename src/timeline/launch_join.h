@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -40,5 +41,10 @@ bool is_launch_call(std::string_view name);
 // For each work item, the index into `launches` of the call that enqueued it, or kNoLaunch.
 std::vector<std::size_t> join_launches(const std::vector<LaunchKey>& launches,
                                        const std::vector<WorkKey>& work);
+// The same with each work item's key made when the join asks for it (work_at(i), i below
+// work_count), for a caller that holds millions of items in its own form.
+std::vector<std::size_t> join_launches(const std::vector<LaunchKey>& launches,
+                                       std::size_t work_count,
+                                       const std::function<WorkKey(std::size_t)>& work_at);
 
 }  // namespace kprof::timeline

@@ -7,6 +7,7 @@
 #include <climits>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <tuple>
 
 #include "common/error.h"
@@ -139,22 +140,53 @@ std::uint32_t BudgetBuilder::call_name(std::string_view name) {
   return id;
 }
 
+// The lane of a GPU activity, interned; consecutive activities mostly share one.
+std::uint32_t BudgetBuilder::lane(const importers::TraceEvent& event) {
+  Lane key{event.device.value_or(-1), event.stream, event.process};
+  if (!lanes_.empty() && lanes_[last_lane_] == key) return last_lane_;
+  auto [it, added] = lane_ids_.try_emplace(key, static_cast<std::uint32_t>(lanes_.size()));
+  if (added) lanes_.push_back(key);
+  return last_lane_ = it->second;
+}
+
+std::uint32_t BudgetBuilder::thread(std::int64_t pid, std::int64_t tid) {
+  std::pair<std::int64_t, std::int64_t> key{pid, tid};
+  if (!threads_.empty() && threads_[last_thread_] == key) return last_thread_;
+  auto [it, added] = thread_ids_.try_emplace(key, static_cast<std::uint32_t>(threads_.size()));
+  if (added) threads_.push_back(key);
+  return last_thread_ = it->second;
+}
+
+bool BudgetBuilder::wants_category(std::string_view category) const {
+  // What on_event reads; keep the two together.
+  return category == "kernel" || category == "gpu_memcpy" || category == "gpu_memset" ||
+         category == "cuda_sync" || category == "cuda_runtime" || category == "cuda_driver" ||
+         category == "user_annotation" || category == "gpu_user_annotation";
+}
+
 void BudgetBuilder::on_event(const importers::TraceEvent& event) {
   std::string_view category = event.category;
   double end = event.timestamp_us + event.duration_us;
   if (category == "kernel" || category == "gpu_memcpy" || category == "gpu_memset") {
-    std::string name = normalize_kernel_name(event.name);
-    auto [it, added] = name_ids_.emplace(name, static_cast<std::uint32_t>(names_.size()));
-    if (added) {
-      names_.push_back(std::move(name));
-      // Collectives and expert-parallel all-to-all (whose stage stays MoE's) alike.
-      communication_.push_back(stages_ != nullptr && category == "kernel"
-                                   ? stages_->communication_kind(event.name)
-                                   : analysis::CommunicationKind::kNone);
+    std::uint32_t id;
+    if (auto cached = raw_name_ids_.find(event.name); cached != raw_name_ids_.end()) {
+      id = cached->second;
+    } else {
+      std::string name = normalize_kernel_name(event.name);
+      auto [it, added] = name_ids_.emplace(name, static_cast<std::uint32_t>(names_.size()));
+      if (added) {
+        names_.push_back(std::move(name));
+        // Collectives and expert-parallel all-to-all (whose stage stays MoE's) alike.
+        communication_.push_back(stages_ != nullptr && category == "kernel"
+                                     ? stages_->communication_kind(event.name)
+                                     : analysis::CommunicationKind::kNone);
+      }
+      if (it->second >= (1u << 30)) throw std::length_error("over 2^30 distinct GPU work names");
+      id = it->second;
+      raw_name_ids_.emplace(std::string(event.name), id);
     }
-    activities_.push_back({event.timestamp_us, end, event.correlation, event.stream, event.process,
-                           event.device.value_or(-1), it->second, category == "kernel",
-                           communication_[it->second]});
+    activities_.push_back({event.timestamp_us, end, event.correlation.value_or(0), lane(event), id,
+                           category == "kernel", event.correlation.has_value()});
     if (keep_timeline_) {
       TimelineItem item;
       item.name = std::string(event.name);
@@ -180,7 +212,7 @@ void BudgetBuilder::on_event(const importers::TraceEvent& event) {
   } else if (category == "cuda_runtime" || category == "cuda_driver") {
     std::int64_t pid = event.process.value_or(event.pid);
     if (event.correlation && is_launch_call(event.name)) {
-      launches_.push_back({event.timestamp_us, end, pid, event.tid, *event.correlation,
+      launches_.push_back({event.timestamp_us, end, *event.correlation, thread(pid, event.tid),
                            event.name.find("GraphLaunch") != std::string_view::npos});
     }
     if (contains(event.name, "StreamWaitEvent") || contains(event.name, "StreamWaitValue")) {
@@ -201,15 +233,17 @@ void BudgetBuilder::on_event(const importers::TraceEvent& event) {
 
 namespace {
 
+// 40 bytes: the whole-trace step of a long trace holds one per GPU activity.
 struct StepWork {
   double start, end;
-  std::size_t launch;  // index of the launch call that enqueued it, or kNoLaunch
-  std::size_t activity;
   std::int64_t device;
-  std::uint32_t name;
-  bool kernel;
+  std::uint32_t launch;    // index of the launch call that enqueued it, or kNoLaunch32
+  std::uint32_t activity;  // index into activities_
+  std::uint32_t name : 31;
+  std::uint32_t kernel : 1;
   analysis::CommunicationKind communication;
 };
+constexpr std::uint32_t kNoLaunch32 = UINT32_MAX;
 
 void add_communication(CommunicationTime& into, const CommunicationTime& part) {
   into.time_us += part.time_us;
@@ -330,37 +364,49 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
   }
 
   // Each activity's launch call, joined by (process, correlation id).
-  std::vector<std::size_t> launch_of;
+  // Each activity's launch, as a 32-bit index (kNoLaunch32: none): a long trace has millions.
+  std::vector<std::uint32_t> launch_of;
   {
     std::vector<LaunchKey> launch_keys;
     launch_keys.reserve(launches_.size());
-    for (const Launch& l : launches_) launch_keys.push_back({l.pid, l.correlation, l.time});
-    std::vector<WorkKey> work_keys;
-    work_keys.reserve(activities_.size());
-    for (const Activity& a : activities_) {
-      // Without an id a work item can join nothing: an id no launch has stands for it.
-      work_keys.push_back({a.process, a.device, a.correlation.value_or(INT64_MIN), a.start});
+    for (const Launch& l : launches_) launch_keys.push_back({pid_of(l), l.correlation, l.time});
+    // The work's keys made as the join asks for them, not held: 40 bytes an activity.
+    if (launches_.size() >= kNoLaunch32 || activities_.size() >= UINT32_MAX) {
+      throw std::length_error("over 2^32 launch calls or GPU activities");
     }
-    launch_of = join_launches(launch_keys, work_keys);
+    std::vector<std::size_t> joined =
+        join_launches(launch_keys, activities_.size(), [&](std::size_t i) {
+          const Activity& a = activities_[i];
+          const Lane& lane = lane_of(a);
+          // Without an id a work item can join nothing: an id no launch has stands for it.
+          return WorkKey{lane.process, lane.device, a.correlation_id().value_or(INT64_MIN),
+                         a.start};
+        });
+    std::vector<LaunchKey>().swap(launch_keys);
+    launch_of.reserve(joined.size());
+    for (std::size_t launch : joined) {
+      launch_of.push_back(launch == kNoLaunch ? kNoLaunch32 : static_cast<std::uint32_t>(launch));
+    }
   }
   // Per activity, the launch time of the previous work on its (device, stream): a wait counts
-  // for work only when issued after that (the wait is then between the two).
-  std::vector<double> previous_on_stream(activities_.size(),
-                                         -std::numeric_limits<double>::infinity());
-  {
+  // for work only when issued after that (the wait is then between the two). Only asked of work
+  // behind a wait (find_wait below): a trace without waits needs none of it.
+  std::vector<double> previous_on_stream;
+  if (!gpu_waits_.empty() || !host_waits_.empty()) {
+    previous_on_stream.assign(activities_.size(), -std::numeric_limits<double>::infinity());
     std::vector<std::size_t> order(activities_.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
     auto key = [&](std::size_t i) {
       const Activity& a = activities_[i];
-      return std::make_tuple(a.device, a.stream.value_or(-1), a.start);
+      return std::make_tuple(lane_of(a).device, lane_of(a).stream.value_or(-1), a.start);
     };
     std::sort(order.begin(), order.end(),
               [&](std::size_t x, std::size_t y) { return key(x) < key(y); });
     for (std::size_t k = 1; k < order.size(); ++k) {
-      const Activity& a = activities_[order[k]];
-      const Activity& before = activities_[order[k - 1]];
-      std::size_t launch = launch_of[order[k - 1]];
-      if (a.device == before.device && a.stream == before.stream && launch != kNoLaunch) {
+      const Lane& a = lane_of(activities_[order[k]]);
+      const Lane& before = lane_of(activities_[order[k - 1]]);
+      std::uint32_t launch = launch_of[order[k - 1]];
+      if (a.device == before.device && a.stream == before.stream && launch != kNoLaunch32) {
         previous_on_stream[order[k]] = launches_[launch].time;
       }
     }
@@ -381,7 +427,7 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
           begin.start, end == ends.end() ? std::numeric_limits<double>::infinity() : end->end);
     }
     for (std::size_t i = 0; i < launches_.size() && !windows.empty(); ++i) {
-      auto found = windows.find({launches_[i].pid, launches_[i].tid});
+      auto found = windows.find({pid_of(launches_[i]), tid_of(launches_[i])});
       if (found == windows.end()) continue;
       for (const auto& [from, to] : found->second) {
         if (launches_[i].time >= from && launches_[i].time <= to) captured[i] = true;
@@ -404,8 +450,10 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
   // The wait that held `w` back, if the trace shows one: the latest cuda_sync wait on its stream,
   // or wait call on its launching thread, issued after the stream's previous work was launched.
   auto find_wait = [&](const StepWork& w) -> const StreamWait* {
-    const Activity& a = activities_[w.activity];
+    if (previous_on_stream.empty()) return nullptr;  // the trace has no waits
+    const Lane& a = lane_of(activities_[w.activity]);
     const Launch& launch = launches_[w.launch];
+    const std::int64_t pid = pid_of(launch), tid = tid_of(launch);
     double after = previous_on_stream[w.activity];
     if (a.stream) {
       auto key = std::make_tuple(a.device, *a.stream, w.start);
@@ -419,13 +467,13 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
         }
       }
     }
-    auto key = std::make_tuple(launch.pid, launch.tid, launch.time);
+    auto key = std::make_tuple(pid, tid, launch.time);
     auto it =
         std::upper_bound(host_waits.begin(), host_waits.end(), key,
                          [&](const auto& k, const StreamWait* x) { return k < by_thread(x); });
     if (it != host_waits.begin()) {
       const StreamWait* latest = *std::prev(it);
-      if (latest->pid == launch.pid && latest->tid == launch.tid && latest->time > after) {
+      if (latest->pid == pid && latest->tid == tid && latest->time > after) {
         return latest;
       }
     }
@@ -450,42 +498,47 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
   {
     std::map<std::int64_t, std::int64_t> first_correlation;  // process -> lowest launch id
     for (const Launch& l : launches_) {
-      auto [it, added] = first_correlation.try_emplace(l.pid, l.correlation);
+      auto [it, added] = first_correlation.try_emplace(pid_of(l), l.correlation);
       if (!added) it->second = std::min(it->second, l.correlation);
     }
     auto first_of = [&](const Activity& a) {
-      return !a.process && first_correlation.size() == 1 ? first_correlation.begin()
-                                                         : first_correlation.end();
+      return !lane_of(a).process && first_correlation.size() == 1 ? first_correlation.begin()
+                                                                  : first_correlation.end();
     };
     // Only where the trace records the launch of (nearly) all the work from its process's first
     // launch on: a trace of some launch APIs only (kprof's tracer records the driver's kernel
     // launches, not cudaMemcpy) lacks launches at every id, not before a window.
     // Counted by distinct correlation id, as kprof rank counts them (a graph replay's kernels
     // share one id).
-    std::map<std::int64_t, std::map<std::int64_t, bool>> ids;  // process -> id -> launched
+    // first_of names at most the one launching process: the ids are that process's. Sorted and
+    // counted, not kept in a map (a node per id: a long trace has millions).
+    std::vector<std::pair<std::int64_t, bool>> ids;  // id, launched
     for (std::size_t i = 0; i < activities_.size(); ++i) {
       const Activity& a = activities_[i];
       auto found = first_of(a);
-      if (!a.correlation || found == first_correlation.end() || *a.correlation < found->second) {
+      if (!a.has_correlation || found == first_correlation.end() || a.correlation < found->second) {
         continue;
       }
-      bool& launched = ids[found->first][*a.correlation];
-      launched = launched || launch_of[i] != kNoLaunch;
+      ids.emplace_back(a.correlation, launch_of[i] != kNoLaunch32);
     }
+    std::sort(ids.begin(), ids.end());
     std::map<std::int64_t, std::pair<std::uint64_t, std::uint64_t>> coverage;  // work, launched
-    for (const auto& [process, launched_ids] : ids) {
-      auto& [work, launched] = coverage[process];
-      for (const auto& [id, was_launched] : launched_ids) {
+    if (!ids.empty()) {
+      auto& [work, launched] = coverage[first_correlation.begin()->first];
+      for (std::size_t k = 0; k < ids.size(); ++k) {
+        // Sorted by (id, launched): an id's last entry says whether any of its work was launched.
+        if (k + 1 < ids.size() && ids[k + 1].first == ids[k].first) continue;
         ++work;
-        launched += was_launched;
+        launched += ids[k].second;
       }
     }
+    std::vector<std::pair<std::int64_t, bool>>().swap(ids);
     for (std::size_t i = 0; i < activities_.size(); ++i) {
       const Activity& a = activities_[i];
       // An id of 0 or below is no launch's (CUPTI numbers from 1).
-      if (!a.correlation || *a.correlation <= 0 || launch_of[i] != kNoLaunch) continue;
+      if (!a.has_correlation || a.correlation <= 0 || launch_of[i] != kNoLaunch32) continue;
       auto found = first_of(a);
-      if (found == first_correlation.end() || *a.correlation >= found->second) continue;
+      if (found == first_correlation.end() || a.correlation >= found->second) continue;
       auto [work, launched] = coverage[found->first];
       if (work > 0 && launched * 100 >= work * 99) {
         pre_window[i] = true;
@@ -527,7 +580,7 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
   std::map<std::int64_t, DeviceBusy> device_busy;
   {
     std::map<std::int64_t, std::vector<std::pair<double, double>>> raw;
-    for (const Activity& a : activities_) raw[a.device].emplace_back(a.start, a.end);
+    for (const Activity& a : activities_) raw[lane_of(a).device].emplace_back(a.start, a.end);
     for (auto& [device, intervals] : raw) {
       std::sort(intervals.begin(), intervals.end());
       auto& merged = device_busy[device].intervals;
@@ -632,7 +685,7 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
           double host_before = device.host_idle_us;
           double idle_before =
               device.host_idle_us + device.device_idle_us + device.dependency_wait_us;
-          if (w.launch == kNoLaunch) {
+          if (w.launch == kNoLaunch32) {
             book(frontier, w.start, IdleKind::kHostGap);
           } else {
             const Launch& launch = launches_[w.launch];
@@ -655,13 +708,13 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
               }
               DependencyWait record;
               record.device = device.device;
-              record.stream = activities_[w.activity].stream;
+              record.stream = lane_of(activities_[w.activity]).stream;
               record.idle_from_us = frontier;
               record.waited_us = waited;
               record.next_work = names_[w.name];
               record.wait_call = call_names_[wait->name];
               record.wait_call_at_us = wait->time;
-              record.process = launch.pid;
+              record.process = pid_of(launch);
               record.ready_at_us = waiting_from;
               step.dependency_waits.push_back(std::move(record));
             } else {
@@ -753,7 +806,16 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
   };
   auto work_of = [&](std::size_t i) {
     const Activity& a = activities_[i];
-    return StepWork{a.start, a.end, launch_of[i], i, a.device, a.name, a.kernel, a.communication};
+    StepWork w{};
+    w.start = a.start;
+    w.end = a.end;
+    w.device = lane_of(a).device;
+    w.launch = launch_of[i];
+    w.activity = static_cast<std::uint32_t>(i);
+    w.name = a.name;
+    w.kernel = a.kernel;
+    w.communication = communication_[a.name];
+    return w;
   };
   budget.pre_window = pre_window;
   constexpr double kNoWall = std::numeric_limits<double>::quiet_NaN();
@@ -786,6 +848,7 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
     whole.name = "trace";
     whole.source = "whole trace";
     std::vector<StepWork> work;
+    work.reserve(activities_.size() - budget.pre_window_activities);  // all of a long trace
     for (std::size_t i = 0; i < activities_.size(); ++i) {
       if (!pre_window[i]) work.push_back(work_of(i));
     }
@@ -816,7 +879,7 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
       const Activity& activity = activities_[i];
       work_by_start.emplace_back(activity.start, i);
       longest = std::max(longest, activity.end - activity.start);
-      if (launch_of[i] != kNoLaunch) {
+      if (launch_of[i] != kNoLaunch32) {
         work_by_launch_time.emplace_back(launches_[launch_of[i]].time, i);
       }
     }
@@ -858,7 +921,7 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
       for (auto it = from(launches_by_time, a->start);
            it != launches_by_time.end() && it->first <= end; ++it) {
         const Launch& launch = launches_[it->second];
-        if (launch.pid != a->pid) continue;
+        if (pid_of(launch) != a->pid) continue;
         ++step.kernel_launches;
         step.graph_launches += launch.graph;
         step.captured_launches += captured[it->second];
@@ -868,7 +931,7 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
       }
       for (auto it = from(work_by_launch_time, a->start);
            it != work_by_launch_time.end() && it->first <= end; ++it) {
-        if (launches_[launch_of[it->second]].pid == a->pid) taken.push_back(it->second);
+        if (pid_of(launches_[launch_of[it->second]]) == a->pid) taken.push_back(it->second);
       }
       // Launched between this step's annotation and the next step of its process.
       double until = next_step_start[k];
@@ -878,7 +941,7 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
                                   std::make_pair(end, std::numeric_limits<std::size_t>::max()));
              it != launches_by_time.end() && it->first < until; ++it) {
           const Launch& launch = launches_[it->second];
-          if (launch.pid != a->pid) continue;
+          if (pid_of(launch) != a->pid) continue;
           ++step.kernel_launches;
           step.graph_launches += launch.graph;
           step.captured_launches += captured[it->second];
@@ -887,7 +950,7 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
                  std::upper_bound(work_by_launch_time.begin(), work_by_launch_time.end(),
                                   std::make_pair(end, std::numeric_limits<std::size_t>::max()));
              it != work_by_launch_time.end() && it->first < until; ++it) {
-          if (launches_[launch_of[it->second]].pid != a->pid) continue;
+          if (pid_of(launches_[launch_of[it->second]]) != a->pid) continue;
           taken.push_back(it->second);
           ++step.between_steps_activities;
           step.between_steps_us += activities_[it->second].end - activities_[it->second].start;
@@ -1034,7 +1097,7 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
 // detail (one all-gather on a side stream per iteration) is weighed and turned down: the steps
 // are then the whole trace, and the choice says why.
 std::vector<const BudgetBuilder::Annotation*> BudgetBuilder::repeated_annotation(
-    const std::vector<std::size_t>& launch_of, const std::vector<bool>& pre_window,
+    const std::vector<std::uint32_t>& launch_of, const std::vector<bool>& pre_window,
     StepChoice* choice) const {
   std::map<std::string, std::vector<const Annotation*>> by_name;
   for (const Annotation& a : annotations_) {
@@ -1053,7 +1116,7 @@ std::vector<const BudgetBuilder::Annotation*> BudgetBuilder::repeated_annotation
   std::vector<double> launch_gpu_time(launches_.size(), 0);
   std::vector<std::uint64_t> launch_gpu_work(launches_.size(), 0);
   for (std::size_t i = 0; i < activities_.size(); ++i) {
-    if (launch_of[i] == kNoLaunch || pre_window[i]) continue;
+    if (launch_of[i] == kNoLaunch32 || pre_window[i]) continue;
     launch_gpu_time[launch_of[i]] += activities_[i].end - activities_[i].start;
     ++launch_gpu_work[launch_of[i]];
   }
@@ -1093,7 +1156,7 @@ std::vector<const BudgetBuilder::Annotation*> BudgetBuilder::repeated_annotation
       auto it = std::lower_bound(launches_by_time.begin(), launches_by_time.end(),
                                  std::make_pair(a->start, std::size_t{0}));
       for (; it != launches_by_time.end() && it->first <= a->start + a->duration; ++it) {
-        if (launches_[it->second].pid != a->pid) continue;
+        if (pid_of(launches_[it->second]) != a->pid) continue;
         ++weighed.launches;
         weighed.gpu_activities += launch_gpu_work[it->second];
         weighed.gpu_time_us += launch_gpu_time[it->second];
@@ -1113,7 +1176,7 @@ std::vector<const BudgetBuilder::Annotation*> BudgetBuilder::repeated_annotation
       auto it = std::lower_bound(launches_by_time.begin(), launches_by_time.end(),
                                  std::make_pair(span.first, std::size_t{0}));
       for (; it != launches_by_time.end() && it->first <= span.second; ++it) {
-        if (launches_[it->second].pid == pid)
+        if (pid_of(launches_[it->second]) == pid)
           weighed.extent_gpu_time_us += launch_gpu_time[it->second];
       }
     }

@@ -9,9 +9,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "analysis/stages.h"
@@ -300,19 +303,33 @@ class BudgetBuilder final : public importers::TraceEventSink {
   // it needs, at the cost of holding every activity's name.
   void keep_timeline() { keep_timeline_ = true; }
   void on_event(const importers::TraceEvent& event) override;
+  // GPU work, launch and synchronisation calls, annotations: the reader hands the rest (CPU
+  // operators, Python frames, flows: over half of a PyTorch trace's bytes) over unparsed.
+  bool wants_category(std::string_view category) const override;
   // step_regex empty: the first builtin step marker that matches, else the whole trace as one
   // step.
   Budget finish(const std::string& step_regex, const BudgetThresholds& thresholds) const;
 
  private:
+  // What the budget keeps of each GPU activity and launch call until finish() — a 10 GB trace has
+  // millions of each, so 32 bytes apiece: what repeats (the device, stream and process of the
+  // work, the thread of a call) is interned, the communication kind is the name's.
+  struct Lane {
+    std::int64_t device;
+    std::optional<std::int64_t> stream;
+    std::optional<std::int64_t> process;  // where the trace says (see launch_join.h)
+    auto operator<=>(const Lane&) const = default;
+  };
   struct Activity {
     double start, end;
-    std::optional<std::int64_t> correlation, stream;
-    std::optional<std::int64_t> process;  // where the trace says (see launch_join.h)
-    std::int64_t device;
-    std::uint32_t name;  // index into names_
-    bool kernel;
-    analysis::CommunicationKind communication;
+    std::int64_t correlation;  // when has_correlation
+    std::uint32_t lane;        // index into lanes_
+    std::uint32_t name : 30;   // index into names_
+    std::uint32_t kernel : 1;
+    std::uint32_t has_correlation : 1;
+    std::optional<std::int64_t> correlation_id() const {
+      return has_correlation ? std::optional<std::int64_t>(correlation) : std::nullopt;
+    }
   };
   // The process that recorded an annotation or a launch: a step claims only its own process's
   // launches (an export of several processes has them side by side in time).
@@ -324,8 +341,8 @@ class BudgetBuilder final : public importers::TraceEventSink {
   };
   struct Launch {
     double time, end;
-    std::int64_t pid, tid;
     std::int64_t correlation;
+    std::uint32_t thread;  // index into threads_: (pid, tid)
     bool graph;
   };
   // A stream wait as the trace shows it: a GPU-side cuda_sync row of the waiting stream, or a
@@ -346,6 +363,16 @@ class BudgetBuilder final : public importers::TraceEventSink {
   std::vector<Activity> activities_;
   std::vector<Annotation> annotations_;
   std::vector<Launch> launches_;  // joined to activities_ by (process, correlation id)
+  std::vector<Lane> lanes_;
+  std::map<Lane, std::uint32_t> lane_ids_;
+  std::vector<std::pair<std::int64_t, std::int64_t>> threads_;  // (pid, tid)
+  std::map<std::pair<std::int64_t, std::int64_t>, std::uint32_t> thread_ids_;
+  std::uint32_t last_lane_ = 0, last_thread_ = 0;
+  std::uint32_t lane(const importers::TraceEvent& event);
+  std::uint32_t thread(std::int64_t pid, std::int64_t tid);
+  std::int64_t pid_of(const Launch& launch) const { return threads_[launch.thread].first; }
+  std::int64_t tid_of(const Launch& launch) const { return threads_[launch.thread].second; }
+  const Lane& lane_of(const Activity& activity) const { return lanes_[activity.lane]; }
   std::vector<StreamWait> gpu_waits_, host_waits_;
   std::vector<HostCall> blocking_calls_, capture_begins_, capture_ends_;
   std::vector<std::string> call_names_;
@@ -355,7 +382,7 @@ class BudgetBuilder final : public importers::TraceEventSink {
   // were found; none when nothing repeats or no candidate holds kMinStepGpuTimeShare of the GPU
   // time. Each candidate weighed goes into `choice`. `launch_of`: each activity's launch call;
   // `pre_window`: activities enqueued before the profiler's window (in no step).
-  std::vector<const Annotation*> repeated_annotation(const std::vector<std::size_t>& launch_of,
+  std::vector<const Annotation*> repeated_annotation(const std::vector<std::uint32_t>& launch_of,
                                                      const std::vector<bool>& pre_window,
                                                      StepChoice* choice) const;
   const analysis::StageTable* stages_ = nullptr;
@@ -364,6 +391,15 @@ class BudgetBuilder final : public importers::TraceEventSink {
   std::vector<std::string> names_;                          // distinct normalised kernel names
   std::vector<analysis::CommunicationKind> communication_;  // per name
   std::map<std::string, std::uint32_t, std::less<>> name_ids_;
+  // The names as the trace spells them, to their index: normalising each activity's name was a
+  // tenth of the time of reading a trace.
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view name) const {
+      return std::hash<std::string_view>{}(name);
+    }
+  };
+  std::unordered_map<std::string, std::uint32_t, NameHash, std::equal_to<>> raw_name_ids_;
 };
 
 }  // namespace kprof::timeline

@@ -90,6 +90,49 @@ void check_text(ScanIsa isa, std::string_view text, const std::string& what) {
   }
 }
 
+kprof::importers::BlockMasks block_masks(ScanIsa isa, const char* p) {
+  switch (isa) {
+#if defined(__SSE2__)
+    case ScanIsa::kSse2:
+      return kprof::importers::block_masks64<ScanIsa::kSse2>(p);
+#endif
+#if defined(__ARM_NEON)
+    case ScanIsa::kNeon:
+      return kprof::importers::block_masks64<ScanIsa::kNeon>(p);
+#endif
+    default:
+      return kprof::importers::block_masks64<ScanIsa::kScalar>(p);
+  }
+}
+
+// The 64-byte masks per kind against the same definition, at every offset of the text's first
+// kilobytes (unaligned loads), and prefix_xor against a running XOR.
+void check_block_masks(ScanIsa isa, std::string_view text, const std::string& what) {
+  const std::string name = kprof::importers::scan_isa_name(isa);
+  for (std::size_t at = 0; at + 64 <= text.size() && at < 4096; ++at) {
+    kprof::importers::BlockMasks got = block_masks(isa, text.data() + at);
+    kprof::importers::BlockMasks want;
+    for (unsigned i = 0; i < 64; ++i) {
+      const std::uint64_t bit = std::uint64_t{1} << i;
+      const char c = text[at + i];
+      if (c == '"') want.quote |= bit;
+      if (c == '\\') want.backslash |= bit;
+      if (c == '{' || c == '[') want.open |= bit;
+      if (c == '}' || c == ']') want.close |= bit;
+    }
+    check(got.quote == want.quote && got.backslash == want.backslash && got.open == want.open &&
+              got.close == want.close,
+          name + ": 64-byte masks of " + what + " at offset " + std::to_string(at));
+    std::uint64_t running = 0, expected_xor = 0;
+    for (unsigned i = 0; i < 64; ++i) {
+      running ^= want.quote >> i & 1;
+      expected_xor |= running << i;
+    }
+    check(kprof::importers::prefix_xor(want.quote) == expected_xor,
+          "prefix_xor of " + what + " at offset " + std::to_string(at));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -116,12 +159,15 @@ int main(int argc, char** argv) {
     check_text(isa, noise, "random bytes");
     check_text(isa, json_like, "JSON-like bytes");
     check_text(isa, std::string_view("{\"a\"}"), "a text shorter than 16 bytes");
+    check_block_masks(isa, noise, "random bytes");
+    check_block_masks(isa, json_like, "JSON-like bytes");
     for (const std::string& file : files) {
       std::ifstream in(file, std::ios::binary);
       std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       check(in.good() || in.eof(), "cannot read " + file);
       check(!text.empty(), file + " is empty");
       check_text(isa, text, file);
+      check_block_masks(isa, text, file);
     }
   }
   if (!required.empty()) {

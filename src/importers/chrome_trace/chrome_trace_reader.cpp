@@ -12,14 +12,20 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <exception>
 #include <limits>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "common/error.h"
 #include "common/file_bytes.h"
 #include "common/text.h"
 #include "common/utf8.h"
+#include "importers/chrome_trace/plain_event.h"
 #include "importers/chrome_trace/structural_scan.h"
 #include "importers/nsys_sqlite/nsys_sqlite_reader.h"
 
@@ -224,12 +230,444 @@ std::string replace_lone_surrogate_escapes(std::string_view text) {
   return out;
 }
 
-// A streaming JSON scanner just deep enough to find the trace events; each event object is
-// copied out whole and parsed by simdjson.
+// What the sink is handed for one event, worked out by EventParser (on the parsing thread) from
+// the event's text alone; Scanner::apply() then counts it and calls the sink, in file order.
+struct ParsedEvent {
+  std::uint64_t start = 0;  // byte offset of the event in the trace
+  bool quick = false;       // quick_fields() read it
+  bool span = false;        // quick, of a category the sink does not parse: a bare span
+  std::string_view phase, quick_category;
+  double ts = 0, dur = 0;      // a span's, as quick_fields() read them
+  std::string_view skip_name;  // a span's name, looked up only when its time is impossible
+  std::uint32_t full = 0;      // not a span: its FullEvent in the batch
+};
+// An event parsed whole (a third of a PyTorch trace's: kept apart from the spans' records, so
+// that a batch in flight holds a few megabytes).
+struct FullEvent {
+  TraceEvent event;
+  bool complete = false;
+  simdjson::error_code error = simdjson::SUCCESS;
+  std::string time_problem;
+};
+
+// Parses events' texts; one per parsing thread (its simdjson parser and buffers are its own).
+class EventParser {
+ public:
+  EventParser(TraceEventSink& sink, bool plain_first) : sink_(sink), plain_first_(plain_first) {}
+
+  // Everything about one event that does not depend on the events before it. The views of
+  // `out` point into text or into `owned` (strings the simdjson parse left in its buffers).
+  void parse(std::uint64_t start, std::string_view text, ParsedEvent& out,
+             std::deque<FullEvent>& full, std::deque<std::string>& owned) {
+    out.start = start;
+    std::string_view ts, dur;
+    out.quick = quick_fields(text, out.phase, out.quick_category, ts, dur);
+    if (out.quick && !wanted(out.quick_category)) {
+      out.span = true;
+      if (out.phase != "X") return;  // counted, never handed over
+      // quick_fields() found both numbers readable (as std::from_chars reads them): the values.
+      read_double(ts.data(), ts.data() + ts.size(), out.ts);
+      read_double(dur.data(), dur.data() + dur.size(), out.dur);
+      // The first event skipped is named in the warning, whatever its category: parsed for that
+      // (which one is first is the reader's to say, in order).
+      TraceEvent named;
+      bool complete = false;
+      if (!implausible_time(out.ts, out.dur).empty() &&
+          parse_any(text, named, complete) == simdjson::SUCCESS) {
+        out.skip_name = keep(named.name, text, owned);
+      }
+      return;
+    }
+    out.full = static_cast<std::uint32_t>(full.size());
+    FullEvent& parsed = full.emplace_back();
+    time_problem_.clear();
+    parsed.error = parse_any(text, parsed.event, parsed.complete);
+    parsed.time_problem = time_problem_;
+    parsed.event.category = keep(parsed.event.category, text, owned);
+    parsed.event.name = keep(parsed.event.name, text, owned);
+    parsed.event.launched_kernel = keep(parsed.event.launched_kernel, text, owned);
+  }
+
+  static std::optional<std::int64_t> integer(simdjson::ondemand::value value) {
+    double number;
+    if (value.get_double().get(number) == simdjson::SUCCESS) {
+      // Out-of-range ids are treated as absent, not wrapped (found by fuzzing).
+      if (!(number >= -9.2e18 && number <= 9.2e18)) return std::nullopt;
+      return static_cast<std::int64_t>(number);
+    }
+    std::string_view text;
+    if (value.get_string().get(text) == simdjson::SUCCESS) {
+      std::int64_t parsed = 0;
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), parsed);
+      if (ec == std::errc() && end == text.data() + text.size()) return parsed;
+    }
+    return std::nullopt;
+  }
+
+  // A uint64 id read from its JSON text, so values above 2^53 stay exact (a double would round
+  // them); a quoted number is accepted, anything else (negative, fractional, too large) is absent.
+  static std::optional<std::uint64_t> unsigned_integer(simdjson::ondemand::value value) {
+    std::string_view token = value.raw_json_token();
+    while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' ||
+                              token.back() == '\t')) {
+      token.remove_suffix(1);
+    }
+    if (token.size() >= 2 && token.front() == '"' && token.back() == '"') {
+      token = token.substr(1, token.size() - 2);
+    }
+    std::uint64_t parsed = 0;
+    auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), parsed);
+    if (token.empty() || ec != std::errc() || end != token.data() + token.size()) {
+      return std::nullopt;
+    }
+    return parsed;
+  }
+
+  // key equals canonical (lower case, spaces) ignoring case and reading '_' as ' '.
+  static bool same_key(std::string_view key, std::string_view canonical) {
+    if (key.size() != canonical.size()) return false;
+    for (size_t i = 0; i < key.size(); ++i) {
+      char c = key[i];
+      if (c == '_') c = ' ';
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+      if (c != canonical[i]) return false;
+    }
+    return true;
+  }
+
+  static std::optional<double> real(simdjson::ondemand::value value) {
+    double number;
+    if (value.get_double().get(number) == simdjson::SUCCESS) return number;
+    return std::nullopt;
+  }
+
+  void read_dim3(simdjson::ondemand::value value, std::optional<std::int64_t> (&out)[3]) {
+    simdjson::ondemand::array array;
+    if (value.get_array().get(array) != simdjson::SUCCESS) return;
+    int i = 0;
+    for (auto element : array) {
+      if (i == 3) break;
+      simdjson::ondemand::value v;
+      if (element.get(v) != simdjson::SUCCESS) return;
+      out[i++] = integer(v);
+    }
+  }
+
+  // The top-level "ph", "cat", "ts" and "dur" of an event read in one forward pass over its
+  // text, stopping at the first value that is not a plain string or number (PyTorch writes these
+  // before "args"); false sends the event to the full parser.
+  // The numbers' texts only: their values are wanted only for the events handed over as spans.
+  static bool quick_fields(std::string_view text, std::string_view& phase,
+                           std::string_view& category, std::string_view& ts,
+                           std::string_view& dur) {
+    bool have_phase = false, have_category = false, have_ts = false, have_dur = false;
+    const char* p = text.data() + 1;  // after '{'
+    const char* const end = text.data() + text.size();
+    auto skip_space = [&] {
+      while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p;
+    };
+    auto read_plain_string = [&](std::string_view& out) {
+      if (p >= end || *p != '"') return false;
+      const char* close = quote_or_backslash(p + 1, end);  // one pass for both
+      if (close == end || *close != '"') return false;
+      out = std::string_view(p + 1, static_cast<size_t>(close - p - 1));
+      p = close + 1;
+      return true;
+    };
+    // The keys compared by length and bytes: this runs for every event of the trace.
+    auto is = [](std::string_view key, const char(&word)[3]) {
+      return key.size() == 2 && key[0] == word[0] && key[1] == word[1];
+    };
+    auto is3 = [](std::string_view key, const char(&word)[4]) {
+      return key.size() == 3 && key[0] == word[0] && key[1] == word[1] && key[2] == word[2];
+    };
+    while (!(have_phase && have_category && have_ts &&
+             (have_dur || (have_phase && !(phase.size() == 1 && phase[0] == 'X'))))) {
+      skip_space();
+      std::string_view key, value;
+      if (!read_plain_string(key)) return false;
+      skip_space();
+      if (p >= end || *p != ':') return false;
+      ++p;
+      skip_space();
+      if (p >= end) return false;
+      if (*p == '"') {
+        if (!read_plain_string(value)) return false;
+        if (is(key, "ph")) phase = value, have_phase = true;
+        if (is3(key, "cat")) category = value, have_category = true;
+      } else if (*p == '-' || (*p >= '0' && *p <= '9')) {
+        const char* after = double_end(p, end);  // where std::from_chars would stop, or nullptr
+        if (after == nullptr) return false;
+        std::string_view number(p, static_cast<size_t>(after - p));
+        p = after;
+        if (is(key, "ts")) ts = number, have_ts = true;
+        if (is3(key, "dur")) dur = number, have_dur = true;
+      } else {
+        return false;  // an object, array or literal before the fields we need
+      }
+      skip_space();
+      if (p >= end || *p != ',') return false;
+      ++p;
+    }
+    return true;
+  }
+
+  // Whether the sink wants this category's events parsed; asked again only when the category
+  // differs from the previous event's (a trace has a handful, in runs).
+  bool wanted(std::string_view category) {
+    if (!wanted_known_ || category != last_wanted_category_) {
+      // An Operator of the 1.8/1.9 trace may be its step range (a user_annotation once mapped).
+      last_wanted_ = sink_.wants_category(modern_category(category)) ||
+                     (is_legacy_operator(category) && sink_.wants_category("user_annotation"));
+      last_wanted_category_.assign(category);
+      wanted_known_ = true;
+    }
+    return last_wanted_;
+  }
+
+  // Parses one event into `event` (default constructed): the plain-event fast path, else simdjson
+  // — and where the bytes are not UTF-8 (names as the program spelled them) or hold lone
+  // surrogate escapes, simdjson again over a copy with U+FFFD in their place, so that every
+  // output can print the name. Its views point into text, event_text_ or repaired_text_.
+  simdjson::error_code parse_any(std::string_view text, TraceEvent& event, bool& complete) {
+    if (plain_first_ && parse_plain_event(text, event, complete)) return simdjson::SUCCESS;
+    event = TraceEvent{};
+    complete = false;
+    simdjson::error_code error = parse_full(text, event, complete);
+    if (error == simdjson::UTF8_ERROR || error == simdjson::STRING_ERROR) {
+      event = TraceEvent{};
+      complete = false;
+      time_problem_.clear();
+      repaired_text_ = replace_lone_surrogate_escapes(to_valid_utf8(text));
+      error = parse_full(repaired_text_, event, complete);
+    }
+    return error;
+  }
+
+  // Parses one event fully into `event`; its views point into event_text_.
+  simdjson::error_code parse_full(std::string_view text, TraceEvent& event, bool& complete) {
+    event_text_.assign(text);  // simdjson reads past the end: give it a padded copy
+    size_t size = event_text_.size();
+    event_text_.append(simdjson::SIMDJSON_PADDING, ' ');
+    try {
+      simdjson::ondemand::document document =
+          parser_.iterate(event_text_.data(), size, event_text_.size());
+      simdjson::ondemand::object object = document.get_object();
+      for (auto field : object) {
+        std::string_view key = field.unescaped_key();
+        simdjson::ondemand::value value = field.value();
+        if (key == "ph") {
+          complete = std::string_view(value.get_string()) == "X";
+        } else if (key == "cat") {
+          event.category = value.get_string();
+        } else if (key == "name") {
+          event.name = value.get_string();
+        } else if (key == "ts" || key == "dur") {
+          // A time that is not a finite JSON number (a string, 1e400) skips this event under
+          // the time rule, never the whole trace.
+          double& time = key == "ts" ? event.timestamp_us : event.duration_us;
+          if (value.get_double().get(time) != simdjson::SUCCESS) {
+            time = std::numeric_limits<double>::quiet_NaN();
+            time_problem_ = fmt::format("\"{}\" is not a finite number ({})", key,
+                                        quoted_token(value.raw_json_token()));
+          }
+        } else if (key == "pid") {
+          event.pid = integer(value).value_or(-1);
+        } else if (key == "tid") {
+          event.tid = integer(value).value_or(-1);
+        } else if (key == "args") {
+          simdjson::ondemand::object args;
+          if (value.get_object().get(args) != simdjson::SUCCESS) continue;
+          for (auto arg : args) {
+            // Spellings differ between PyTorch versions ("External id", "external id",
+            // "correlation id", "graph id", "graph_id"): compared case-folded, '_' as ' '.
+            std::string_view name = arg.unescaped_key();
+            simdjson::ondemand::value v = arg.value();
+            auto is = [&](std::string_view canonical) { return same_key(name, canonical); };
+            if (is("device"))
+              event.device = integer(v);
+            else if (is("stream"))
+              event.stream = integer(v);
+            else if (is("correlation") || is("correlation id"))
+              event.correlation = integer(v);
+            else if (is("external id"))
+              event.external_id = integer(v);
+            else if (is("graph id") || is("cuda graph id"))
+              event.graph_id = integer(v);
+            else if (is("graph node id"))
+              event.graph_node_id = unsigned_integer(v);
+            else if (is("registers per thread"))
+              event.registers_per_thread = real(v);
+            else if (is("shared memory"))
+              event.shared_memory = real(v);
+            else if (is("grid"))
+              read_dim3(v, event.grid);
+            else if (is("block"))
+              read_dim3(v, event.block);
+            else if (is("kernel") && v.get_string().get(event.launched_kernel) != simdjson::SUCCESS)
+              event.launched_kernel = {};
+          }
+        }
+      }
+    } catch (const simdjson::simdjson_error& error) {
+      return error.error();
+    }
+    return simdjson::SUCCESS;
+  }
+
+ private:
+  // A view into text as it is; one into this parser's buffers copied into owned (the next parse
+  // reuses them).
+  static std::string_view keep(std::string_view view, std::string_view text,
+                               std::deque<std::string>& owned) {
+    if (view.empty()) return {};
+    if (view.data() >= text.data() && view.data() + view.size() <= text.data() + text.size()) {
+      return view;
+    }
+    return owned.emplace_back(view);
+  }
+
+  TraceEventSink& sink_;
+  bool plain_first_;  // events go to parse_plain_event first (EventParsing)
+  simdjson::ondemand::parser parser_;
+  std::string event_text_;
+  std::string repaired_text_;
+  std::string time_problem_;          // why this event's "ts" or "dur" could not be read, if so
+  std::string last_wanted_category_;  // wanted()'s last question and answer
+  bool last_wanted_ = false, wanted_known_ = false;
+};
+
+// Events handed from the scanning thread to the parsing one: the texts of a run of consecutive
+// events (in a read buffer handed over whole, or copied out of one that was read over), then what
+// parsing them gave.
+struct EventBatch {
+  std::string buffer;  // the read buffer the events lie in, when handed over
+  std::string arena;   // events copied out of a buffer that was read over
+  struct Pending {
+    std::uint64_t start;
+    std::size_t offset, length;
+    bool in_arena;
+  };
+  std::vector<Pending> pending;
+  std::size_t in_read_buffer = 0;  // bytes of pending events still in the scanner's buffer
+  std::vector<ParsedEvent> parsed;
+  std::deque<FullEvent> full;  // not a vector: growing it would copy every record
+  std::deque<std::string> owned;
+  std::exception_ptr failure;  // what parsing threw (never an InputError: those are recorded)
+  bool parsed_all = false;     // under EventPipeline's mutex
+
+  std::string_view text(const Pending& event) const {
+    return std::string_view((event.in_arena ? arena : buffer).data() + event.offset, event.length);
+  }
+  void parse(EventParser& parser) {
+    try {
+      parsed.resize(pending.size());
+      for (std::size_t i = 0; i < pending.size(); ++i) {
+        parser.parse(pending[i].start, text(pending[i]), parsed[i], full, owned);
+      }
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+};
+
+// The parsing threads: batches in, parsed batches out, in order. Two (on a machine of two
+// cores or more): this thread's share (scanning, counting, the sink) is a third of the work,
+// parsing the rest. A trace of a few megabytes never starts them (its one batch is parsed where
+// it was read), nor does a machine of one core.
+class EventPipeline {
+ public:
+  EventPipeline(TraceEventSink& sink, bool plain_first)
+      : sink_(sink), plain_first_(plain_first), inline_parser_(sink, plain_first) {}
+  ~EventPipeline() { stop(); }
+
+  // Queues a batch; a large one (a read buffer handed over whole) starts the threads.
+  void submit(std::unique_ptr<EventBatch> batch, bool large) {
+    if (large && workers_.empty() && std::thread::hardware_concurrency() >= 2) start(2);
+    if (workers_.empty()) {
+      batch->parse(inline_parser_);
+      batch->parsed_all = true;
+      done_.push_back(std::move(batch));
+      return;
+    }
+    std::lock_guard lock(mutex_);
+    queue_.push_back(batch.get());
+    done_.push_back(std::move(batch));
+    wake_.notify_one();
+  }
+  std::size_t in_flight() const { return done_.size(); }
+  // The oldest batch once parsed (waiting for it, or not), taken out; nullptr when none is
+  // queued or, not waiting, the oldest is not parsed yet.
+  std::unique_ptr<EventBatch> next(bool wait) {
+    if (done_.empty()) return nullptr;
+    if (!workers_.empty()) {
+      std::unique_lock lock(mutex_);
+      if (!wait && !done_.front()->parsed_all) return nullptr;
+      parsed_.wait(lock, [&] { return done_.front()->parsed_all; });
+    }
+    std::unique_ptr<EventBatch> batch = std::move(done_.front());
+    done_.pop_front();
+    if (batch->failure) std::rethrow_exception(batch->failure);
+    return batch;
+  }
+
+ private:
+  void start(int count) {
+    for (int i = 0; i < count; ++i) {
+      workers_.emplace_back([this] {
+        EventParser parser(sink_, plain_first_);
+        for (;;) {
+          EventBatch* batch = nullptr;
+          {
+            std::unique_lock lock(mutex_);
+            wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+            if (queue_.empty()) return;
+            batch = queue_.front();
+            queue_.pop_front();
+          }
+          batch->parse(parser);
+          std::lock_guard lock(mutex_);
+          batch->parsed_all = true;
+          parsed_.notify_all();
+        }
+      });
+    }
+  }
+  void stop() {
+    if (workers_.empty()) return;
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+      queue_.clear();
+      wake_.notify_all();
+    }
+    for (std::thread& worker : workers_) worker.join();
+  }
+
+  TraceEventSink& sink_;
+  bool plain_first_;
+  EventParser inline_parser_;
+  std::deque<std::unique_ptr<EventBatch>> done_;  // submitted, in order (parsed or not)
+  std::deque<EventBatch*> queue_;                 // waiting for a thread
+  std::mutex mutex_;
+  std::condition_variable wake_, parsed_;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+// A streaming JSON scanner just deep enough to find the trace events. Their texts go in batches
+// to the parsing threads (EventPipeline: the plain-event fast path, else simdjson), and what that
+// gives comes back to this thread, which counts it and hands it to the sink in file order.
 class Scanner {
  public:
-  Scanner(const std::string& path, ByteSource& source, TraceEventSink& sink, ScanIsa isa)
-      : path_(path), source_(source), sink_(sink), isa_(isa), buffer_(4 << 20, '\0') {}
+  Scanner(const std::string& path, ByteSource& source, TraceEventSink& sink, ScanIsa isa,
+          EventParsing parsing)
+      : path_(path),
+        source_(source),
+        sink_(sink),
+        isa_(isa),
+        pipeline_(sink, parsing == EventParsing::kPlainFirst),
+        buffer_(kReadBuffer, '\0') {}
 
   TraceReadStats run() {
     skip_space();
@@ -337,6 +775,7 @@ class Scanner {
       }
       capture_start_ = 0;
     }
+    hand_over_batch(false);
     consumed_ += length_;
     position_ = 0;
     length_ = source_.read(buffer_.data(), buffer_.size());
@@ -448,11 +887,41 @@ class Scanner {
       }
       return depth == 0 && !in_string;
     };
+    // An object or array (every event): whole 64-byte blocks without a backslash are walked by
+    // their brackets outside strings alone; a block with one, or right after an escaping one,
+    // goes character by character below, so escapes keep step()'s exact rules.
+    const bool bracketed = first != '"';
     for (;;) {
       if (position_ == length_ && !refill()) fail("truncated: the trace ends inside a value");
       const char* base = buffer_.data();
       size_t i = position_;
       const size_t n = length_;
+      for (; bracketed && i + 64 <= n; i += 64) {
+        const BlockMasks m = block_masks64<Isa>(base + i);
+        if (m.backslash == 0 && escaped_at != consumed_ + i) {
+          const std::uint64_t inside = prefix_xor(m.quote) ^ (in_string ? ~std::uint64_t{0} : 0);
+          for (std::uint64_t brackets = (m.open | m.close) & ~inside; brackets != 0;
+               brackets &= brackets - 1) {
+            const int bit = __builtin_ctzll(brackets);
+            if ((m.open >> bit & 1) != 0) {
+              ++depth;
+            } else if (--depth == 0) {  // depth is 1 or more until the value's own close
+              position_ = i + static_cast<size_t>(bit) + 1;
+              return;
+            }
+          }
+          in_string = (inside >> 63) != 0;
+          continue;
+        }
+        for (std::uint64_t all = m.quote | m.backslash | m.open | m.close; all != 0;
+             all &= all - 1) {
+          const size_t at = i + static_cast<size_t>(__builtin_ctzll(all));
+          if (step(at)) {
+            position_ = at + 1;
+            return;
+          }
+        }
+      }
       for (; i + 16 <= n; i += 16) {
         std::uint32_t mask = structural_mask16<Isa>(base + i);
         while (mask != 0) {
@@ -524,20 +993,132 @@ class Scanner {
       next();
       return;
     }
-    for (;;) {
-      skip_space();
-      std::uint64_t start = offset();
-      if (peek() != '{')
-        fail(peek() == kEnd ? "truncated: the trace ends inside traceEvents"
-                            : "expected an event object in traceEvents");
-      std::string_view text = capture_value();
-      if (oversized_) {
-        skip_oversized(start);
-        if (!next_event()) return;
-        continue;
+    // The events are parsed and handed to the sink as their batches come back; whatever stops the
+    // scan (a truncated file, bytes that are not JSON) is raised only after every event before it
+    // has been handed over, as a reader that parsed each event as it found it would.
+    try {
+      for (;;) {
+        skip_space();
+        std::uint64_t start = offset();
+        if (peek() != '{')
+          fail(peek() == kEnd ? "truncated: the trace ends inside traceEvents"
+                              : "expected an event object in traceEvents");
+        std::string_view text = capture_value();
+        if (oversized_) {
+          skip_oversized(start);
+        } else {
+          add_event(start, text);
+        }
+        if (!next_event()) break;
       }
-      parse_event(start, text);
-      if (!next_event()) return;
+    } catch (const InputError&) {
+      if (!stopped_) finish_events();  // unless it is an event's own error, raised in order
+      throw;
+    }
+    finish_events();
+  }
+
+  // One event's text into the open batch: a view into the read buffer, or a copy when it lies
+  // in spill_ (it straddled two reads).
+  void add_event(std::uint64_t start, std::string_view text) {
+    if (!batch_) batch_ = std::make_unique<EventBatch>();
+    if (text.data() >= buffer_.data() && text.data() < buffer_.data() + buffer_.size()) {
+      batch_->pending.push_back(
+          {start, static_cast<std::size_t>(text.data() - buffer_.data()), text.size(), false});
+      batch_->in_read_buffer += text.size();
+    } else {
+      batch_->pending.push_back({start, batch_->arena.size(), text.size(), true});
+      batch_->arena.append(text);
+    }
+  }
+
+  // Before the read buffer is read over (or at the end of the events): the open batch takes the
+  // buffer whole when its events fill most of it, else a copy of its events in it; a whole one
+  // goes to the parsing thread. Then batches already parsed are handed to the sink, waiting for
+  // the oldest while too many are in flight (memory stays a few buffers).
+  void hand_over_batch(bool last) {
+    // Only a buffer read to its end is handed over (at the end of the events it still holds what
+    // follows them).
+    if (!last && batch_ && batch_->in_read_buffer >= kHandOverBytes) {
+      batch_->buffer = std::move(buffer_);
+      buffer_ = spare_buffers_.empty() ? std::string(kReadBuffer, '\0')
+                                       : std::move(spare_buffers_.back());
+      if (!spare_buffers_.empty()) spare_buffers_.pop_back();
+      batch_->in_read_buffer = 0;
+      pipeline_.submit(std::move(batch_), true);
+    } else if (batch_ && batch_->in_read_buffer != 0) {
+      for (EventBatch::Pending& event : batch_->pending) {
+        if (event.in_arena) continue;
+        const std::size_t at = batch_->arena.size();
+        batch_->arena.append(buffer_.data() + event.offset, event.length);
+        event.offset = at;
+        event.in_arena = true;
+      }
+      batch_->in_read_buffer = 0;
+    }
+    if (last && batch_) pipeline_.submit(std::move(batch_), false);
+    while (std::unique_ptr<EventBatch> done = pipeline_.next(pipeline_.in_flight() > kInFlight)) {
+      apply(*done);
+      if (!done->buffer.empty() && spare_buffers_.size() < kInFlight) {
+        spare_buffers_.push_back(std::move(done->buffer));
+      }
+    }
+  }
+
+  // The last batch submitted and every batch handed to the sink.
+  void finish_events() {
+    hand_over_batch(true);
+    while (std::unique_ptr<EventBatch> done = pipeline_.next(true)) apply(*done);
+  }
+
+  // What the sink gets for each parsed event, in file order: the counts, the time rule, the
+  // categories' modern names.
+  void apply(const EventBatch& batch) {
+    for (const ParsedEvent& parsed : batch.parsed) apply(parsed, batch);
+  }
+
+  void apply(const ParsedEvent& p, const EventBatch& batch) {
+    // Each event's time rule reads its own times: the reason left by an event whose "ts" was not
+    // a number must not skip the span after it.
+    const FullEvent* full = p.span ? nullptr : &batch.full[p.full];
+    time_problem_ = full ? full->time_problem : std::string();
+    if (p.quick) count_category(p.quick_category);
+    if (p.span) {
+      if (p.phase != "X") {
+        ++stats_.other_events;
+      } else if (plausible(p.start, p.skip_name, p.ts, p.dur)) {
+        ++stats_.events;
+        sink_.on_span(p.ts, p.dur);
+      }
+      return;
+    }
+    if (full->error) {
+      stopped_ = true;
+      throw_invalid(path_, InputPosition::byte(p.start),
+                    fmt::format("malformed trace event: {}", simdjson::error_message(full->error)));
+    }
+    TraceEvent event = full->event;
+    const bool complete = full->complete;
+    if (!p.quick) count_category(event.category);
+    std::string_view modern = modern_category(event.category);
+    if (modern.data() != event.category.data()) {
+      if (complete) stats_.legacy_categories = true;
+      if (is_legacy_operator(event.category) && is_step_operator(event.name)) {
+        modern = "user_annotation";
+      }
+      event.category = modern;
+    }
+    // Kineto's GPU rows carry the device as their pid; every other row, its process.
+    if (event.category != "kernel" && event.category != "gpu_memcpy" &&
+        event.category != "gpu_memset" && event.category != "gpu_user_annotation" &&
+        event.category != "cuda_sync") {
+      event.process = event.pid;
+    }
+    if (!complete) {
+      ++stats_.other_events;
+    } else if (plausible(p.start, event.name, event.timestamp_us, event.duration_us)) {
+      ++stats_.events;
+      sink_.on_event(event);
     }
   }
 
@@ -580,7 +1161,7 @@ class Scanner {
           simdjson::ondemand::value value = field.value();
           std::string_view text_value;
           if (key == "id") {
-            id = integer(value);
+            id = EventParser::integer(value);
           } else if (key == "name" && value.get_string().get(text_value) == simdjson::SUCCESS) {
             name = to_valid_utf8(text_value.substr(0, 200));
           }
@@ -607,125 +1188,6 @@ class Scanner {
     if (stats_.oversized_events++ == 0) stats_.first_oversized_at = start;
   }
 
-  static std::optional<std::int64_t> integer(simdjson::ondemand::value value) {
-    double number;
-    if (value.get_double().get(number) == simdjson::SUCCESS) {
-      // Out-of-range ids are treated as absent, not wrapped (found by fuzzing).
-      if (!(number >= -9.2e18 && number <= 9.2e18)) return std::nullopt;
-      return static_cast<std::int64_t>(number);
-    }
-    std::string_view text;
-    if (value.get_string().get(text) == simdjson::SUCCESS) {
-      std::int64_t parsed = 0;
-      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), parsed);
-      if (ec == std::errc() && end == text.data() + text.size()) return parsed;
-    }
-    return std::nullopt;
-  }
-
-  // A uint64 id read from its JSON text, so values above 2^53 stay exact (a double would round
-  // them); a quoted number is accepted, anything else (negative, fractional, too large) is absent.
-  static std::optional<std::uint64_t> unsigned_integer(simdjson::ondemand::value value) {
-    std::string_view token = value.raw_json_token();
-    while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' ||
-                              token.back() == '\t')) {
-      token.remove_suffix(1);
-    }
-    if (token.size() >= 2 && token.front() == '"' && token.back() == '"') {
-      token = token.substr(1, token.size() - 2);
-    }
-    std::uint64_t parsed = 0;
-    auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), parsed);
-    if (token.empty() || ec != std::errc() || end != token.data() + token.size()) {
-      return std::nullopt;
-    }
-    return parsed;
-  }
-
-  // key equals canonical (lower case, spaces) ignoring case and reading '_' as ' '.
-  static bool same_key(std::string_view key, std::string_view canonical) {
-    if (key.size() != canonical.size()) return false;
-    for (size_t i = 0; i < key.size(); ++i) {
-      char c = key[i];
-      if (c == '_') c = ' ';
-      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-      if (c != canonical[i]) return false;
-    }
-    return true;
-  }
-
-  static std::optional<double> real(simdjson::ondemand::value value) {
-    double number;
-    if (value.get_double().get(number) == simdjson::SUCCESS) return number;
-    return std::nullopt;
-  }
-
-  void read_dim3(simdjson::ondemand::value value, std::optional<std::int64_t> (&out)[3]) {
-    simdjson::ondemand::array array;
-    if (value.get_array().get(array) != simdjson::SUCCESS) return;
-    int i = 0;
-    for (auto element : array) {
-      if (i == 3) break;
-      simdjson::ondemand::value v;
-      if (element.get(v) != simdjson::SUCCESS) return;
-      out[i++] = integer(v);
-    }
-  }
-
-  // The top-level "ph", "cat", "ts" and "dur" of an event read in one forward pass over its
-  // text, stopping at the first value that is not a plain string or number (PyTorch writes these
-  // before "args"); false sends the event to the full parser.
-  static bool quick_fields(std::string_view text, std::string_view& phase,
-                           std::string_view& category, double& ts, double& dur) {
-    bool have_phase = false, have_category = false, have_ts = false, have_dur = false;
-    size_t i = 1;  // after '{'
-    auto skip_space = [&] {
-      while (i < text.size() &&
-             (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t')) {
-        ++i;
-      }
-    };
-    auto read_plain_string = [&](std::string_view& out) {
-      if (i >= text.size() || text[i] != '"') return false;
-      const void* close = std::memchr(text.data() + i + 1, '"', text.size() - i - 1);
-      if (!close) return false;
-      size_t end = static_cast<size_t>(static_cast<const char*>(close) - text.data());
-      out = text.substr(i + 1, end - i - 1);
-      if (out.find('\\') != std::string_view::npos) return false;
-      i = end + 1;
-      return true;
-    };
-    while (
-        !(have_phase && have_category && have_ts && (have_dur || (have_phase && phase != "X")))) {
-      skip_space();
-      std::string_view key, value;
-      if (!read_plain_string(key)) return false;
-      skip_space();
-      if (i >= text.size() || text[i] != ':') return false;
-      ++i;
-      skip_space();
-      if (i >= text.size()) return false;
-      if (text[i] == '"') {
-        if (!read_plain_string(value)) return false;
-        if (key == "ph") phase = value, have_phase = true;
-        if (key == "cat") category = value, have_category = true;
-      } else if (text[i] == '-' || (text[i] >= '0' && text[i] <= '9')) {
-        double number = 0;
-        auto [end, ec] = std::from_chars(text.data() + i, text.data() + text.size(), number);
-        if (ec != std::errc()) return false;
-        i = static_cast<size_t>(end - text.data());
-        if (key == "ts") ts = number, have_ts = true;
-        if (key == "dur") dur = number, have_dur = true;
-      } else {
-        return false;  // an object, array or literal before the fields we need
-      }
-      skip_space();
-      if (i >= text.size() || text[i] != ',') return false;
-      ++i;
-    }
-    return true;
-  }
-
   // Applies the time rule; false when the event is skipped (and counted).
   bool plausible(std::uint64_t start, std::string_view name, double ts, double dur) {
     std::string reason = time_problem_.empty() ? implausible_time(ts, dur) : time_problem_;
@@ -738,148 +1200,28 @@ class Scanner {
     return false;
   }
 
-  void parse_event(std::uint64_t start, std::string_view text) {
-    std::string_view phase, category;
-    double ts = 0, dur = 0;
-    const bool quick = quick_fields(text, phase, category, ts, dur);
-    if (quick) count_category(category);
-    // An Operator of the 1.8/1.9 trace may be its step range (a user_annotation once mapped).
-    if (quick && !sink_.wants_category(modern_category(category)) &&
-        !(is_legacy_operator(category) && sink_.wants_category("user_annotation"))) {
-      if (phase != "X") {
-        ++stats_.other_events;
-      } else if (plausible(start, {}, ts, dur)) {
-        ++stats_.events;
-        sink_.on_span(ts, dur);
-      }
-      return;
-    }
-    TraceEvent event;
-    bool complete = false;
-    time_problem_.clear();
-    simdjson::error_code error = parse_full(text, event, complete);
-    if (error == simdjson::UTF8_ERROR || error == simdjson::STRING_ERROR) {
-      // Bytes that are not UTF-8 (names as the program spelled them) or lone surrogate escapes:
-      // the event is kept with U+FFFD in their place, so every output can print its name.
-      event = TraceEvent{};
-      complete = false;
-      time_problem_.clear();
-      repaired_text_ = replace_lone_surrogate_escapes(to_valid_utf8(text));
-      error = parse_full(repaired_text_, event, complete);
-    }
-    if (error) {
-      throw_invalid(path_, InputPosition::byte(start),
-                    fmt::format("malformed trace event: {}", simdjson::error_message(error)));
-    }
-    if (!quick) count_category(event.category);
-    std::string_view modern = modern_category(event.category);
-    if (modern.data() != event.category.data()) {
-      if (complete) stats_.legacy_categories = true;
-      if (is_legacy_operator(event.category) && is_step_operator(event.name)) {
-        modern = "user_annotation";
-      }
-      event.category = modern;
-    }
-    // Kineto's GPU rows carry the device as their pid; every other row, its process.
-    if (event.category != "kernel" && event.category != "gpu_memcpy" &&
-        event.category != "gpu_memset" && event.category != "gpu_user_annotation" &&
-        event.category != "cuda_sync") {
-      event.process = event.pid;
-    }
-    if (!complete) {
-      ++stats_.other_events;
-    } else if (plausible(start, event.name, event.timestamp_us, event.duration_us)) {
-      ++stats_.events;
-      sink_.on_event(event);
-    }
-  }
-
-  // Parses one event fully into `event`; its views point into event_text_.
-  simdjson::error_code parse_full(std::string_view text, TraceEvent& event, bool& complete) {
-    event_text_.assign(text);  // simdjson reads past the end: give it a padded copy
-    size_t size = event_text_.size();
-    event_text_.append(simdjson::SIMDJSON_PADDING, ' ');
-    try {
-      simdjson::ondemand::document document =
-          parser_.iterate(event_text_.data(), size, event_text_.size());
-      simdjson::ondemand::object object = document.get_object();
-      for (auto field : object) {
-        std::string_view key = field.unescaped_key();
-        simdjson::ondemand::value value = field.value();
-        if (key == "ph") {
-          complete = std::string_view(value.get_string()) == "X";
-        } else if (key == "cat") {
-          event.category = value.get_string();
-        } else if (key == "name") {
-          event.name = value.get_string();
-        } else if (key == "ts" || key == "dur") {
-          // A time that is not a finite JSON number (a string, 1e400) skips this event under
-          // the time rule, never the whole trace.
-          double& time = key == "ts" ? event.timestamp_us : event.duration_us;
-          if (value.get_double().get(time) != simdjson::SUCCESS) {
-            time = std::numeric_limits<double>::quiet_NaN();
-            time_problem_ = fmt::format("\"{}\" is not a finite number ({})", key,
-                                        quoted_token(value.raw_json_token()));
-          }
-        } else if (key == "pid") {
-          event.pid = integer(value).value_or(-1);
-        } else if (key == "tid") {
-          event.tid = integer(value).value_or(-1);
-        } else if (key == "args") {
-          simdjson::ondemand::object args;
-          if (value.get_object().get(args) != simdjson::SUCCESS) continue;
-          for (auto arg : args) {
-            // Spellings differ between PyTorch versions ("External id", "external id",
-            // "correlation id", "graph id", "graph_id"): compared case-folded, '_' as ' '.
-            std::string_view name = arg.unescaped_key();
-            simdjson::ondemand::value v = arg.value();
-            auto is = [&](std::string_view canonical) { return same_key(name, canonical); };
-            if (is("device"))
-              event.device = integer(v);
-            else if (is("stream"))
-              event.stream = integer(v);
-            else if (is("correlation") || is("correlation id"))
-              event.correlation = integer(v);
-            else if (is("external id"))
-              event.external_id = integer(v);
-            else if (is("graph id") || is("cuda graph id"))
-              event.graph_id = integer(v);
-            else if (is("graph node id"))
-              event.graph_node_id = unsigned_integer(v);
-            else if (is("registers per thread"))
-              event.registers_per_thread = real(v);
-            else if (is("shared memory"))
-              event.shared_memory = real(v);
-            else if (is("grid"))
-              read_dim3(v, event.grid);
-            else if (is("block"))
-              read_dim3(v, event.block);
-            else if (is("kernel") && v.get_string().get(event.launched_kernel) != simdjson::SUCCESS)
-              event.launched_kernel = {};
-          }
-        }
-      }
-    } catch (const simdjson::simdjson_error& error) {
-      return error.error();
-    }
-    return simdjson::SUCCESS;
-  }
+  // Read buffers of 2 MiB; a batch takes its buffer whole from 512 KiB of events in it, and at
+  // most three wait or are parsed (one per thread, and the next) while the next is read.
+  static constexpr std::size_t kReadBuffer = 2u << 20, kHandOverBytes = 512u << 10, kInFlight = 3;
 
   const std::string& path_;
   ByteSource& source_;
   TraceEventSink& sink_;
   ScanIsa isa_;
+  EventPipeline pipeline_;
+  std::unique_ptr<EventBatch> batch_;  // events found, not yet submitted
+  std::vector<std::string> spare_buffers_;
+  bool stopped_ = false;  // an event's error was raised: nothing more is handed to the sink
   std::string buffer_;
   size_t position_ = 0, length_ = 0;
   std::uint64_t consumed_ = 0;
-  std::string event_text_;
-  std::string repaired_text_;
-  std::string time_problem_;  // why this event's "ts" or "dur" could not be read, if so
+  std::string event_text_;    // deviceProperties, padded for simdjson
+  std::string time_problem_;  // the event being applied: why its "ts" or "dur" could not be read
   std::string spill_;         // an event that straddles two buffers
   bool capturing_ = false;
   bool oversized_ = false;  // the event being captured passed kMaxEventBytes
   size_t capture_start_ = 0;
-  simdjson::ondemand::parser parser_;
+  simdjson::ondemand::parser parser_;  // deviceProperties
   TraceReadStats stats_;
   bool saw_events_ = false;
   bool top_level_array_ = false;
@@ -908,7 +1250,7 @@ bool looks_like_chrome_trace(std::string_view head) {
 
 TraceReadStats read_chrome_trace(const std::string& path, TraceEventSink& sink) {
   GzFileSource source(path);
-  Scanner scanner(path, source, sink, kNativeScanIsa);
+  Scanner scanner(path, source, sink, kNativeScanIsa, EventParsing::kPlainFirst);
   TraceReadStats stats = scanner.run();
   if (source.truncated_gzip()) {
     throw_invalid(path, InputPosition::byte(stats.bytes),
@@ -918,12 +1260,13 @@ TraceReadStats read_chrome_trace(const std::string& path, TraceEventSink& sink) 
 }
 
 TraceReadStats read_chrome_trace_bytes(const std::string& path, std::string_view bytes,
-                                       TraceEventSink& sink, ReadChunks chunks, ScanIsa isa) {
+                                       TraceEventSink& sink, ReadChunks chunks, ScanIsa isa,
+                                       EventParsing parsing) {
   if (isa != ScanIsa::kScalar && isa != kNativeScanIsa) {
     throw std::invalid_argument(fmt::format("scan ISA {} is not compiled in", scan_isa_name(isa)));
   }
   MemorySource source(bytes, chunks);
-  Scanner scanner(path, source, sink, isa);
+  Scanner scanner(path, source, sink, isa, parsing);
   return scanner.run();
 }
 

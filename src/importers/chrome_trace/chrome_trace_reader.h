@@ -25,11 +25,16 @@ struct ReadChunks {
   size_t max_read = 0;
 };
 
+// How events are parsed: the plain-event fast path first (plain_event.h), simdjson for what it
+// declines — what files get; or simdjson alone, the reference tests hold the fast path to.
+enum class EventParsing { kPlainFirst, kSimdjsonOnly };
+
 // Same over bytes in memory (tests, fuzzing); isa picks the scanner's implementation (tests run
 // each one compiled_scan_isas() lists; another is std::invalid_argument).
 TraceReadStats read_chrome_trace_bytes(const std::string& path, std::string_view bytes,
                                        TraceEventSink& sink, ReadChunks chunks = {},
-                                       ScanIsa isa = kNativeScanIsa);
+                                       ScanIsa isa = kNativeScanIsa,
+                                       EventParsing parsing = EventParsing::kPlainFirst);
 
 // True when the first bytes look like a Chrome trace (a JSON object or array); gzip is sniffed
 // by the caller.

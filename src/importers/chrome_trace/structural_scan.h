@@ -103,6 +103,100 @@ inline std::uint32_t structural_mask16<ScanIsa::kNeon>(const char* p) {
 }
 #endif
 
+// The structural bytes of 64 bytes, one mask per kind (bit i: p[i]): what lets the reader walk a
+// block whose strings hold no backslash by its brackets alone, the strings found from the quotes
+// by a prefix XOR (prefix_xor below) instead of quote by quote.
+struct BlockMasks {
+  std::uint64_t quote = 0, backslash = 0, open = 0, close = 0;  // open: { [  close: } ]
+};
+
+template <ScanIsa Isa>
+BlockMasks block_masks64(const char* p);
+
+template <>
+inline BlockMasks block_masks64<ScanIsa::kScalar>(const char* p) {
+  BlockMasks m;
+  for (unsigned i = 0; i < 64; ++i) {
+    const std::uint64_t bit = std::uint64_t{1} << i;
+    switch (p[i]) {
+      case '"':
+        m.quote |= bit;
+        break;
+      case '\\':
+        m.backslash |= bit;
+        break;
+      case '{':
+      case '[':
+        m.open |= bit;
+        break;
+      case '}':
+      case ']':
+        m.close |= bit;
+        break;
+      default:
+        break;
+    }
+  }
+  return m;
+}
+
+#if defined(__SSE2__)
+template <>
+inline BlockMasks block_masks64<ScanIsa::kSse2>(const char* p) {
+  BlockMasks m;
+  for (unsigned k = 0; k < 4; ++k) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    const __m128i folded = _mm_or_si128(bytes, _mm_set1_epi8(0x20));  // [ -> {, ] -> }
+    auto bits = [&](__m128i hits) {
+      return static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm_movemask_epi8(hits)))
+             << (16 * k);
+    };
+    m.quote |= bits(_mm_cmpeq_epi8(bytes, _mm_set1_epi8('"')));
+    m.backslash |= bits(_mm_cmpeq_epi8(bytes, _mm_set1_epi8('\\')));
+    m.open |= bits(_mm_cmpeq_epi8(folded, _mm_set1_epi8('{')));
+    m.close |= bits(_mm_cmpeq_epi8(folded, _mm_set1_epi8('}')));
+  }
+  return m;
+}
+#endif
+
+#if defined(__ARM_NEON)
+template <>
+inline BlockMasks block_masks64<ScanIsa::kNeon>(const char* p) {
+  static constexpr std::uint8_t kBits[16] = {1, 2, 4, 8, 16, 32, 64, 128,
+                                             1, 2, 4, 8, 16, 32, 64, 128};
+  const uint8x16_t weights = vld1q_u8(kBits);
+  BlockMasks m;
+  for (unsigned k = 0; k < 4; ++k) {
+    const uint8x16_t bytes = vld1q_u8(reinterpret_cast<const std::uint8_t*>(p + 16 * k));
+    const uint8x16_t folded = vorrq_u8(bytes, vdupq_n_u8(0x20));
+    auto bits = [&](uint8x16_t hits) {  // as structural_mask16: no movemask on NEON
+      const uint8x16_t weighted = vandq_u8(hits, weights);
+      const std::uint64_t low = vaddv_u8(vget_low_u8(weighted));
+      const std::uint64_t high = vaddv_u8(vget_high_u8(weighted));
+      return (low | high << 8) << (16 * k);
+    };
+    m.quote |= bits(vceqq_u8(bytes, vdupq_n_u8('"')));
+    m.backslash |= bits(vceqq_u8(bytes, vdupq_n_u8('\\')));
+    m.open |= bits(vceqq_u8(folded, vdupq_n_u8('{')));
+    m.close |= bits(vceqq_u8(folded, vdupq_n_u8('}')));
+  }
+  return m;
+}
+#endif
+
+// Bit i of the result: the XOR of bits 0..i of x (with x the quotes of a block, the bytes from
+// an opening quote up to, not including, its closing one).
+inline std::uint64_t prefix_xor(std::uint64_t x) {
+  x ^= x << 1;
+  x ^= x << 2;
+  x ^= x << 4;
+  x ^= x << 8;
+  x ^= x << 16;
+  x ^= x << 32;
+  return x;
+}
+
 // Offsets of every structural byte of text, found 16 bytes at a time with Isa and the tail byte
 // by byte (what the reader's loop does; for tests).
 template <ScanIsa Isa>

@@ -16,7 +16,9 @@ class TraceEventSink {
   virtual ~TraceEventSink() = default;
   virtual void on_event(const TraceEvent& event) = 0;
   // A sink that needs only some categories says so; the reader then hands it the others as
-  // bare time spans (on_span) without parsing them fully, which is most of a trace.
+  // bare time spans (on_span) without parsing them fully, which is most of a trace. The Chrome
+  // trace reader asks from its parsing thread while on_event and on_span run on the caller's: the
+  // answer must depend on the category alone.
   virtual bool wants_category(std::string_view /*category*/) const { return true; }
   virtual void on_span(double /*timestamp_us*/, double /*duration_us*/) {}
 };
