@@ -159,18 +159,20 @@ TEST(TraceShapes, WorkEnqueuedBeforeTheWindowIsLeftOut) {
 }
 
 // The DDP shape's step: its wall starts at 100, its first work at 200, and the pre-window
-// all-reduce kept the device busy from 120: 80 us device-side, the 20 us before it the host's
-// (the first launch returned at 160, after the device ran dry). Then 500-1100 the host's (the
-// all-reduce's launch returned at 610) and 1700-2100 after the last work, to the annotation's end.
+// all-reduce kept the device busy 120-1020. That is other work, not idle: 120-200 and 500-1020
+// (600 us). The 20 us before it are the host's (the first launch returned at 160, after the
+// device ran dry); 1020-1100 the device's own (the in-window all-reduce's launch had returned at
+// 610); 1700-2100, after the last work to the annotation's end, the host's.
 TEST(TraceShapes, ALeadSpentOnPreWindowWorkIsNotTheHosts) {
   Budget budget = budget_of_shape(write_shape("ddp_lead.json", ddp_shape("", "ProfilerStep#15")));
   ASSERT_EQ(budget.steps.size(), 1u);
   const StepBudget& step = budget.steps[0];
   EXPECT_DOUBLE_EQ(step.wall_span_us, 2000);
   EXPECT_DOUBLE_EQ(step.gpu_busy_us, 900);
+  EXPECT_DOUBLE_EQ(step.other_work_us, 80 + 520);
   EXPECT_DOUBLE_EQ(step.device_idle_us, 80);
-  EXPECT_DOUBLE_EQ(step.host_gap_us, 20 + 600 + 400);
-  EXPECT_DOUBLE_EQ(step.idle_before_first_us, 100);
+  EXPECT_DOUBLE_EQ(step.host_gap_us, 20 + 400);
+  EXPECT_DOUBLE_EQ(step.idle_before_first_us, 20);
   EXPECT_DOUBLE_EQ(step.host_gap_before_first_us, 20);
   EXPECT_DOUBLE_EQ(step.idle_after_last_us, 400);
 }
