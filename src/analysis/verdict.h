@@ -106,6 +106,10 @@ struct KernelVerdict {
   std::vector<std::string> invalid_counters;
   std::vector<std::string> latency_reasons;
   std::string stage;
+  // What the stage rests on (StageTable::decide(kernel).evidence): "name", "no rule matched the
+  // name", "counters: tensor pipe 94% busy (sm__pipe_tensor_cycles_active…); the name is a code
+  // generator's and names no operation"; empty without a stage table.
+  std::string stage_evidence;
 
   std::string expected_bottleneck;  // from the expectation table, if the kernel is canonical
   std::string expectation_workload;
