@@ -20,7 +20,7 @@ _INSTALLED_BINARY_FILE = "installed_binary"
 class KprofError(Exception):
     """Raised whenever kprof could not give an answer, and only then.
 
-    exit_code: kprof's exit status (README "Exit codes": 2 usage, 3 unreadable input, 4 invalid
+    exit_code: kprof's exit status (docs/exit-codes.md: 2 usage, 3 unreadable input, 4 invalid
         input, 5 nothing selected, ...; minus the signal's number when a signal ended it), or
         None when no kprof could be run at all (not found, not executable) or it printed no JSON.
     message: kprof's one-line message from standard error (e.g. "kprof: x.ncu-rep: No such

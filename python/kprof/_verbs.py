@@ -10,7 +10,8 @@ import os
 from ._cli import run_json
 from ._result import Result
 
-# keyword -> (kprof flag, kind): "value" options take one value, "switch" options are True/False.
+# keyword -> (kprof flag, kind): "value" options take one value, "switch" options are True/False,
+# "values" options (repeatable flags) a list or tuple of values, one flag each (or one value).
 _VERDICT_OPTIONS = {
     "kernel": ("--kernel", "value"),                        # RE2 regex over the kernel names
     "sort": ("--sort", "value"),                            # duration, pipeline or id
@@ -39,6 +40,9 @@ DIFF_OPTIONS = {
     "threshold": ("--threshold", "value"),                  # %, default 5
     "noise_factor": ("--noise-factor", "value"),
     "single_sample_floor": ("--single-sample-floor", "value"),  # us
+    "pair": ("--pair", "values"),                # "BASELINE=CANDIDATE": a renamed kernel
+    "min_coverage": ("--min-coverage", "value"),  # % of each side's GPU time, default 50
+    "no_auto_pair": ("--no-auto-pair", "switch"),
     "alpha": ("--alpha", "value"),                          # traces: Welch's t-test level
     "step": ("--step", "value"),                            # traces: step annotations
 }
@@ -87,12 +91,15 @@ def _flags(verb, table, options):
                 raise TypeError(f"kprof.{verb}(): {keyword} must be True or False")
             if value:
                 flags.append(flag)
-        elif isinstance(value, bool) or not isinstance(value, (str, int, float, os.PathLike)):
-            raise TypeError(f"kprof.{verb}(): {keyword} must be a string, a number or a path, "
-                            f"not {type(value).__name__}")
-        else:
+            continue
+        values = list(value) if kind == "values" and isinstance(value, (list, tuple)) else [value]
+        for item in values:
+            if isinstance(item, bool) or not isinstance(item, (str, int, float, os.PathLike)):
+                raise TypeError(f"kprof.{verb}(): {keyword} must be a string, a number or a path"
+                                f"{' (or a list of them)' if kind == 'values' else ''}, "
+                                f"not {type(item).__name__}")
             # One argument FLAG=VALUE: a value starting with '-' stays a value.
-            text = os.fsdecode(value) if isinstance(value, os.PathLike) else str(value)
+            text = os.fsdecode(item) if isinstance(item, os.PathLike) else str(item)
             flags.append(f"{flag}={text}")
     return flags
 
@@ -156,9 +163,12 @@ def diff(baseline, candidate, **options):
     """Two captures, or two traces, compared (`kprof diff BASELINE CANDIDATE --json --no-fail`).
 
     A regression is an answer here, not an error: result.json["regressed"] says whether there is
-    one (kprof's exit 6 is for CI gates). Two captures with no kernel in common raise KprofError
-    (exit 5).
-    options: threshold, noise_factor, single_sample_floor; for traces alpha, step.
+    one (kprof's exit 6 is for CI gates), result.json["coverage"]["sufficient"] whether the
+    kernels compared hold enough of each side's GPU time (exit 13), result.json["passed"] both.
+    Two captures with no kernel in common raise KprofError (exit 5).
+    options: threshold, noise_factor, single_sample_floor, pair ("BASELINE=CANDIDATE", or a list
+        of them: kernels renamed between the captures), min_coverage, no_auto_pair; for traces
+        alpha, step.
     Rows: one per kernel (`kernels`; for traces also result.table("stages")).
     """
     flags = ["--no-fail"] + _flags("diff", DIFF_OPTIONS, options)

@@ -26,7 +26,20 @@ struct AnalysisConfig {
   const hardware::GpuDatabase* gpus = nullptr;
 };
 
-enum class Roofline { kComputeBound, kMemoryBound, kRidge, kLatencyBound, kUnknown };
+// kIssueBound and kOverheadBound are the SM's instruction stream binding rather than a roof:
+// issue-bound, the schedulers issue an instruction most cycles (at or above ncu's
+// IssueSlotUtilization target of 60%) while neither side reaches its threshold; overhead-bound,
+// the SM side at its threshold from non-math instructions (load/store, address, branch, uniform
+// pipes) while every math pipe stays below ncu's "well-utilized" 60%.
+enum class Roofline {
+  kComputeBound,
+  kMemoryBound,
+  kRidge,
+  kLatencyBound,
+  kIssueBound,
+  kOverheadBound,
+  kUnknown
+};
 std::string roofline_name(Roofline roofline);  // "compute-bound", "at the ridge", …
 
 struct UnitUse {
@@ -58,11 +71,33 @@ struct CeilingUse {
   std::string peak_source;
 };
 
+// What ncu's own rules recorded in the report say about the same kernel, beside kprof's verdict:
+// SOLBottleneck's class (from its message text, which every ncu version since 2020 words in one
+// of a few ways) and whether kprof agrees; a disagreement is printed with kprof's reason.
+struct SecondOpinion {
+  std::string rule;     // "SOLBottleneck"
+  std::string verdict;  // "latency", "compute", "memory", "balanced", "bound", "small grid"
+  std::string unit;     // the unit ncu names ("DRAM", "L2", "L1"), where it names one
+  std::string message;  // the rule's text, as recorded
+  bool agrees = true;
+  std::string note;  // why kprof differs, when it does
+};
+
 struct KernelVerdict {
   Roofline roofline = Roofline::kUnknown;
   std::optional<double> sm_throughput_pct;
   std::optional<double> memory_throughput_pct;
+  // Which section and metrics the two throughputs came from: SpeedOfLight's own figures, or,
+  // where the capture lacks that section, their derivation from ComputeWorkloadAnalysis and
+  // MemoryWorkloadAnalysis (the sm side then a lower bound of SpeedOfLight's).
+  std::string throughput_source;
   std::optional<double> duration_ns;
+  // ncu's "Issue Slots Busy" (sm__inst_issued over elapsed cycles; unit "issue") and the
+  // busiest math pipe (FMA, FP16, FP64, tensor, ALU, XU) by elapsed cycles: the evidence of the
+  // issue-bound and overhead-bound classes.
+  std::optional<UnitUse> issue_slots;
+  std::optional<UnitUse> math_pipe;
+  std::optional<SecondOpinion> second_opinion;
 
   // The most utilized unit: the binding one when compute- or memory-bound, the leaning one
   // otherwise. bound_by is memory_unit or compute_unit, whichever side is higher.
@@ -105,6 +140,9 @@ struct KernelVerdict {
   // Counters ncu wrote as NaN or infinite (sorted): no figure is derived from them.
   std::vector<std::string> invalid_counters;
   std::vector<std::string> latency_reasons;
+  // Why an issue-bound or overhead-bound kernel is so, and what helps ("issue slots 74% busy
+  // …; fewer or wider instructions, tensor cores").
+  std::vector<std::string> instruction_reasons;
   std::string stage;
   // What the stage rests on (StageTable::decide(kernel).evidence): "name", "no rule matched the
   // name", "counters: tensor pipe 94% busy (sm__pipe_tensor_cycles_active…); the name is a code

@@ -20,7 +20,7 @@ bool is_shell(const std::string& program) {
 [[noreturn]] void refuse(const std::string& message) { throw std::invalid_argument(message); }
 
 // The verdict fields and the metrics that feed them, each measured for its pass cost on an
-// H200 (tools/capture/triage_passes.sh; figures in README.md, "Presets").
+// H200 (tools/capture/triage_passes.sh; figures in docs/capture.md, "Presets").
 const std::vector<std::string>& triage_arguments() {
   static const std::vector<std::string> kArguments = [] {
     std::vector<std::string> metrics = {

@@ -1,7 +1,7 @@
 // Which ncu options and behaviours came with which Nsight Compute version, each with the NVIDIA
 // page it was read from: the one table `capture`, `k8s`, the diagnoses and `doctor` consult, so
 // that a command line kprof builds uses only options the ncu that runs it lists.
-// Pure; the README's "ncu versions" table is this table in words.
+// Pure; docs/capture.md's "ncu versions" table is this table in words.
 #pragma once
 
 #include <compare>

@@ -62,7 +62,8 @@ constexpr const char* kDescription =
     "            profile (capture, trace, doctor, k8s), no NVIDIA driver or GPU (selftest,\n"
     "            calibrate), the server not ready (load), 10 a Kubernetes call failed or\n"
     "            something kprof created is left (k8s), 11 output could not be written (disk\n"
-    "            full, permission denied, read-only file system), 12 some requests failed (load).";
+    "            full, permission denied, read-only file system), 12 some requests failed (load),\n"
+    "            13 diff: the kernels compared cover too little of a side's GPU time.";
 
 // Every output passes the one redaction (common/redact.h): a command line, an environment or a
 // log quoted anywhere carries no key.
@@ -96,6 +97,21 @@ void one_value_per_option(CLI::App& app) {
   }
 }
 
+// Each command kprof --help lists ends its --help — and so its section of the man page and the
+// options block of its page in docs/ (kprof docs-options) — with where its reference is.
+void name_reference_pages(CLI::App& app) {
+  app.footer(
+      "Each command's reference, with real outputs: docs/COMMAND.md (the index: docs/README.md;\n"
+      "installed in share/doc/kprof/docs). `kprof COMMAND --help` lists its options.");
+  for (CLI::App* command :
+       app.get_subcommands([](CLI::App* c) { return !c->get_group().empty(); })) {
+    std::string footer = command->get_footer();
+    while (!footer.empty() && footer.back() == '\n') footer.pop_back();
+    command->footer(footer + (footer.empty() ? "" : "\n\n") +
+                    fmt::format("Reference: docs/{}.md.", command->get_name()));
+  }
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -106,6 +122,7 @@ int run_cli(int argc, char** argv) {
   Runner runner;
   for (DefineCommand define : kCommands) define(app, runner);
   one_value_per_option(app);
+  name_reference_pages(app);
 
   Output output;
   output.argv.assign(argv, argv + argc);

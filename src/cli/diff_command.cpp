@@ -24,9 +24,24 @@ void define_diff(CLI::App& parent, Runner& runner) {
       "\"not enough samples to judge\" and does not fail the gate. The time-weighted total (each\n"
       "kernel's median times its baseline launches, summed over the kernels in both) is judged\n"
       "against --threshold too, and must also move by more than --single-sample-floor.\n"
-      "Exit 6 when a kernel or the time-weighted total regressed, 5 when\n"
-      "the captures have no kernel in common (nothing was compared: a wrong file, renamed\n"
-      "kernels), 0 otherwise.\n\n"
+      "\n"
+      "Renamed kernels (program variants: vectorize -> warp_tile): --pair BASELINE=CANDIDATE\n"
+      "(repeatable) pairs a kernel of each side left unmatched by name; each side is a kernel's\n"
+      "exact name, else an RE2 regex searched in its names (as --kernel), and must select one\n"
+      "kernel (or one name launched in the same configurations on both sides). Unmatched\n"
+      "kernels are also paired automatically where that is unambiguous: per grid and block, the\n"
+      "same number left unmatched on each side, launched at the same places relative to the\n"
+      "kernels compared (one each: the same place; several: the same order) — the output says\n"
+      "which pairs were made and why; anything else is never paired, but listed with the --pair\n"
+      "that would pair it (--no-auto-pair: none automatically). Coverage: the share of each\n"
+      "side's GPU time (its captured launches' summed durations) that the compared kernels\n"
+      "hold; under --min-coverage on either side the diff does not pass, and the kernels not\n"
+      "compared are named with their share.\n\n"
+      "Exit 6 when a kernel or the time-weighted total regressed; 13 when the kernels compared\n"
+      "cover less than --min-coverage of either side's GPU time; 5 when the captures have no\n"
+      "kernel in common (nothing was compared: a wrong file, renamed kernels) or a --pair\n"
+      "selects no kernel it could pair; 2 for a --pair that is not BASELINE=CANDIDATE or\n"
+      "selects several kernels; 0 otherwise (--no-fail: 0 for 6 and 13 too).\n\n"
       "Two traces (each " +
       importers::trace_formats_text() +
       ",\ntold apart from captures by content) are compared per kernel name and per stage (launch\n"
@@ -48,6 +63,7 @@ void define_diff(CLI::App& parent, Runner& runner) {
       "  kprof diff eager.json.gz graph.json.gz   # two traces\n"
       "  kprof diff before.ncu-rep after.ncu-rep --threshold 3 --json > diff.json\n"
       "  kprof diff --db kprof-findings.db 12 17     # two imported runs\n"
+      "  kprof diff vectorize.ncu-rep warp_tile.ncu-rep --pair vectorize=warp_tile\n"
       "  kprof report --trace before.json.gz decode.ncu-rep --json > fixes.json\n"
       "  kprof diff before.json.gz after.json.gz --predicted fixes.json --outcomes-db team.db");
   command->add_option("BASELINE", options->baseline, "Capture (or trace) before the change")
@@ -70,6 +86,19 @@ void define_diff(CLI::App& parent, Runner& runner) {
                    "microseconds")
       ->check(CLI::Range(0.0, 1e9))
       ->capture_default_str();
+  command
+      ->add_option("--pair", options->pairs,
+                   "Captures: pair BASELINE=CANDIDATE, a kernel renamed between them (each side a "
+                   "kernel's name or a regex selecting one); repeatable")
+      ->type_name("BASELINE=CANDIDATE");
+  command
+      ->add_option("--min-coverage", options->diff.min_coverage_pct,
+                   "Captures: the kernels compared must hold at least this % of each side's GPU "
+                   "time, else exit 13 (0: no check)")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
+  command->add_flag("--no-auto-pair", options->no_auto_pair,
+                    "Captures: pair no unmatched kernels automatically (only --pair)");
   command->add_option("--db", options->db_path,
                       "Compare two runs of a findings database (kprof db): BASELINE and CANDIDATE "
                       "are run ids");
@@ -88,7 +117,8 @@ void define_diff(CLI::App& parent, Runner& runner) {
                       "Traces, with --predicted: store the outcomes in this findings database");
   command->add_flag("--json", options->json,
                     "Print JSON (schema kprof.diff/1; kprof.trace-diff/1 for traces)");
-  command->add_flag("--no-fail", options->no_fail, "Exit 0 even when something regressed");
+  command->add_flag("--no-fail", options->no_fail,
+                    "Exit 0 even when something regressed or the coverage is too low");
   command->add_option("--name-width", options->name_width, "Kernel name column width")
       ->capture_default_str();
   command->callback([&runner, options] {

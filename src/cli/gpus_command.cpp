@@ -22,8 +22,9 @@ ExitCode run_gpus(const GpusOptions& options, Output& output) {
   std::vector<const hardware::GpuSpec*> shown;
   if (options.name.empty()) {
     for (const auto& spec : db.gpus) shown.push_back(&spec);
-  } else if (const hardware::GpuSpec* spec = db.find_by_name(options.name)) {
-    shown.push_back(spec);
+  } else if (std::vector<const hardware::GpuSpec*> named = db.find_named(options.name);
+             !named.empty()) {
+    shown = std::move(named);
   } else {
     std::string names;
     for (const auto& spec : db.gpus) names += "\n  " + spec.name;
@@ -48,9 +49,12 @@ void define_gpus(CLI::App& parent, Runner& runner) {
       "Examples:\n"
       "  kprof gpus\n"
       "  kprof gpus B300\n"
+      "  kprof gpus \"NVIDIA GH200 480GB\"          # the entry analyze uses for that device\n"
       "  kprof gpus --gpus my_gpus.json --json    # with a file that overrides or adds GPUs\n"
       "  kprof gpus --gpus h200_calibration.json H200   # with ceilings measured on that GPU");
-  command->add_option("NAME", options->name, "Show one GPU (exact or partial name)");
+  command->add_option("NAME", options->name,
+                      "Show one GPU: its name, a device name as a report records it (the entry "
+                      "analyze would use), or words of names (all the GPUs they name)");
   command->add_option("--gpus", options->gpus_path,
                       "A GPU database file (same shape as data/gpus.json) overriding or adding "
                       "entries by name, or a calibration file (kprof.calibration/1) adding "

@@ -11,7 +11,7 @@
 
 namespace kprof {
 
-// Documented in README.md ("Exit codes"); scripts depend on these values.
+// Documented in docs/exit-codes.md; scripts depend on these values.
 enum class ExitCode : int {
   kOk = 0,
   kInternal = 1,         // a bug in kprof
@@ -28,6 +28,7 @@ enum class ExitCode : int {
   kOutputUnwritable =
       11,                // output could not be written: disk full, permission denied, read-only FS
   kRequestsFailed = 12,  // load: some requests failed (HTTP error, connection, timeout)
+  kCoverageLow = 13,     // kprof diff: the kernels compared cover too little of a side's GPU time
 };
 
 // A bad option value that CLI11 cannot check (an invalid regex, options that do not combine):

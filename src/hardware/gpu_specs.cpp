@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <re2/re2.h>
 
+#include <cctype>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -15,6 +16,20 @@ namespace kprof::hardware {
 namespace {
 
 using nlohmann::json;
+
+// An entry's match as device_match_length applies it: case-insensitive, the pattern (its span
+// captured) between word boundaries. Unanchored and first-match, "H200" took "NVIDIA GH200
+// 480GB" for an H200 SXM and "A100.*(SXM|80GB)" took "NVIDIA A100-SXM4-40GB" for the 80 GB part
+// (issue 43). RE2 has no \b lookarounds across the group, so the boundaries are characters.
+std::shared_ptr<const RE2> compile_match(const std::string& match) {
+  RE2::Options options;
+  options.set_log_errors(false);
+  options.set_case_sensitive(false);
+  auto regex =
+      std::make_shared<RE2>("(?:^|[^0-9A-Za-z])(" + match + ")(?:[^0-9A-Za-z]|$)", options);
+  if (!regex->ok()) return nullptr;
+  return regex;
+}
 
 std::optional<double> optional_number(const json& object, const char* key) {
   auto it = object.find(key);
@@ -43,8 +58,7 @@ GpuSpec parse_gpu(const json& entry) {
   if (auto sources = entry.find("sources"); sources != entry.end()) {
     for (auto& [key, value] : sources->items()) spec.sources[key] = value.get<std::string>();
   }
-  auto regex = std::make_shared<RE2>(spec.match, RE2::Quiet);
-  if (regex->ok()) spec.match_regex = regex;
+  spec.match_regex = compile_match(spec.match);
   return spec;
 }
 
@@ -163,13 +177,8 @@ void apply_calibration(GpuDatabase& db, const json& document, const std::string&
   }
   std::string source = fmt::format("{}: {}, {}{}", path, device_name,
                                    document.at("date").get<std::string>(), driver);
-  GpuSpec* spec = nullptr;
-  for (GpuSpec& candidate : db.gpus) {
-    if (candidate.match_regex && RE2::PartialMatch(device_name, *candidate.match_regex)) {
-      spec = &candidate;
-      break;
-    }
-  }
+  // The entry the analyses take for that device (the same rule), else one of its own.
+  GpuSpec* spec = const_cast<GpuSpec*>(db.find_for_device(device_name));
   if (!spec) {
     // A GPU the database does not know: an entry of its own, matching exactly that name.
     GpuSpec added;
@@ -177,7 +186,7 @@ void apply_calibration(GpuDatabase& db, const json& document, const std::string&
     added.match = "^" + RE2::QuoteMeta(device_name) + "$";
     added.compute_capability = gpu.value("cc", "");
     added.sms = optional_number(gpu, "sms");
-    added.match_regex = std::make_shared<RE2>(added.match, RE2::Quiet);
+    added.match_regex = compile_match(added.match);
     db.gpus.insert(db.gpus.begin(), std::move(added));
     spec = &db.gpus.front();
   }
@@ -187,22 +196,49 @@ void apply_calibration(GpuDatabase& db, const json& document, const std::string&
 
 }  // namespace
 
-const GpuSpec* GpuDatabase::find_for_device(const std::string& device_name) const {
-  for (const GpuSpec& spec : gpus) {
-    if (spec.match_regex && RE2::PartialMatch(device_name, *spec.match_regex)) return &spec;
+std::optional<size_t> device_match_length(const GpuSpec& spec, std::string_view device_name) {
+  re2::StringPiece matched;
+  if (!spec.match_regex || !RE2::PartialMatch(device_name, *spec.match_regex, &matched)) {
+    return std::nullopt;
   }
-  return nullptr;
+  return matched.size();
+}
+
+const GpuSpec* GpuDatabase::find_for_device(const std::string& device_name) const {
+  const GpuSpec* best = nullptr;
+  size_t best_length = 0;
+  for (const GpuSpec& spec : gpus) {
+    auto length = device_match_length(spec, device_name);
+    // Longest first: "NVIDIA H200 NVL" is the H200 NVL, which "H200" (the SXM part) also finds.
+    if (length && (!best || *length > best_length)) {
+      best = &spec;
+      best_length = *length;
+    }
+  }
+  return best;
+}
+
+std::vector<const GpuSpec*> GpuDatabase::find_named(const std::string& name) const {
+  auto lower = [](std::string text) {
+    for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+  };
+  for (const GpuSpec& spec : gpus) {
+    if (lower(spec.name) == lower(name)) return {&spec};
+  }
+  if (const GpuSpec* spec = find_for_device(name)) return {spec};
+  std::vector<const GpuSpec*> named;
+  GpuSpec words;
+  words.match_regex = compile_match(RE2::QuoteMeta(name));
+  for (const GpuSpec& spec : gpus) {
+    if (device_match_length(words, spec.name)) named.push_back(&spec);
+  }
+  return named;
 }
 
 const GpuSpec* GpuDatabase::find_by_name(const std::string& name) const {
-  for (const GpuSpec& spec : gpus) {
-    if (spec.name == name) return &spec;
-  }
-  for (const GpuSpec& spec : gpus) {
-    RE2 pattern("(?i)" + RE2::QuoteMeta(name), RE2::Quiet);
-    if (RE2::PartialMatch(spec.name, pattern)) return &spec;
-  }
-  return nullptr;
+  std::vector<const GpuSpec*> named = find_named(name);
+  return named.size() == 1 ? named.front() : nullptr;
 }
 
 GpuDatabase load_gpu_database(const std::string& override_path) {

@@ -420,7 +420,7 @@ pipeline::Answer run_sister(const OperationRequest& request, OperationObserver& 
     if (request.tracer_image.empty())
       throw UsageError(
           "--tracer-image is required with --trace: an image whose --tracer-dir holds "
-          "libkprof_tracer.so and libcupti.so.13 (see README, kprof k8s sister --trace)");
+          "libkprof_tracer.so and libcupti.so.13 (see docs/k8s.md, kprof k8s sister --trace)");
     if (!(request.trace_duration_s > 0 && request.trace_duration_s <= 3600))
       throw UsageError(fmt::format("--trace-duration {}: expected seconds in (0, 3600]",
                                    request.trace_duration_s));

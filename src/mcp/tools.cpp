@@ -30,7 +30,18 @@ constexpr double kNoLimit = std::numeric_limits<double>::infinity();
 // One argument of a tool: its JSON Schema, how it is checked, and its spelling on the command
 // line the call equals.
 struct Param {
-  enum class Kind { kPath, kPaths, kString, kWords, kInteger, kNumber, kBoolean, kChoice };
+  // kRepeated: an array of strings, each given with the flag (a repeatable option: --pair A=B).
+  enum class Kind {
+    kPath,
+    kPaths,
+    kString,
+    kWords,
+    kRepeated,
+    kInteger,
+    kNumber,
+    kBoolean,
+    kChoice
+  };
   std::string name;
   Kind kind;
   std::string flag;  // "" positional; kWords go after "--"
@@ -286,6 +297,15 @@ std::vector<Tool> make_tools(const ToolSettings& settings) {
              "Captures: a change must exceed this many measured noise widths", false, 0, 100},
             {"single_sample_floor_us", Kind::kNumber, "--single-sample-floor",
              "Captures: single launches must also change by this many us", false, 0, 1e9},
+            {"pair", Kind::kRepeated, "--pair",
+             "Captures: kernels renamed between them, each \"BASELINE=CANDIDATE\" (a kernel's "
+             "name or a regex selecting one on each side)"},
+            {"min_coverage", Kind::kNumber, "--min-coverage",
+             "Captures: % of each side's GPU time the kernels compared must hold (default 50; "
+             "below it the CLI exits 13)",
+             false, 0, 100},
+            {"no_auto_pair", Kind::kBoolean, "--no-auto-pair",
+             "Captures: pair no unmatched kernels automatically"},
             {"alpha", Kind::kNumber, "--alpha", "Traces: significance level (default 0.01)", false,
              1e-9, 0.5},
             {"step", Kind::kString, "--step", "Traces: step annotations matching this regex"},
@@ -298,6 +318,9 @@ std::vector<Tool> make_tools(const ToolSettings& settings) {
       set_if(v, "threshold", o.diff.threshold_pct);
       set_if(v, "noise_factor", o.diff.noise_factor);
       set_if(v, "single_sample_floor_us", o.diff.single_sample_floor_us);
+      o.pairs = words_of(v, "pair");
+      set_if(v, "min_coverage", o.diff.min_coverage_pct);
+      set_if(v, "no_auto_pair", o.no_auto_pair);
       set_if(v, "alpha", o.alpha);
       set_if(v, "step", o.step_regex);
       set_if(v, "top", o.top);
@@ -373,6 +396,7 @@ json schema_of(const Param& p) {
       s = {{"type", "array"}, {"items", {{"type", "string"}, {"minLength", 1}}}, {"minItems", 1}};
       break;
     case Kind::kWords:
+    case Kind::kRepeated:
       s = {{"type", "array"}, {"items", {{"type", "string"}}}};
       break;
     case Kind::kInteger:
@@ -488,7 +512,8 @@ Values check_arguments(const Tool& tool, const json& arguments, const Roots& roo
         values[p.name] = value;
         break;
       case Kind::kPaths:
-      case Kind::kWords: {
+      case Kind::kWords:
+      case Kind::kRepeated: {
         const bool paths = p.kind == Kind::kPaths;
         if (!value.is_array()) throw wrong(paths ? "an array of paths" : "an array of strings");
         if (paths && value.empty()) {
@@ -561,6 +586,12 @@ std::vector<std::string> argv_of(const Tool& tool, const Values& values, bool js
       case Kind::kPaths:
         for (const json& item : value) argv.push_back(item.get<std::string>());
         break;
+      case Kind::kRepeated:
+        for (const json& item : value) {
+          argv.push_back(p.flag);
+          argv.push_back(item.get<std::string>());
+        }
+        break;
       default:
         if (!p.flag.empty()) argv.push_back(p.flag);
         argv.push_back(value.is_string() ? value.get<std::string>() : value.dump());
@@ -578,6 +609,8 @@ std::string exit_meaning(ExitCode code) {
   switch (code) {
     case ExitCode::kRegression:
       return "a regression";
+    case ExitCode::kCoverageLow:
+      return "the kernels compared cover too little of a side's GPU time";
     case ExitCode::kCaptureFailed:
       return "the ncu run failed or profiled nothing";
     case ExitCode::kNotReady:

@@ -352,6 +352,21 @@ std::string wrapper_kernel_display_name(std::string_view name) {
   return std::string(base) + "<" + std::string(operator_class) + ">";
 }
 
+std::vector<std::string> canonical_kernel_names(const Kernel& kernel) {
+  std::vector<std::string> names;
+  auto add = [&](std::string name) {
+    if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) {
+      names.push_back(std::move(name));
+    }
+  };
+  add(canonical_kernel_name(kernel));
+  for (const std::string* name :
+       {&kernel.mangled_name, &kernel.demangled_name, &kernel.function_name}) {
+    if (!name->empty()) add(canonical_kernel_name(*name));
+  }
+  return names;
+}
+
 std::string function_base_name(std::string_view name) {
   if (is_mangled_name(trim(name)) && !demangle(trim(name))) return {};
   std::string readable = rewrite_ncu_spellings(readable_kernel_name(trim(name)));

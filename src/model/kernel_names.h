@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "model/report.h"
 
@@ -45,6 +46,13 @@ std::string canonical_kernel_name(std::string_view name);
 // A captured kernel's canonical name from the best spelling it has: the mangled name (demangled
 // exactly as the trace's profiler did), else the demangled, else the function name.
 std::string canonical_kernel_name(const Kernel& kernel);
+
+// Every canonical spelling a trace may give the captured kernel, the best first: the one above,
+// then the mangled name as a trace keeps it when its profiler could not demangle it either
+// (libstdc++'s demangler refuses some names ncu's own demangler reads; the capture then has only
+// ncu's spelling, the trace only the mangled one), then ncu's demangled and function names. No
+// two alike; empty for a kernel with no name.
+std::vector<std::string> canonical_kernel_names(const Kernel& kernel);
 
 // ncu's "function" kernel-name base: the unqualified function name, no template arguments, no
 // parameters ("flash::flash_fwd_kernel<...>(...)" -> "flash_fwd_kernel"). Empty when the name is

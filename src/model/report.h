@@ -268,6 +268,10 @@ struct Report {
   // A report of a format version kprof does not know, read with the known schema as far as it
   // went: what was left out, one line for the user (empty for a known version).
   std::string format_note;
+  // What the reader left out of a file that holds more than its format: an ncu CSV export
+  // captured with what ran before and after it (where the table is, how many lines around it
+  // were skipped). One line for the user; empty when the file was read whole.
+  std::string reading_note;
   // The modules (cubins) kernels refer to, by reference; filled only when asked for.
   std::vector<SourceModule> modules;
   // Whether the importer was asked to keep modules (a report read without stays empty).

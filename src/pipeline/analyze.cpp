@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "analysis/analysis_tables.h"
 #include "analysis/kernel_summary.h"
@@ -120,10 +121,61 @@ class TeeSink final : public importers::TraceEventSink {
   importers::TraceEventSink& second_;
 };
 
+// The least a kernel launch takes on the captures' GPU: kprof calibrate's back-to-back time of an
+// empty kernel where the --gpus calibration measured this GPU, else the trace's shortest kernel.
+timeline::KernelFloor kernel_floor(const std::vector<render::AnalyzedKernel>& analyzed,
+                                   const analysis::AnalysisConfig& config,
+                                   const timeline::TraceTimeIndex& trace) {
+  for (const render::AnalyzedKernel& k : analyzed) {
+    if (!config.gpus || !k.report) break;
+    const model::Device* device = k.report->device_of(*k.kernel);
+    const hardware::GpuSpec* spec = device ? config.gpus->find_for_device(device->name) : nullptr;
+    if (!spec) continue;
+    auto measured = spec->measured.find("launch_back_to_back");
+    if (measured == spec->measured.end() || measured->second.unit != "s") break;
+    return {measured->second.figure * 1e6,
+            fmt::format("kprof calibrate's launch_back_to_back on the {}: an empty kernel's "
+                        "launch time back to back",
+                        spec->name)};
+  }
+  if (trace.shortest_kernel_us() > 0) {
+    return {trace.shortest_kernel_us(), "the shortest kernel this trace ran"};
+  }
+  return {};
+}
+
+// The steps' verdicts, which say whether kernels matter at all before the list says which.
+std::optional<timeline::StepGate> step_gate(const timeline::Budget& budget) {
+  bool whole_trace = budget.steps.size() == 1 && budget.steps.front().source == "whole trace";
+  timeline::StepGate gate;
+  for (const timeline::StepBudget& step : budget.steps) {
+    if (step.verdict == timeline::StepVerdict::kGraphCapture ||
+        step.verdict == timeline::StepVerdict::kNoGpuWork) {
+      continue;
+    }
+    ++gate.steps;
+    if (step.verdict == timeline::StepVerdict::kHostBound) ++gate.host_bound_steps;
+    if (step.verdict == timeline::StepVerdict::kKernelBound) ++gate.kernel_bound_steps;
+    // Devices run side by side: the step takes its longest device's wall span.
+    const timeline::DeviceBudget* longest = nullptr;
+    for (const timeline::DeviceBudget& device : step.devices) {
+      if (!longest || device.wall_span_us > longest->wall_span_us) longest = &device;
+    }
+    if (longest) {
+      gate.wall_us += longest->wall_span_us;
+      gate.busy_us += longest->gpu_busy_us;
+    }
+  }
+  if (gate.steps == 0 || whole_trace) return std::nullopt;
+  gate.wall_us /= static_cast<double>(gate.steps);
+  gate.busy_us /= static_cast<double>(gate.steps);
+  return gate;
+}
+
 // The fix list of the joined launches, with the trace's steps where kprof budget finds some.
 timeline::FixList fix_list_of(const std::vector<render::AnalyzedKernel>& analyzed,
-                              const timeline::TraceTimeIndex& trace,
-                              const timeline::Budget& budget) {
+                              const timeline::TraceTimeIndex& trace, const timeline::Budget& budget,
+                              const analysis::AnalysisConfig& config) {
   std::vector<timeline::CapturedLaunch> launches;
   for (const render::AnalyzedKernel& k : analyzed) {
     launches.push_back({k.kernel, &k.verdict, k.share, k.report ? k.report->path : ""});
@@ -152,10 +204,26 @@ timeline::FixList fix_list_of(const std::vector<render::AnalyzedKernel>& analyze
       step_devices /= static_cast<double>(steps);
     }
   }
-  timeline::FixList list = timeline::build_fix_list(launches, trace.gpu_span_us(), steps, step_us);
+  timeline::FixList list = timeline::build_fix_list(launches, trace.gpu_span_us(), steps, step_us,
+                                                    kernel_floor(analyzed, config, trace));
   list.step_wall_us = step_wall_us;
   list.step_devices = std::max(1.0, step_devices);
   list.serving = timeline::serving_units(step_names, list);
+  list.gate = step_gate(budget);
+  // Coverage: the trace's kernel time the joined groups carry, and the longest kernels none was
+  // joined to.
+  std::set<std::string> joined;
+  for (const render::AnalyzedKernel& k : analyzed) {
+    if (k.share) joined.insert(k.share->name);
+  }
+  list.trace_kernel_us = trace.kernel_time_us();
+  for (const auto& [name, time] : trace.kernels_by_time()) {
+    if (joined.count(name)) {
+      list.joined_kernel_us += time.total_us;
+    } else if (list.unjoined_trace_kernels.size() < 5) {
+      list.unjoined_trace_kernels.emplace_back(name, time.total_us);
+    }
+  }
   return list;
 }
 
@@ -245,7 +313,7 @@ Answer analyze(const AnalyzeOptions& options, const std::vector<std::string>& ar
     require_some_in_trace(result.kernels, options.paths, options.trace_path, *trace);
     if (options.fix_list) {
       budget = steps_of_trace.finish("", {});
-      fixes = fix_list_of(result.kernels, *trace, *budget);
+      fixes = fix_list_of(result.kernels, *trace, *budget, config);
     }
   }
   if (!options.annotate_path.empty()) {

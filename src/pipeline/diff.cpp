@@ -157,14 +157,35 @@ ExitCode trace_diff(const DiffOptions& options, const std::vector<std::string>& 
   return code;
 }
 
+// "A=B" → {A, B}: exactly one '=' with something on each side.
+analysis::DiffOptions::Pair parse_pair(const std::string& text) {
+  size_t equals = text.find('=');
+  if (equals == std::string::npos || equals == 0 || equals + 1 == text.size() ||
+      text.find('=', equals + 1) != std::string::npos) {
+    throw UsageError(fmt::format(
+        "--pair '{}': expected BASELINE=CANDIDATE, a kernel's name or regex for each side "
+        "joined by one '=' (in a regex, write '=' as \\x3d)",
+        text));
+  }
+  return {text.substr(0, equals), text.substr(equals + 1)};
+}
+
 }  // namespace
 
 Answer diff(const DiffOptions& options, const std::vector<std::string>& argv) {
   Answer output;
+  analysis::DiffOptions capture_options = options.diff;
+  for (const std::string& text : options.pairs) capture_options.pairs.push_back(parse_pair(text));
+  if (options.no_auto_pair) capture_options.auto_pair = false;
   if (options.db_path.empty()) {
     bool before_trace = importers::looks_like_trace_file(options.baseline);
     bool after_trace = importers::looks_like_trace_file(options.candidate);
     if (before_trace && after_trace) {
+      if (!options.pairs.empty()) {
+        throw UsageError(
+            "--pair pairs kernels of two captures; two traces compare kernels by "
+            "name");
+      }
       output.code = trace_diff(options, argv, output);
       return output;
     }
@@ -183,6 +204,7 @@ Answer diff(const DiffOptions& options, const std::vector<std::string>& argv) {
   std::vector<model::Report> reports;
   if (options.db_path.empty()) {
     reports = load_reports({options.baseline, options.candidate}, for_analysis());
+    output.notes += reading_notes(reports);
   } else {
     store::FindingsDb db(options.db_path);
     for (const std::string& run : {options.baseline, options.candidate}) {
@@ -194,25 +216,43 @@ Answer diff(const DiffOptions& options, const std::vector<std::string>& argv) {
   }
   analysis::AnalysisTables tables = analysis::load_analysis_tables();
   analysis::AnalysisConfig config = tables.config();
-  analysis::CaptureDiff diff =
-      analysis::diff_captures(reports[0], reports[1], options.diff, config);
-  if (diff.in_both == 0) {
-    throw NothingSelected(render::nothing_in_common(
-        diff, options.db_path.empty() ? options.baseline : "run " + options.baseline,
-        options.db_path.empty() ? options.candidate : "run " + options.candidate));
+  analysis::CaptureDiff diff;
+  try {
+    diff = analysis::diff_captures(reports[0], reports[1], capture_options, config);
+  } catch (const analysis::PairError& error) {
+    if (error.kind == analysis::PairError::Kind::kNoKernel) throw NothingSelected(error.what());
+    throw UsageError(error.what());
   }
-  ExitCode code = diff.regressed() && !options.no_fail ? ExitCode::kRegression : ExitCode::kOk;
+  std::string baseline_name =
+      options.db_path.empty() ? options.baseline : "run " + options.baseline;
+  std::string candidate_name =
+      options.db_path.empty() ? options.candidate : "run " + options.candidate;
+  if (diff.in_both == 0) {
+    throw NothingSelected(render::nothing_in_common(diff, baseline_name, candidate_name));
+  }
+  // A regression is a finding on the kernels compared whatever else was left out: it wins over
+  // too little coverage, which is said on its own line as well.
+  ExitCode code = ExitCode::kOk;
+  if (!options.no_fail && diff.regressed()) {
+    code = ExitCode::kRegression;
+  } else if (!options.no_fail && !diff.coverage.sufficient()) {
+    code = ExitCode::kCoverageLow;
+  }
   output.out = options.json ? render::json_text(render::diff_json(
-                                  diff, options.baseline, options.candidate, options.diff, argv))
+                                  diff, options.baseline, options.candidate, capture_options, argv))
                             : render::diff_text(diff, options.baseline, options.candidate,
-                                                options.diff, options.name_width);
+                                                capture_options, options.name_width);
   if (code == ExitCode::kRegression && !options.json) {
-    output.notes =
+    output.notes +=
         diff.regressions > 0
             ? fmt::format("kprof: {} kernel{} regressed (exit {})\n", diff.regressions,
                           diff.regressions == 1 ? "" : "s", static_cast<int>(code))
             : fmt::format("kprof: the time-weighted total regressed by {:.1f}% (exit {})\n",
                           *diff.overall.change_pct, static_cast<int>(code));
+  }
+  // Said in JSON mode too: exit 13 needs its reason on standard error.
+  if (!diff.coverage.sufficient()) {
+    output.notes += render::coverage_note(diff, baseline_name, candidate_name, code);
   }
   output.code = code;
   return output;

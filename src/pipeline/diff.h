@@ -16,6 +16,9 @@ struct DiffOptions {
   std::string baseline, candidate;
   std::string db_path;  // with --db, BASELINE and CANDIDATE are run ids
   analysis::DiffOptions diff;
+  // Captures: --pair BASELINE=CANDIDATE as given, one a use; parsed into diff.pairs by diff().
+  std::vector<std::string> pairs;
+  bool no_auto_pair = false;  // --no-auto-pair: diff.auto_pair off
   bool json = false;
   bool no_fail = false;
   size_t name_width = 48;
@@ -28,9 +31,11 @@ struct DiffOptions {
   std::string outcomes_db;
 };
 
-// The answer's code is kRegression (6) when something regressed (unless no_fail); UsageError
-// for a capture against a trace or a run id that is none; NothingSelected when the captures
-// have no kernel in common.
+// The answer's code is kRegression (6) when something regressed, else kCoverageLow (13) when the
+// compared kernels cover less than diff.min_coverage_pct of a side's GPU time (both 0 with
+// no_fail); UsageError for a capture against a trace, a run id that is none, a --pair that is
+// not BASELINE=CANDIDATE or is ambiguous; NothingSelected when the captures have no kernel in
+// common or a --pair pattern selects no kernel it could pair.
 Answer diff(const DiffOptions& options, const std::vector<std::string>& argv);
 
 }  // namespace kprof::pipeline

@@ -95,6 +95,10 @@ std::vector<model::Report> load_reports(const std::vector<std::string>& paths,
 std::string reading_notes(const std::vector<model::Report>& reports) {
   std::string notes;
   for (const model::Report& report : reports) {
+    if (!report.reading_note.empty()) {
+      notes += escape_for_terminal(fmt::format("kprof: {}: {}", report.path, report.reading_note)) +
+               "\n";
+    }
     if (report.format_note.empty()) continue;
     std::string line = fmt::format("kprof: {}: {}", report.path, report.format_note);
     if (report.format == model::SourceFormat::kNcuRep) {

@@ -30,7 +30,8 @@ std::vector<model::Report> load_reports(const std::vector<std::string>& paths,
                                         const ReadPolicy& policy = {});
 
 // The readers' warnings for standard error: one line per report of an unknown format version
-// (what was read, what skipped, and where an ncu is found how to have ncu read it).
+// (what was read, what skipped, and where an ncu is found how to have ncu read it), and one per
+// file the reader did not read whole (a CSV export with other text around its table).
 std::string reading_notes(const std::vector<model::Report>& reports);
 
 // What verdicts, summaries and diffs read: aggregates, never per-instance values.

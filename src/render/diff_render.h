@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analysis/capture_diff.h"
+#include "common/error.h"
 
 namespace kprof::render {
 
@@ -21,5 +22,11 @@ nlohmann::json diff_json(const analysis::CaptureDiff& diff, const std::string& b
 // renamed kernel shows at once).
 std::string nothing_in_common(const analysis::CaptureDiff& diff, const std::string& baseline,
                               const std::string& candidate);
+// The one line on standard error of a diff whose compared kernels cover too little of a side's
+// GPU time: both coverages, the unmatched kernels of each side with their shares, and a --pair
+// to try. code: the command's exit — 13 is said, 0 (--no-fail) makes the line a warning, 6 (a
+// regression, said on its own line) neither.
+std::string coverage_note(const analysis::CaptureDiff& diff, const std::string& baseline,
+                          const std::string& candidate, ExitCode code);
 
 }  // namespace kprof::render

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "common/text.h"
 #include "common/utf8.h"
 #include "render/table.h"
@@ -81,6 +83,74 @@ std::string serving_sentence(const timeline::ServingUnits& u, const std::string&
       format_number(u.fixed_tokens_per_s));
 }
 
+// The first thing a fix list says when the steps are host-bound: kernels are not what sets the
+// pace, and the most a perfect kernel fix could buy of the wall time (all GPU busy time gone).
+std::string gate_sentence(const timeline::FixList& list) {
+  if (!list.gate || !list.gate->host_bound()) return "";
+  const timeline::StepGate& g = *list.gate;
+  double idle = g.wall_us - g.busy_us;
+  std::string most = idle > 0 ? fmt::format("{:.2f}×", g.wall_us / idle) : "unbounded";
+  return fmt::format(
+      "the steps are host-bound ({} of {} by kprof budget): the GPU is busy {:.1f}% of each "
+      "step's {} ms wall time, so the host, not the kernels, sets the pace; a perfect kernel fix "
+      "(all of that busy time gone) would make the steps at most {} faster — kprof budget says "
+      "where the host's time goes",
+      g.host_bound_steps, g.steps, g.busy_fraction() * 100, fix_ms(g.wall_us), most);
+}
+
+// Said before any row where the captures miss much of the trace: a kernel worth fixing was not
+// captured, or is held under a spelling the join did not find.
+std::string coverage_sentence(const timeline::FixList& list) {
+  if (list.trace_kernel_us <= 0 || list.unjoined_trace_kernels.empty()) return "";
+  double covered = list.joined_kernel_us / list.trace_kernel_us;
+  double largest_joined = 0;
+  for (const timeline::FixGroup& g : list.groups) {
+    largest_joined = std::max(largest_joined, g.trace_total_us);
+  }
+  double largest_unjoined = list.unjoined_trace_kernels.front().second;
+  if (covered >= 0.5 && largest_unjoined <= largest_joined) return "";
+  std::string names;
+  for (const auto& [name, us] : list.unjoined_trace_kernels) {
+    if (us / list.trace_kernel_us < 0.01) break;
+    names += fmt::format("{}{} ({:.1f}%)", names.empty() ? "" : ", ", ellipsize(name, 60),
+                         us / list.trace_kernel_us * 100);
+  }
+  return fmt::format(
+      "the captures cover {:.1f}% of the trace's kernel time; its longest kernels no captured "
+      "launch was joined to: {} — capture them, or check the capture holds them under another "
+      "name",
+      covered * 100, names.empty() ? "none over 1%" : names);
+}
+
+// "fuse or remove: 5 groups near this GPU's kernel floor …": the groups listed apart.
+std::string floor_sentence(const timeline::FixList& list, size_t name_width) {
+  std::uint64_t groups = 0, launches = 0;
+  double us = 0;
+  std::string names;
+  for (const timeline::FixGroup& g : list.groups) {
+    if (!g.near_floor) continue;
+    ++groups;
+    launches += g.trace_launches;
+    us += g.trace_total_us;
+    if (groups <= 5) {
+      names += fmt::format("{}{} ×{}", names.empty() ? "" : ", ", ellipsize(g.kernel, name_width),
+                           g.trace_launches);
+    }
+  }
+  if (groups == 0) return "";
+  if (groups > 5) names += fmt::format(", … {} more", groups - 5);
+  std::string share =
+      list.steps > 0
+          ? fmt::format("{} ms of each step", fix_ms(us / static_cast<double>(list.steps)))
+          : fmt::format("{:.1f}% of the pipeline", us / list.pipeline_us * 100);
+  return fmt::format(
+      "fuse or remove: {} group{} near this GPU's kernel floor of {:.3g} us a launch ({}), {} "
+      "launches, {} ms in the trace ({}); a faster kernel saves little there, only fusing them "
+      "into their neighbours or removing them does: {}",
+      groups, groups == 1 ? "" : "s", list.floor.us, list.floor.source, launches, fix_ms(us), share,
+      names);
+}
+
 std::string joined_evidence(const timeline::FixGroup& g) {
   std::string evidence;
   for (const std::string& line : g.evidence) evidence += (evidence.empty() ? "" : "; ") + line;
@@ -107,9 +177,11 @@ std::string fix_list_text(const timeline::FixList& list, size_t top, size_t name
                    {"saving ms", TextTable::Align::kRight},
                    {"step ×", TextTable::Align::kRight},
                    {"replay ÷ trace", TextTable::Align::kRight}});
-  size_t shown = 0;
+  size_t shown = 0, listed = 0;
   for (const timeline::FixGroup& g : list.groups) {
-    if (top != 0 && shown == top) break;
+    if (g.near_floor) continue;  // listed apart, below
+    ++listed;
+    if (top != 0 && shown == top) continue;
     ++shown;
     table.add_row(
         {std::to_string(shown), ellipsize(g.kernel, name_width),
@@ -126,25 +198,33 @@ std::string fix_list_text(const timeline::FixList& list, size_t top, size_t name
              ? fmt::format("{:.2f}{}", *g.replay_fidelity, g.fidelity_flagged ? " !" : "")
              : "—"});
   }
-  std::string out = fmt::format(
+  std::string out;
+  if (std::string gate = gate_sentence(list); !gate.empty()) out += gate + "\n";
+  if (std::string coverage = coverage_sentence(list); !coverage.empty()) {
+    out += escape_for_terminal(coverage) + "\n";
+  }
+  out += fmt::format(
       "fix list: {} kernel group{} (name, grid, block), by estimated saving; the trace's GPU work "
       "spans {} ms",
-      list.groups.size(), list.groups.size() == 1 ? "" : "s", fix_ms(list.pipeline_us));
+      listed, listed == 1 ? "" : "s", fix_ms(list.pipeline_us));
   if (list.steps > 0) {
     out += fmt::format(" over {} steps of {} ms GPU span each", list.steps, fix_ms(list.step_us));
   }
   out += "\n" + table.to_string();
-  if (top != 0 && list.groups.size() > top) {
-    out += fmt::format("… {} more group{} (--top 0 shows all)\n", list.groups.size() - top,
-                       list.groups.size() - top == 1 ? "" : "s");
+  if (top != 0 && listed > top) {
+    out += fmt::format("… {} more group{} (--top 0 shows all)\n", listed - top,
+                       listed - top == 1 ? "" : "s");
+  }
+  if (std::string floor = floor_sentence(list, name_width); !floor.empty()) {
+    out += escape_for_terminal(floor) + "\n";
   }
   if (list.total_saving_us > 0) out += total_sentence(list) + "\n";
   if (list.serving) {
     out += serving_sentence(*list.serving, "\"" + escape_for_terminal(list.serving->basis) + "\"") +
            "\n";
   }
-  // The evidence of the first rows, which a user acts on.
-  for (size_t i = 0; i < list.groups.size() && i < 3; ++i) {
+  // The evidence of the first rows, which a user acts on (the near-floor groups sort last).
+  for (size_t i = 0; i < list.groups.size() && i < 3 && !list.groups[i].near_floor; ++i) {
     out += fmt::format("  {}: {}\n", i + 1, escape_for_terminal(joined_evidence(list.groups[i])));
   }
   if (!list.groups.empty() && !list.groups.front().hot_spots_argv.empty()) {
@@ -194,7 +274,22 @@ json fix_list_json(const timeline::FixList& list) {
                       {"replay_fidelity", optional_number(g.replay_fidelity)},
                       {"replay_fidelity_flagged", g.fidelity_flagged},
                       {"evidence", g.evidence},
-                      {"hot_spots_argv", g.hot_spots_argv}});
+                      {"hot_spots_argv", g.hot_spots_argv},
+                      {"near_floor", g.near_floor}});
+  }
+  json gate = nullptr;
+  if (list.gate) {
+    gate = {{"steps", list.gate->steps},
+            {"host_bound_steps", list.gate->host_bound_steps},
+            {"kernel_bound_steps", list.gate->kernel_bound_steps},
+            {"wall_us", list.gate->wall_us},
+            {"busy_us", list.gate->busy_us},
+            {"busy_fraction", list.gate->busy_fraction()},
+            {"host_bound", list.gate->host_bound()}};
+  }
+  json unjoined = json::array();
+  for (const auto& [name, us] : list.unjoined_trace_kernels) {
+    unjoined.push_back({{"name", name}, {"trace_total_us", us}});
   }
   json serving = nullptr;
   if (list.serving) {
@@ -218,6 +313,13 @@ json fix_list_json(const timeline::FixList& list) {
            list.steps > 0 && list.step_wall_us > 0 ? json(list.step_wall_us) : json(nullptr)},
           {"total_estimated_saving_us", list.total_saving_us},
           {"total_estimated_step_speedup", optional_number(list.total_step_speedup)},
+          {"gate", gate},
+          {"kernel_floor_us", list.floor.us > 0 ? json(list.floor.us) : json(nullptr)},
+          {"kernel_floor_source", list.floor.us > 0 ? json(list.floor.source) : json(nullptr)},
+          {"coverage",
+           {{"trace_kernel_us", list.trace_kernel_us},
+            {"joined_kernel_us", list.joined_kernel_us},
+            {"unjoined_trace_kernels", unjoined}}},
           {"opportunities", groups}};
 }
 
@@ -227,6 +329,9 @@ std::string fix_list_html(const timeline::FixList& list) {
                  : "<td>" + html_escape(text) + "</td>";
   };
   std::string html = "<h2>Fix list</h2>\n";
+  for (const std::string& sentence : {gate_sentence(list), coverage_sentence(list)}) {
+    if (!sentence.empty()) html += "<p><b>" + html_escape(capitalised(sentence)) + ".</b></p>\n";
+  }
   html += fmt::format(
       "<p>{} kernel group{} (name, grid, block), by estimated saving; the trace's GPU work spans "
       "{} ms{}.</p>\n",
@@ -268,6 +373,9 @@ std::string fix_list_html(const timeline::FixList& list) {
     html += "</tr>\n";
   }
   html += "</tbody></table>\n";
+  if (std::string floor = floor_sentence(list, 60); !floor.empty()) {
+    html += "<p>" + html_escape(capitalised(floor)) + ".</p>\n";
+  }
   if (list.total_saving_us > 0) html += "<p>" + capitalised(total_sentence(list)) + ".</p>\n";
   if (list.serving) {
     html += "<p>" +

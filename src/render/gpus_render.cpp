@@ -66,8 +66,8 @@ std::string detail_text(const hardware::GpuDatabase& db, const hardware::GpuSpec
   // Each string may be a user file's (--gpus, a calibration): escaped on its own, a line break
   // included, so none prints as a line of kprof's.
   auto shown = [](const std::string& text) { return escape_for_terminal(text); };
-  std::string out =
-      fmt::format("\n{}: matches device names by /{}/\n", shown(s.name), shown(s.match));
+  std::string out = fmt::format("\n{}: matches device names by /{}/ (whole words, case aside)\n",
+                                shown(s.name), shown(s.match));
   out += fmt::format(
       "  shared memory {} KB/SM, {} KB/block; {} registers/SM; {} warps and {} "
       "blocks per SM\n",

@@ -27,10 +27,9 @@ struct Roof {
   std::string source;
 };
 
-const char* kVerdictColours[][2] = {{"compute-bound", "#1b7837"},
-                                    {"memory-bound", "#2166ac"},
-                                    {"at the ridge", "#762a83"},
-                                    {"latency-bound", "#d6604d"},
+const char* kVerdictColours[][2] = {{"compute-bound", "#1b7837"}, {"memory-bound", "#2166ac"},
+                                    {"at the ridge", "#762a83"},  {"latency-bound", "#d6604d"},
+                                    {"issue-bound", "#b35806"},   {"overhead-bound", "#8c510a"},
                                     {"unknown", "#777777"}};
 
 std::string colour_of(const std::string& verdict) {
@@ -356,7 +355,9 @@ td.text { text-align: left; }
   html += "GPU: " + escape(gpu_name) + "</p>\n";
   html += fmt::format(
       "<p class=\"note\">Thresholds: compute-bound when SM throughput ≥ {}% of peak, memory-bound "
-      "when memory throughput ≥ {}%; both: at the ridge; neither: latency-bound. DRAM peak: {}. "
+      "when memory throughput ≥ {}%; both: at the ridge; neither: latency-bound, or issue-bound "
+      "with the issue slots ≥ 60% busy; an SM side of non-math instructions (every math pipe < "
+      "60%): overhead-bound. DRAM peak: {}. "
       "Compute roofs: dense datasheet peaks ({}). Points: achieved FLOP/s (ncu's roofline "
       "formulas) over DRAM bytes/s.</p>\n",
       format_number(config.thresholds.compute_pct), format_number(config.thresholds.memory_pct),

@@ -120,6 +120,14 @@ json kernel_json(const model::Report& report, const model::Kernel& kernel,
   return out;
 }
 
+json reading_notes_json(const model::Report& report) {
+  json notes = json::array();
+  for (const std::string* note : {&report.reading_note, &report.format_note}) {
+    if (!note->empty()) notes.push_back(*note);
+  }
+  return notes;
+}
+
 // Every field of a report but its kernels.
 static json report_fields(const model::Report& report, const JsonOptions& options) {
   const model::Session& session = report.session;
@@ -144,6 +152,7 @@ static json report_fields(const model::Report& report, const JsonOptions& option
     processes.push_back({{"id", process.id}, {"name", process.name}, {"host", process.host}});
   }
   return {
+      {"reading_notes", reading_notes_json(report)},
       {"path", report.path},
       {"format", std::string(model::source_format_name(report.format))},
       {"format_version", report.format_version},

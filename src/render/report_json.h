@@ -23,6 +23,9 @@ struct JsonOptions {
 nlohmann::json value_json(const model::MetricValue& value);
 nlohmann::json optional_json(const std::optional<double>& value);  // null when absent or NaN
 nlohmann::json rules_json(const model::Kernel& kernel);            // ncu's rule findings
+// What the reader said of the file (Report::reading_note, Report::format_note): an array of
+// lines, empty when the file was read whole in a format version kprof knows.
+nlohmann::json reading_notes_json(const model::Report& report);
 nlohmann::json kernel_json(const model::Report& report, const model::Kernel& kernel,
                            const JsonOptions& options);
 nlohmann::json report_json(const model::Report& report, const std::vector<size_t>& kernels,

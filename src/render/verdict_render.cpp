@@ -21,7 +21,8 @@ using nlohmann::json;
 std::string thresholds_text(const analysis::Thresholds& t) {
   return fmt::format(
       "compute-bound: SM throughput ≥ {}% of peak; memory-bound: memory throughput "
-      "≥ {}%; both: at the ridge; neither: latency-bound",
+      "≥ {}%; both: at the ridge; neither: latency-bound, or issue-bound with the issue slots "
+      "≥ 60% busy; an SM side of non-math instructions (every math pipe < 60%): overhead-bound",
       format_number(t.compute_pct), format_number(t.memory_pct));
 }
 
@@ -96,6 +97,37 @@ std::string verdict_table(const std::vector<AnalyzedKernel>& kernels,
   }
   if (unexplained)
     out += fmt::format("  … and {} more (--json has every kernel's reasons)\n", unexplained);
+  // Issue-bound and overhead-bound say why and what helps, every kernel (they are rare).
+  for (analysis::Roofline roofline :
+       {analysis::Roofline::kIssueBound, analysis::Roofline::kOverheadBound}) {
+    bool first = true;
+    for (const AnalyzedKernel& k : kernels) {
+      const analysis::KernelVerdict& v = k.verdict;
+      if (v.roofline != roofline || v.instruction_reasons.empty()) continue;
+      if (first) out += "why " + analysis::roofline_name(roofline) + ":\n";
+      first = false;
+      std::string reasons;
+      for (const auto& reason : v.instruction_reasons) {
+        reasons += (reasons.empty() ? "" : "; ") + reason;
+      }
+      out += fmt::format("  {} {}: {}\n", k.kernel->id,
+                         ellipsize(k.kernel->display_name(), name_width),
+                         escape_for_terminal(reasons));
+    }
+  }
+  // Where ncu's own SOLBottleneck rule, recorded in the report, reads the kernel otherwise.
+  bool first_disagreement = true;
+  for (const AnalyzedKernel& k : kernels) {
+    const auto& opinion = k.verdict.second_opinion;
+    if (!opinion || opinion->agrees) continue;
+    if (first_disagreement) out += "where ncu's rules read it otherwise:\n";
+    first_disagreement = false;
+    out += fmt::format("  {} {}: kprof {}, ncu's {} {}{} — {}\n", k.kernel->id,
+                       ellipsize(k.kernel->display_name(), name_width),
+                       analysis::roofline_name(k.verdict.roofline), opinion->rule, opinion->verdict,
+                       opinion->unit.empty() ? "" : " (" + opinion->unit + ")",
+                       escape_for_terminal(opinion->note));
+  }
   for (const auto& [what, ids] : notes) {
     out +=
         fmt::format("(!) contradicts its expected bottleneck: {} — kernel{} {}\n",
@@ -103,10 +135,21 @@ std::string verdict_table(const std::vector<AnalyzedKernel>& kernels,
   }
   // Figures kprof took from ncu's own verdicts, where the capture lacks what kprof derives them
   // from (a details CSV of SpeedOfLight's headline rows, a GPU kprof's database lacks).
-  std::string from_rule, from_ncu_pct;
+  std::vector<std::pair<std::string, std::string>> bound_by_sources;  // source -> kernel ids
+  std::string from_ncu_pct;
   for (const AnalyzedKernel& k : kernels) {
     std::string id = std::to_string(k.kernel->id);
-    if (!k.verdict.bound_by_source.empty()) from_rule += (from_rule.empty() ? "" : ", ") + id;
+    // An issue-bound kernel's pipe is named in its "why issue-bound" line.
+    if (!k.verdict.bound_by.empty() && !k.verdict.bound_by_source.empty() &&
+        k.verdict.roofline != analysis::Roofline::kIssueBound) {
+      auto it = std::find_if(bound_by_sources.begin(), bound_by_sources.end(),
+                             [&](const auto& s) { return s.first == k.verdict.bound_by_source; });
+      if (it == bound_by_sources.end()) {
+        bound_by_sources.push_back({k.verdict.bound_by_source, id});
+      } else {
+        it->second += ", " + id;
+      }
+    }
     if (k.verdict.memory_bw_from_ncu_pct) {
       from_ncu_pct += (from_ncu_pct.empty() ? "" : ", ") + id;
     }
@@ -122,9 +165,12 @@ std::string verdict_table(const std::vector<AnalyzedKernel>& kernels,
         "{}\n",
         k.kernel->id, escape_for_terminal(names));
   }
-  if (!from_rule.empty()) {
-    out += "bound by from ncu's SOLBottleneck rule (the capture has no breakdown metrics): kernel" +
-           std::string(from_rule.find(',') == std::string::npos ? " " : "s ") + from_rule + "\n";
+  for (const auto& [source, ids] : bound_by_sources) {
+    out += "bound by from " + source +
+           (source.rfind("ncu's SOLBottleneck", 0) == 0
+                ? " (the capture has no breakdown metrics)"
+                : " (the capture has no SpeedOfLight breakdown)") +
+           ": kernel" + std::string(ids.find(',') == std::string::npos ? " " : "s ") + ids + "\n";
   }
   if (!from_ncu_pct.empty()) {
     out +=
@@ -200,6 +246,21 @@ json verdict_json(const std::vector<AnalyzedKernel>& kernels,
         {"units", {{"memory", unit_json(v.memory_unit)}, {"compute", unit_json(v.compute_unit)}}},
         {"sm_throughput_pct", optional_json(v.sm_throughput_pct)},
         {"memory_throughput_pct", optional_json(v.memory_throughput_pct)},
+        {"throughput_source",
+         v.throughput_source.empty() ? json(nullptr) : json(v.throughput_source)},
+        {"issue_slots_busy_pct", v.issue_slots ? json(v.issue_slots->pct) : json(nullptr)},
+        {"math_pipe", unit_json(v.math_pipe)},
+        {"instruction_reasons", v.instruction_reasons},
+        {"second_opinion",
+         v.second_opinion
+             ? json{{"rule", v.second_opinion->rule},
+                    {"ncu_verdict", v.second_opinion->verdict},
+                    {"ncu_unit",
+                     v.second_opinion->unit.empty() ? json(nullptr) : json(v.second_opinion->unit)},
+                    {"agrees", v.second_opinion->agrees},
+                    {"note",
+                     v.second_opinion->note.empty() ? json(nullptr) : json(v.second_opinion->note)}}
+             : json(nullptr)},
         {"tflops", optional_json(v.tflops)},
         {"flops_per_second", flops},
         {"dram_bytes_per_second", optional_json(v.dram_bytes_per_second)},
@@ -242,9 +303,16 @@ json verdict_json(const std::vector<AnalyzedKernel>& kernels,
         {"missing", v.missing},
     });
   }
+  json notes = json::array();
+  for (const model::Report* report : reports) {
+    for (const json& note : reading_notes_json(*report)) {
+      notes.push_back({{"report", report->path}, {"note", note}});
+    }
+  }
   return {{"schema", "kprof.analysis/1"},
           {"tool", tool_json(argv)},
           {"gpu", gpu},
+          {"reading_notes", notes},
           {"thresholds",
            {{"compute_pct", config.thresholds.compute_pct},
             {"memory_pct", config.thresholds.memory_pct}}},

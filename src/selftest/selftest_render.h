@@ -14,7 +14,7 @@
 namespace kprof::selftest {
 
 std::string selftest_text(const selftest::SelftestOutcome& outcome);
-// kprof.selftest/1, its fields listed in README.md ("kprof selftest").
+// kprof.selftest/1, its fields listed in docs/selftest.md.
 nlohmann::json selftest_json(const selftest::SelftestOutcome& outcome,
                              const std::vector<std::string>& argv);
 

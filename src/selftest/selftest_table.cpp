@@ -69,7 +69,7 @@ LaunchSpec parse_launch(const json& launch) {
 }
 
 const std::set<std::string> kRooflines = {"compute-bound", "memory-bound", "latency-bound",
-                                          "at the ridge"};
+                                          "at the ridge",  "issue-bound",  "overhead-bound"};
 const std::set<std::string> kLimiters = {"none",  "registers", "shared_memory",
                                          "warps", "blocks",    "barriers"};
 

@@ -62,6 +62,16 @@ LaunchEstimate estimate(const analysis::KernelVerdict& v) {
                              : " (held back by " + v.latency_reasons.front() + ")");
       break;
     }
+    case analysis::Roofline::kIssueBound:
+    case analysis::Roofline::kOverheadBound:
+      // The instruction stream binds, not a rate: no roof's distance estimates a saving.
+      e.unit = v.bound_by;
+      e.why = v.roofline == analysis::Roofline::kIssueBound
+                  ? "issue-bound: its issue slots are busy, so only fewer or wider instructions "
+                    "save time — no roof to reach, no estimate"
+                  : "overhead-bound: non-math instructions fill the SM, so only fewer of them "
+                    "save time — no roof to reach, no estimate";
+      return e;
     case analysis::Roofline::kUnknown:
       return e;
   }
@@ -106,8 +116,9 @@ using GroupKey = std::tuple<std::string, std::uint64_t, std::uint64_t, std::uint
 }  // namespace
 
 FixList build_fix_list(const std::vector<CapturedLaunch>& launches, double pipeline_us,
-                       std::uint64_t steps, double step_us) {
+                       std::uint64_t steps, double step_us, const KernelFloor& floor) {
   FixList list;
+  list.floor = floor;
   list.pipeline_us = pipeline_us;
   list.steps = steps;
   list.step_us = step_us;
@@ -220,6 +231,15 @@ FixList build_fix_list(const std::vector<CapturedLaunch>& launches, double pipel
       }
       if (a.share) {
         g.estimated_saving_us = g.trace_total_us * *g.saving_fraction;
+        // No launch gets faster than the floor: the saving is held to the time above it.
+        double above_floor =
+            std::max(0.0, g.trace_total_us - static_cast<double>(g.trace_launches) * floor.us);
+        if (floor.us > 0 && *g.estimated_saving_us > above_floor) {
+          g.estimated_saving_us = above_floor;
+          g.evidence.push_back(fmt::format(
+              "held to the time above this GPU's kernel floor of {:.3g} us a launch ({})", floor.us,
+              floor.source));
+        }
       }
     } else {
       g.bound_by = a.unestimated_why.empty() ? "" : "latency";
@@ -229,6 +249,20 @@ FixList build_fix_list(const std::vector<CapturedLaunch>& launches, double pipel
                                : "no estimate: " + a.unestimated_why);
     }
     if (!a.share) g.evidence.push_back("not in the trace: its time in serving is unknown");
+    // A group whose launches run near the floor: only fusing or removing it saves its time, so it
+    // gets no rate estimate and is listed apart, never above a group whose saving is real.
+    if (floor.us > 0 && g.trace_launches > 0 &&
+        g.trace_total_us / static_cast<double>(g.trace_launches) <= kNearFloorFactor * floor.us) {
+      g.near_floor = true;
+      g.estimated_saving_us.reset();
+      g.saving_fraction.reset();
+      g.evidence.push_back(fmt::format(
+          "near this GPU's kernel floor: {:.3g} us a launch in the trace against a floor of "
+          "{:.3g} us ({}); a faster kernel saves little, fusing it into a neighbour or removing it "
+          "saves up to its {:.3g} ms",
+          g.trace_total_us / static_cast<double>(g.trace_launches), floor.us, floor.source,
+          g.trace_total_us / 1000));
+    }
     if (g.fidelity_flagged) {
       g.evidence.push_back(fmt::format(
           "replayed {:.3g} us against {:.3g} us in the trace (×{:.2f}): the counters may not "
@@ -251,6 +285,7 @@ FixList build_fix_list(const std::vector<CapturedLaunch>& launches, double pipel
   }
   std::stable_sort(
       list.groups.begin(), list.groups.end(), [](const FixGroup& a, const FixGroup& b) {
+        if (a.near_floor != b.near_floor) return b.near_floor;
         double x = a.estimated_saving_us.value_or(-1), y = b.estimated_saving_us.value_or(-1);
         if (x != y) return x > y;
         return a.trace_total_us > b.trace_total_us;

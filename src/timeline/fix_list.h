@@ -57,6 +57,27 @@ struct FixGroup {
   // (the instructions with the most stall samples, where the capture kept source counters).
   std::vector<std::string> hot_spots_argv;
   std::string capture;  // the report its first captured launch came from
+  // Its trace launches take at most kNearFloorFactor × this GPU's kernel floor (KernelFloor) on
+  // average: a faster kernel cannot save much, only fusing it into a neighbour or removing it
+  // can. No rate estimate; listed apart ("fuse or remove").
+  bool near_floor = false;
+};
+
+// The least time a kernel launch takes on this GPU: kprof calibrate's back-to-back launch time of
+// an empty kernel where a calibration of this GPU is given, else the shortest kernel of the trace.
+struct KernelFloor {
+  double us = 0;
+  std::string source;  // "kprof calibrate's launch_back_to_back (…)", "the trace's shortest kernel"
+};
+inline constexpr double kNearFloorFactor = 2;
+
+// Whether kernels matter at all, before which kernel: the steps' verdict (kprof budget's).
+struct StepGate {
+  std::uint64_t steps = 0, host_bound_steps = 0, kernel_bound_steps = 0;
+  double wall_us = 0;  // the steps' mean wall span (the longest device's)
+  double busy_us = 0;  // that device's mean GPU busy time in it
+  double busy_fraction() const { return wall_us > 0 ? busy_us / wall_us : 0; }
+  bool host_bound() const { return steps > 0 && host_bound_steps * 2 > steps; }
 };
 
 // The command that lists a kernel's hot spots: kprof source REPORT -k NAME (the kernel's function
@@ -90,6 +111,14 @@ struct FixList {
   // wall time; 1 when unknown.
   double step_devices = 1;
   std::optional<ServingUnits> serving;  // decode steps whose names carry their batch
+  KernelFloor floor;
+  std::optional<StepGate> gate;
+  // How much of the trace the captures cover: the kernels' summed trace time, the part of it the
+  // joined groups carry, and the trace's longest kernels no captured launch was joined to
+  // (canonical name, time; at most five) — a kernel worth fixing the capture missed, or one it
+  // holds under a spelling the join did not find, is said before any row.
+  double trace_kernel_us = 0, joined_kernel_us = 0;
+  std::vector<std::pair<std::string, double>> unjoined_trace_kernels;
 };
 
 // The serving figures of steps named as an engine names them (their names in order; the step
@@ -100,7 +129,8 @@ std::optional<ServingUnits> serving_units(const std::vector<std::string>& step_n
                                           const FixList& list);
 
 // steps/step_us: the trace's steps as kprof budget finds them (0 when it found none).
+// floor: the GPU's kernel floor (none: no group is judged near it, no estimate bounded by it).
 FixList build_fix_list(const std::vector<CapturedLaunch>& launches, double pipeline_us,
-                       std::uint64_t steps, double step_us);
+                       std::uint64_t steps, double step_us, const KernelFloor& floor = {});
 
 }  // namespace kprof::timeline

@@ -18,6 +18,10 @@ void TraceTimeIndex::on_event(const importers::TraceEvent& event) {
   if (!any_ || end > last_end_) last_end_ = end;
   any_ = true;
   if (event.category != "kernel") return;
+  if (event.duration_us > 0 &&
+      (shortest_kernel_us_ == 0 || event.duration_us < shortest_kernel_us_)) {
+    shortest_kernel_us_ = event.duration_us;
+  }
   // Traces hold a few hundred distinct names in millions of events.
   auto canonical = canonical_names_.find(event.name);
   if (canonical == canonical_names_.end()) {
@@ -41,17 +45,31 @@ void TraceTimeIndex::on_event(const importers::TraceEvent& event) {
 
 std::optional<KernelShare> TraceTimeIndex::share_of(const model::Kernel& kernel) const {
   // PyTorch's profiler spells names as libstdc++ demangles them, ncu as its own demangler does:
-  // both are compared in the canonical spelling, the capture's from its mangled name.
-  std::string name = model::canonical_kernel_name(kernel);
+  // both are compared in the canonical spelling, the capture's from its mangled name — or, where
+  // libstdc++ cannot demangle that name (the trace then keeps it mangled), from each other
+  // spelling the capture has (model::canonical_kernel_names): a name and its configuration first.
+  std::vector<std::string> names = model::canonical_kernel_names(kernel);
   KernelShare share;
   LaunchConfig config{
       static_cast<std::int64_t>(kernel.grid.x),  static_cast<std::int64_t>(kernel.grid.y),
       static_cast<std::int64_t>(kernel.grid.z),  static_cast<std::int64_t>(kernel.block.x),
       static_cast<std::int64_t>(kernel.block.y), static_cast<std::int64_t>(kernel.block.z)};
-  if (auto it = by_config_.find({name, config}); it != by_config_.end()) {
-    share.time = it->second;
+  auto by_config = by_config_.end();
+  for (const std::string& name : names) {
+    if ((by_config = by_config_.find({name, config})) != by_config_.end()) break;
+  }
+  auto by_name = by_name_.end();
+  if (by_config == by_config_.end()) {
+    for (const std::string& name : names) {
+      if ((by_name = by_name_.find(name)) != by_name_.end()) break;
+    }
+  }
+  if (by_config != by_config_.end()) {
+    share.name = by_config->first.first;
+    share.time = by_config->second;
     share.matched_launch_config = true;
-  } else if (auto by_name = by_name_.find(name); by_name != by_name_.end()) {
+  } else if (by_name != by_name_.end()) {
+    share.name = by_name->first;
     share.time = by_name->second;
   } else {
     return std::nullopt;
@@ -61,6 +79,20 @@ std::optional<KernelShare> TraceTimeIndex::share_of(const model::Kernel& kernel)
   share.max_e2e_speedup = share.fraction_of_pipeline < 1 ? 1 / (1 - share.fraction_of_pipeline)
                                                          : std::numeric_limits<double>::infinity();
   return share;
+}
+
+std::vector<std::pair<std::string, TraceTime>> TraceTimeIndex::kernels_by_time() const {
+  std::vector<std::pair<std::string, TraceTime>> kernels(by_name_.begin(), by_name_.end());
+  std::stable_sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) {
+    return a.second.total_us > b.second.total_us;
+  });
+  return kernels;
+}
+
+double TraceTimeIndex::kernel_time_us() const {
+  double total = 0;
+  for (const auto& [name, time] : by_name_) total += time.total_us;
+  return total;
 }
 
 std::vector<std::string> TraceTimeIndex::longest_kernels(size_t count) const {

@@ -20,6 +20,7 @@ struct TraceTime {
 };
 
 struct KernelShare {
+  std::string name;  // the trace's canonical name it was matched by
   TraceTime time;
   bool matched_launch_config = false;  // grid and block matched too, not only the name
   double fraction_of_pipeline = 0;
@@ -40,6 +41,12 @@ class TraceTimeIndex final : public importers::TraceEventSink {
   std::optional<KernelShare> share_of(const model::Kernel& kernel) const;
   // The traced kernel names with the most time, most first (canonical, as share_of matches).
   std::vector<std::string> longest_kernels(size_t count) const;
+  // Every traced kernel name with its time, most first.
+  std::vector<std::pair<std::string, TraceTime>> kernels_by_time() const;
+  double kernel_time_us() const;  // the kernels' summed durations
+  // The shortest kernel the trace ran (0 when none took time): a floor no kernel of this GPU and
+  // driver went below in this trace.
+  double shortest_kernel_us() const { return shortest_kernel_us_; }
 
  private:
   using LaunchConfig = std::array<std::int64_t, 6>;
@@ -47,6 +54,7 @@ class TraceTimeIndex final : public importers::TraceEventSink {
   std::map<std::pair<std::string, LaunchConfig>, TraceTime> by_config_;
   std::map<std::string, std::string, std::less<>> canonical_names_;  // trace spelling -> canonical
   double first_start_ = 0, last_end_ = 0;
+  double shortest_kernel_us_ = 0;
   bool any_ = false;
 };
 

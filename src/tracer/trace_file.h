@@ -44,7 +44,7 @@ struct WindowSummary {
   std::uint64_t records_lost = 0;     // records the tracer could not queue (out of memory)
 };
 
-// The "kprof" object closing the file (documented in README.md, "kprof's own tracer").
+// The "kprof" object closing the file (documented in docs/tracer.md).
 std::string summary_json(const TraceHeader& header, const WindowSummary& summary);
 
 // The stderr line after a window: where it went and, never silently, what was dropped.

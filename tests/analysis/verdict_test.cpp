@@ -175,8 +175,15 @@ void expect_agrees_with_sol_rule(const model::Report& report) {
         EXPECT_EQ(v.roofline, Roofline::kLatencyBound);
         EXPECT_EQ(v.bound_by, unit == "DRAM" ? "dram" : unit == "L2" ? "l2" : "l1");
       } else if (text.find("Compute is more heavily utilized") != std::string::npos) {
-        EXPECT_EQ(v.roofline, Roofline::kLatencyBound);
-        EXPECT_TRUE(v.compute_unit && v.bound_by == v.compute_unit->unit);
+        // Or issue-bound, its issue slots at 60% or more (k_smem_limited, 65%): bound by the
+        // math pipe it issues to.
+        if (v.roofline == Roofline::kIssueBound) {
+          EXPECT_TRUE(v.math_pipe && v.bound_by == v.math_pipe->unit);
+          EXPECT_GE(v.issue_slots->pct, 60);
+        } else {
+          EXPECT_EQ(v.roofline, Roofline::kLatencyBound);
+          EXPECT_TRUE(v.compute_unit && v.bound_by == v.compute_unit->unit);
+        }
       } else if (text.find("low compute throughput") != std::string::npos ||
                  text.find("grid is too small") != std::string::npos) {
         EXPECT_EQ(v.roofline, Roofline::kLatencyBound);

@@ -271,7 +271,7 @@ const std::string kNcuRepMagic("NVR\0", 4);
 
 TEST(ZstdBomb, AStreamingFrameStopsAtTheLimit) {
   // 600 MiB of a valid-looking report from a few kB: the limit for so small a file is the floor,
-  // 256 MiB (README, "Compressed input").
+  // 256 MiB (docs/inputs.md).
   std::string dir = fresh_dir("bomb-stream");
   std::string compressed = zstd_bomb(kNcuRepMagic, 600 * kMiB, false);
   ASSERT_LT(compressed.size(), 64 * 1024u);
@@ -330,7 +330,7 @@ TEST(ZstdBomb, ContentNotRecognizedStopsAfterTheFirstBytes) {
 }
 
 TEST(ZstdBomb, TheLimitFollowsTheCompressedSize) {
-  // 1000 times the compressed size, at least 256 MiB, at most 8 GiB (README).
+  // 1000 times the compressed size, at least 256 MiB, at most 8 GiB (docs/inputs.md).
   EXPECT_EQ(default_decompressed_limit(1000), 256 * kMiB);
   EXPECT_EQ(default_decompressed_limit(1024 * kMiB), 8192 * kMiB);
   EXPECT_EQ(default_decompressed_limit(1 * kMiB), 1000 * kMiB);

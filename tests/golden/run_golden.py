@@ -3,10 +3,11 @@
 (stdout, stderr, exit code) with the expected files under tests/golden/expected/ (perfetto's diff
 tests are the model). README.md in this folder documents the case format and the normalisation.
 
-usage: run_golden.py --kprof KPROF --repo REPO [--update] [--check-readme] [--orphans] [NAME...]
+usage: run_golden.py --kprof KPROF --repo REPO [--update] [--check-docs] [--orphans] [NAME...]
   NAME...        cases to run (default: all of cases.txt)
   --update       rewrite the expected files from what kprof prints now (scripts/update-golden)
-  --check-readme the README.md example block equals the stdout of its golden case
+  --check-docs   each example block of README.md and docs/ listed in DOC_EXAMPLES is the stdout
+                 of its golden case, and the command it shows the case's
   --orphans      every expected file belongs to a case of cases.txt
 """
 import argparse
@@ -21,9 +22,35 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = os.path.join(HERE, "cases.txt")
 EXPECTED = os.path.join(HERE, "expected")
-# The README's example blocks, each the fenced block after its marker, and the case it shows.
-README_EXAMPLES = [("Its real output", "analyze_readme_example"),
-                   ("The fix list's real output", "report_fix_list")]
+# The example outputs of README.md and docs/: (file, marker, cases) — the fenced block after the
+# marker's first occurrence in the file shows the stdout of the cases, in order. A block of output
+# alone is the one case's stdout. A block of `$ kprof ARGS` lines (or `$ build/kprof`; a line
+# ending in `\` goes on) shows each command's output after it: a command followed by output is
+# the next case's own run and prints its stdout; one followed by none (`> FILE`: the output kept)
+# is one of the setup runs of the entry's cases. A line of only `…` stands for lines cut.
+DOC_EXAMPLES = [
+    # README.md: the walk-through of the main question
+    ("README.md", "### 1. Is the step kernel-bound?", ["budget_pvr_eager", "budget_pvr_graph"]),
+    ("README.md", "### 2. Which kernels carry it?", ["rank_pvr_graph"]),
+    ("README.md", "### 3. Why is each one slow?", ["analyze_pvr"]),
+    ("README.md", "### 4. What does fixing it buy?", ["report_pvr_graph"]),
+    ("README.md", "### 5. What did the fix buy?", ["diff_predicted_graph", "diff_predicted_eager"]),
+    # docs/: each verb's examples
+    ("docs/analyze.md", "Its real output", ["analyze_readme_example"]),
+    ("docs/report.md", "The fix list's real output", ["report_fix_list"]),
+    ("docs/inspect.md", "and ncu's own rule findings:", ["inspect_rules"]),
+    ("docs/diff.md", "eager and as a CUDA-graph replay), the replay keeps",
+     ["diff_predicted_graph", "diff_predicted_eager"]),
+    ("docs/diff.md", "SciPy's values in the tests.", ["diff_traces_graph_improves_top2"]),
+    ("docs/rank.md", "separate Python computation", ["rank_by_op_top4"]),
+    ("docs/rank.md", "its own capture, matched by position", ["rank_by_op_graph_capture"]),
+    ("docs/rank.md", "A file that is not a trace, or has no GPU events", ["rank_two_devices"]),
+    ("docs/rank.md", "being held. GPU work is joined to its launch", ["rank_b1_top3"]),
+    ("docs/budget.md", "the advice says the host's share lies outside", ["budget_graph"]),
+    ("docs/budget.md", "its graph (0.6–0.7 ms of a 3.4 ms step)", ["budget_serving_window"]),
+    ("docs/selftest.md", "judged again here with `--judge`", ["selftest_judge"]),
+    ("docs/calibrate.md", "the note, cut here", ["calibrate_from"]),
+]
 
 
 def read_cases():
@@ -79,10 +106,15 @@ def run_case(kprof, repo, version, name, runs):
         for folder in ("data", "tests"):
             os.symlink(os.path.join(repo, folder), os.path.join(scratch, folder))
         for setup in runs[:-1]:
-            done = run_kprof(kprof, setup, scratch)
+            # `ARGS > FILE`: the setup's stdout kept in FILE (a fix list that a case reads).
+            kept = setup[-1] if len(setup) > 2 and setup[-2] == ">" else None
+            done = run_kprof(kprof, setup[:-2] if kept else setup, scratch)
             if done.returncode != 0:
                 raise RuntimeError(f"{name}: setup `kprof {shlex.join(setup)}` exited "
                                    f"{done.returncode}: {done.stderr.decode(errors='replace')}")
+            if kept:
+                with open(os.path.join(scratch, kept), "wb") as f:
+                    f.write(done.stdout)
         done = run_kprof(kprof, runs[-1], scratch)
         out = normalise(done.stdout.decode("utf-8", errors="replace"), version, scratch, repo)
         err = normalise(done.stderr.decode("utf-8", errors="replace"), version, scratch, repo)
@@ -116,21 +148,77 @@ def first_difference(expected, actual):
     return "trailing newline differs"
 
 
-def readme_example_block(repo, marker_text):
-    """The fenced block after marker_text in README.md."""
-    text = open(os.path.join(repo, "README.md"), encoding="utf-8").read()
-    marker = text.index(marker_text)
-    start = text.index("```\n", marker) + 4
-    return text[start:text.index("```\n", start)]
+def example_block(repo, path, marker_text):
+    """The fenced block (```, with or without an info string) after marker_text in path; None
+    when the marker or the block is not there."""
+    text = open(os.path.join(repo, path), encoding="utf-8").read()
+    marker = text.find(marker_text)
+    if marker < 0:
+        return None
+    fence = re.compile(r"^```[^\n]*\n(.*?)^```$", re.M | re.S).search(text, marker)
+    return fence.group(1) if fence else None
 
 
 def readme_matches(block, golden):
-    """A README line `…` alone stands for one or more golden lines (rows cut); every other line
-    must be the golden file's, in order."""
+    """A line `…` alone stands for one or more golden lines (rows cut); every other line must be
+    the golden file's, in order, once its UTC timestamps are <TIME> as the golden file's are."""
+    block = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", "<TIME>", block)
     shown, lines = block.splitlines(), golden.splitlines()
     pattern = "".join(r"(?:[^\n]*\n)+?" if line.strip() == "…" else re.escape(line) + r"\n"
                       for line in shown)
     return re.fullmatch(pattern, "".join(line + "\n" for line in lines)) is not None
+
+
+def shown_commands(block):
+    """[(argv, output)] of a block of `$ kprof ARGS` lines, each with the lines after it; None for
+    a block of output alone."""
+    lines = block.splitlines()
+    if not lines or not lines[0].startswith("$ "):
+        return None
+    commands = []
+    while lines:
+        command = lines.pop(0)[2:]
+        while command.endswith("\\") and lines:
+            command = command[:-1] + lines.pop(0).strip()
+        output = []
+        while lines and not lines[0].startswith("$ "):
+            output.append(lines.pop(0))
+        argv = shlex.split(command)
+        if not argv or argv[0] not in ("kprof", "build/kprof"):
+            raise ValueError(f"not a kprof command: $ {command}")
+        commands.append((argv[1:], "".join(line + "\n" for line in output)))
+    return commands
+
+
+def check_example(repo, cases, path, marker, names):
+    """None when the block shows the cases, else why not."""
+    block = example_block(repo, path, marker)
+    if block is None:
+        return f"no fenced block after \"{marker}\""
+    goldens = [read_expected(os.path.join(EXPECTED, name + ".stdout")) or "" for name in names]
+    try:
+        commands = shown_commands(block)
+    except ValueError as error:
+        return str(error)
+    if commands is None:
+        if len(names) != 1 or not readme_matches(block, goldens[0]):
+            return (f"the block after \"{marker}\" is not tests/golden/expected/{names[0]}.stdout "
+                    "(lines cut with a lone … allowed)")
+        return None
+    setups = [run for name in names for run in cases[name][1][:-1]]
+    shown = [(argv, output) for argv, output in commands if output]
+    for argv, output in commands:
+        if not output and argv not in setups:
+            return f"`$ kprof {shlex.join(argv)}` is no setup run of {', '.join(names)}"
+    if len(shown) != len(names):
+        return f"the block shows {len(shown)} commands with output, for {len(names)} cases"
+    for (argv, output), name, golden in zip(shown, names, goldens):
+        if argv != cases[name][1][-1]:
+            return f"`$ kprof {shlex.join(argv)}` is not case {name}'s command (cases.txt)"
+        if not readme_matches(output, golden):
+            return (f"the output of `$ kprof {shlex.join(argv)}` is not tests/golden/expected/"
+                    f"{name}.stdout (lines cut with a lone … allowed)")
+    return None
 
 
 def main():
@@ -138,7 +226,7 @@ def main():
     parser.add_argument("--kprof", required=True)
     parser.add_argument("--repo", required=True)
     parser.add_argument("--update", action="store_true")
-    parser.add_argument("--check-readme", action="store_true")
+    parser.add_argument("--check-docs", action="store_true")
     parser.add_argument("--orphans", action="store_true")
     parser.add_argument("names", nargs="*")
     options = parser.parse_args()
@@ -157,16 +245,20 @@ def main():
             print(f"{name}: no expected output (run scripts/update-golden {name})")
         return 1 if orphans or missing else 0
 
-    if options.check_readme:
-        for marker, case in README_EXAMPLES:
-            golden = read_expected(os.path.join(EXPECTED, case + ".stdout"))
-            if golden is None or not readme_matches(readme_example_block(repo, marker), golden):
-                print(f"README.md's block after \"{marker}\" is not "
-                      f"tests/golden/expected/{case}.stdout (lines cut with a lone … allowed): "
-                      "update the README block")
-                return 1
-        print("README.md example blocks match the golden output")
-        return 0
+    if options.check_docs:
+        failures = 0
+        for path, marker, names in DOC_EXAMPLES:
+            unknown = [name for name in names if name not in cases]
+            problem = (f"no case {', '.join(unknown)} in cases.txt" if unknown
+                       else check_example(repo, cases, path, marker, names))
+            if problem:
+                print(f"{path}: {problem}: update the block (or DOC_EXAMPLES in "
+                      "tests/golden/run_golden.py)")
+                failures += 1
+        if not failures:
+            print(f"{len(DOC_EXAMPLES)} example blocks of README.md and docs/ match the golden "
+                  "output")
+        return 1 if failures else 0
 
     # "kprof 0.1.0 (commit …, BuildType)": the version is the second word.
     version = subprocess.run([kprof, "--version"], capture_output=True, text=True,

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -167,7 +168,9 @@ TEST(McpServer, ReportGivesTheFixListAndSaysWhatIsNotRecorded) {
                       {"gpus", "h200/h200_calibration.json"}});
   ASSERT_EQ(result["isError"], false) << result.dump();
   const std::string text = result["content"][0]["text"];
-  EXPECT_NE(text.find("fix list: 10 kernel groups"), std::string::npos) << text;
+  // Ten groups: six to speed up, four near the GPU's kernel floor listed to fuse or remove.
+  EXPECT_NE(text.find("fix list: 6 kernel groups"), std::string::npos) << text;
+  EXPECT_NE(text.find("fuse or remove: 4 groups"), std::string::npos) << text;
   EXPECT_NE(text.find("— : not in this report"), std::string::npos);
   EXPECT_TRUE(result["structuredContent"].contains("fix_list"));
   const std::vector<std::string> argv = result["structuredContent"]["tool"]["argv"];
@@ -185,6 +188,42 @@ TEST(McpServer, ARegressionIsAnAnswerNotAnError) {
   EXPECT_NE(result["content"][0]["text"].get<std::string>().find(
                 "exit 6: a regression (kprof diff exits 6)"),
             std::string::npos);
+}
+
+// The diff tool's pair, min_coverage and no_auto_pair are the CLI's --pair (one per item),
+// --min-coverage and --no-auto-pair: the renamed kernel of issue 43's captures paired by hand.
+TEST(McpServer, DiffPairsRenamedKernelsAndSaysTheCoverage) {
+  ToolSettings settings;
+  settings.doctor = false;
+  const std::string fixtures = std::string(KPROF_TESTS_DIR) + "/analysis/data/renamed_kernel";
+  Server server(Roots({fixtures}), settings);
+  json args = {{"baseline", "vectorize_raw.csv"},
+               {"candidate", "warp_tile_raw.csv"},
+               {"no_auto_pair", true}};
+  json unpaired = call(server, "diff", args);
+  ASSERT_EQ(unpaired["isError"], false) << unpaired.dump();
+  EXPECT_EQ(unpaired["structuredContent"]["coverage"]["sufficient"], false);
+  EXPECT_NE(unpaired["content"][0]["text"].get<std::string>().find(
+                "exit 13: the kernels compared cover too little of a side's GPU time"),
+            std::string::npos)
+      << unpaired["content"][0]["text"];
+  args["pair"] = {"vectorize=warp_tile"};
+  args["min_coverage"] = 90;
+  json paired = call(server, "diff", args);
+  ASSERT_EQ(paired["isError"], false) << paired.dump();
+  const json& answer = paired["structuredContent"];
+  EXPECT_EQ(answer["pairs"][0]["request"], "vectorize=warp_tile");
+  EXPECT_EQ(answer["min_coverage_pct"], 90);
+  EXPECT_EQ(answer["regressions"], 1);
+  std::vector<std::string> argv = answer["tool"]["argv"];
+  auto flag = std::find(argv.begin(), argv.end(), "--pair");
+  ASSERT_NE(flag, argv.end());
+  ASSERT_NE(flag + 1, argv.end());
+  EXPECT_EQ(*(flag + 1), "vectorize=warp_tile");
+  args["pair"] = {"nothing=warp_tile"};
+  json none = call(server, "diff", args);
+  EXPECT_EQ(none["isError"], true);
+  EXPECT_EQ(none["structuredContent"]["exit_code"], 5);
 }
 
 std::string error_text(const json& result) {

@@ -70,7 +70,8 @@ class InstalledTree(unittest.TestCase):
 
     def test_layout(self):
         for path in ["bin/kprof", "share/bash-completion/completions/kprof", zsh_script(),
-                     "share/man/man1/kprof.1", "share/doc/kprof/README.md"]:
+                     "share/man/man1/kprof.1", "share/doc/kprof/README.md",
+                     "share/doc/kprof/docs/README.md", "share/doc/kprof/docs/analyze.md"]:
             self.assertTrue(os.path.isfile(os.path.join(PREFIX, path)), path)
         self.assertEqual(os.readlink(os.path.join(PREFIX, "bin", "kubectl-kprof")), "kprof")
 

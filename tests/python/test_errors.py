@@ -15,7 +15,7 @@ def test_missing_file_is_exit_3_with_kprofs_message(tmp_path):
     with pytest.raises(kprof.KprofError) as caught:
         kprof.analyze(missing)
     e = caught.value
-    assert e.exit_code == 3  # README "Exit codes": an input cannot be read
+    assert e.exit_code == 3  # docs/exit-codes.md: an input cannot be read
     assert e.message.startswith("kprof: ") and str(missing) in e.message
     assert "\n" not in e.message
     assert e.argv[1] == "analyze" and e.argv[-1] == str(missing)

@@ -1,7 +1,7 @@
 """Each verb of the Python package on the real H200 recordings, its DataFrame held to values found
 without kprof: ncu's own CSV export, the trace's events read with json, the second budget
 implementation of tests/timeline/budget_reference.py, and totals data/h200/README.md and the
-README state."""
+pages of docs/ state."""
 import csv
 import gzip
 import json
@@ -57,7 +57,7 @@ def test_analyze_kernel_option_selects_by_regex():
 
 
 def test_missing_figures_are_nan_never_zero():
-    # `--set basic` collects no warp states (README: such fields are null, never 0).
+    # `--set basic` collects no warp states (docs/verdicts.md: such fields are null, never 0).
     r = kprof.analyze(H200 / "big_basic.ncu-rep.zst")
     assert r.df["tflops"].isna().all()
     assert (r.df["missing"].map(len) > 0).all()
@@ -67,7 +67,7 @@ def test_rank_totals_are_the_traces_own_events():
     trace = H200 / "budget_eager_b1.json.gz"
     events = gpu_events(trace)
     r = kprof.rank(trace)
-    assert len(events) == 520 and len(r.df) == 9  # README: 520 GPU activities, 9 distinct names
+    assert len(events) == 520 and len(r.df) == 9  # docs/rank.md: 520 GPU activities, 9 distinct names
     assert r.df["count"].sum() == len(events)
     assert r.df["total_us"].sum() == pytest.approx(sum(e["dur"] for e in events), rel=1e-9)
     assert r.df["share_of_gpu_time"].sum() == pytest.approx(1.0)
@@ -83,7 +83,7 @@ def test_rank_totals_are_the_traces_own_events():
 def test_rank_by_op():
     r = kprof.rank(H200 / "trace_eager.json.gz", by="op")
     assert r.json["schema"] == "kprof.rank-ops/1" and r.rows == "ops"
-    assert len(r.df) == 18  # README: 18 distinct operators
+    assert len(r.df) == 18  # docs/rank.md: 18 distinct operators
     cat = r.df.set_index("name").loc["aten::cat"]
     assert cat["kernels"] == 12
     assert r.df["kernels"].sum() == len(gpu_events(H200 / "trace_eager.json.gz")) == 786
@@ -94,7 +94,7 @@ def test_rank_per_step_and_by_device():
     assert r.rows == "steps" and list(r.df["name"]) == [f"ProfilerStep#{i}" for i in range(2, 7)]
     devices = kprof.rank(H200 / "tracer_two_device.json.gz").table("devices")
     assert list(devices["device"]) == [0, 1]
-    assert devices["gpu_events"].sum() == 14406  # README: 14406 GPU activities on 2 devices
+    assert devices["gpu_events"].sum() == 14406  # docs/rank.md: 14406 GPU activities on 2 devices
 
 
 def test_budget_steps_are_the_second_implementations():
@@ -110,7 +110,7 @@ def test_budget_steps_are_the_second_implementations():
 
 def test_budget_of_the_graph_replay():
     r = kprof.budget(H200 / "budget_graph_decode.json.gz")
-    # README: five ProfilerSteps, one cudaGraphLaunch each; the graph keeps its GPU span 99.5 %
+    # docs/budget.md: five ProfilerSteps, one cudaGraphLaunch each; the graph keeps its GPU span 99.5 %
     # busy, but the host's time before and after each replay makes every step mixed.
     assert len(r.df) == 5
     assert (r.df["verdict"] == "mixed").all()
@@ -127,7 +127,7 @@ def test_report_is_the_fix_list():
                      gpus=H200 / "h200_calibration.json")
     assert r.rows == "fix_list.opportunities"
     fix_list = r.json["fix_list"]
-    assert len(r.df) == 10 and fix_list["steps"] == 30  # README: 10 kernel groups, 30 steps
+    assert len(r.df) == 10 and fix_list["steps"] == 30  # docs/report.md: 10 kernel groups, 30 steps
     first = r.df.iloc[0]
     assert first["kernel"].startswith("cudnn_generated_fort_native_sdpa_sm80_flash")
     assert (first["launches_captured"], first["trace_launches"]) == (4, 120)
@@ -144,11 +144,34 @@ def test_diff_of_captures_reports_a_regression_without_raising():
     r = kprof.diff(H200 / "diff_suite_basic_base_a.ncu-rep.zst", H200 / "diff_suite_basic_slow_fp32.ncu-rep.zst")
     assert r.json["schema"] == "kprof.diff/1" and r.json["regressed"] is True
     fma = r.df.set_index("name").loc["k_fp32_fma"]
-    assert fma["change_pct"] == pytest.approx(100, abs=1)  # README: +100.0%: twice the work
+    assert fma["change_pct"] == pytest.approx(100, abs=1)  # docs/diff.md: +100.0%: twice the work
     assert fma["change"] == "regression"
     same = kprof.diff(H200 / "diff_suite_basic_base_a.ncu-rep.zst", H200 / "diff_suite_basic_base_b.ncu-rep.zst")
     assert same.json["regressed"] is False
-    assert same.df["change_pct"].abs().max() <= 0.8  # README: unchanged runs differ by at most 0.8%
+    assert same.df["change_pct"].abs().max() <= 0.8  # docs/diff.md: unchanged runs differ by at most 0.8%
+
+
+RENAMED = SOURCE / "tests" / "analysis" / "data" / "renamed_kernel"
+
+
+def test_diff_pairs_a_renamed_kernel_and_says_what_it_covers():
+    """Issue 43's captures: vectorize became warp_tile (+17.5 %) beside an unchanged helper."""
+    base, cand = RENAMED / "vectorize_raw.csv", RENAMED / "warp_tile_raw.csv"
+    auto = kprof.diff(base, cand)
+    assert auto.json["regressed"] is True and auto.json["passed"] is False
+    assert [p["how"] for p in auto.json["pairs"]] == ["automatic"]
+    # Unpaired, the helper alone is compared: too little of either side's time, never a pass.
+    helper_only = kprof.diff(base, cand, no_auto_pair=True)
+    assert helper_only.json["regressed"] is False and helper_only.json["passed"] is False
+    assert helper_only.json["coverage"]["baseline_pct"] == pytest.approx(4.224 / 42.656 * 100)
+    assert [u["name"] for u in helper_only.json["unmatched_candidate"]] == [
+        "warp_tile(const float4 *, float4 *, int)"]
+    # pair takes one "BASELINE=CANDIDATE" or a list of them, each its own --pair.
+    for pair in ("vectorize=warp_tile", ["vectorize=warp_tile"]):
+        paired = kprof.diff(base, cand, no_auto_pair=True, pair=pair)
+        assert [p["request"] for p in paired.json["pairs"]] == ["vectorize=warp_tile"]
+        assert paired.json["coverage"]["sufficient"] is True
+    assert kprof.diff(base, cand, no_auto_pair=True, min_coverage=5).json["passed"] is True
 
 
 def test_diff_of_traces():

@@ -71,7 +71,7 @@ for name, args in cases:
         fix_note = f", fix list {len(fix_rows)} rows (JSON {len(fixes)})"
     # With a trace, one step's timeline: the median step of `kprof budget --json` by GPU span
     # (read independently of the page), one slice per GPU activity of it, idle bars where it
-    # idled, and a screenshot of the rendered page (the README's) that is a real PNG.
+    # idled, and a screenshot of the rendered page (docs/report.md's) that is a real PNG.
     if args[0] == "report":
         trace = args[args.index("--trace") + 1]
         budget = json.loads(subprocess.run([kprof, "budget", trace, "--json"], check=True,

@@ -234,6 +234,24 @@ TEST_F(OutputSchemas, Diff) {
                         data_path("h200/diff_suite_basic_slow_fp32.ncu-rep.zst")});
   expect_valid("diff", kprof_json({"diff", "--json", "--db", db, "1", "2"}, 6), "--db");
   expect_refusals("diff", regression);
+  // Issue 43's renamed kernel: paired automatically, by --pair, and not at all (the kernels not
+  // compared and the pair kprof would not make on its own).
+  const std::string renamed = std::string(KPROF_TESTS_DIR) + "/analysis/data/renamed_kernel/";
+  const std::string vectorize = renamed + "vectorize_raw.csv",
+                    warp_tile = renamed + "warp_tile_raw.csv";
+  json paired = kprof_json({"diff", "--json", vectorize, warp_tile}, 6);
+  expect_valid("diff", paired, "paired automatically");
+  EXPECT_EQ(paired["pairs"].size(), 1u);
+  expect_valid("diff",
+               kprof_json({"diff", "--json", vectorize, warp_tile, "--no-auto-pair", "--pair",
+                           "vectorize=warp_tile"},
+                          6),
+               "--pair");
+  json unpaired = kprof_json({"diff", "--json", vectorize, warp_tile, "--no-auto-pair"}, 13);
+  expect_valid("diff", unpaired, "not paired");
+  EXPECT_EQ(unpaired["hints"].size(), 1u);
+  EXPECT_EQ(unpaired["unmatched_baseline"].size(), 1u);
+  expect_refusals("diff", unpaired);
 }
 
 TEST_F(OutputSchemas, TraceDiff) {

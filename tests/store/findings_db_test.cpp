@@ -26,7 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::data_path;
 
-// kprof's mark in the SQLite header (PRAGMA application_id): "kprf" (README, "kprof db").
+// kprof's mark in the SQLite header (PRAGMA application_id): "kprf" (docs/db.md).
 constexpr std::int64_t kKprofApplicationId = 0x6B707266;
 
 testing::ProcessResult kprof(std::vector<std::string> args) {

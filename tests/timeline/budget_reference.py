@@ -27,7 +27,7 @@ import subprocess
 import sys
 
 LAUNCH_WORDS = ("LaunchKernel", "LaunchCooperativeKernel", "GraphLaunch", "Memcpy", "Memset")
-# The per-step markers of PyTorch, vLLM, SGLang and TensorRT-LLM (README "Steps"), first found wins.
+# The per-step markers of PyTorch, vLLM, SGLang and TensorRT-LLM (docs/budget.md), first found wins.
 MARKERS = [r"^ProfilerStep#\d+$",
            r"^execute_(new_\d+_cached_\d+|(\d+_)?context_\d+\(.*\)_generation_\d+\(.*\))$",
            r"^step\[[^\]]*\]$", r"^_forward_step$"]

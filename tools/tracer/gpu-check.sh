@@ -144,7 +144,7 @@ fi
 
 if wanted profiler; then begin profiler
   # The PyTorch profiler started inside a traced process, before and after CUDA initialisation:
-  # recorded as observed (CUPTI allows one client; see README "kprof's own tracer").
+  # recorded as observed (CUPTI allows one client; see docs/tracer.md).
   for when in after first; do
     extra=(); [ $when = first ] && extra=(--profiler-first)
     env "${TRACE[@]}" python3 "$WORKLOAD" --steps 20 --profiler cuda "${extra[@]}" \

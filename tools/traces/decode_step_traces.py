@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Records two PyTorch profiler traces of the same 8-layer decode step at batch 1 on a GPU:
 eager (one launch per kernel) and replayed as a CUDA graph (one launch per step). kprof budget
-must call the eager one host-bound and the graph one kernel-bound.
+calls the eager one host-bound; the graph one keeps its GPU span 99.5 % busy, and is mixed over
+its wall span, which holds the host's work before each replay (docs/budget.md).
 
 usage: python3 tools/traces/decode_step_traces.py OUT_DIR
 writes OUT_DIR/budget_eager_decode.json.gz and OUT_DIR/budget_graph_decode.json.gz, and

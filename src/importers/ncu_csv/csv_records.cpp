@@ -7,10 +7,18 @@
 namespace kprof::importers {
 
 std::vector<CsvRecord> parse_csv_records(const std::string& path, std::string_view text) {
-  std::vector<CsvRecord> records;
+  return read_csv_table(path, text, 1, {}).records;
+}
+
+CsvTable read_csv_table(
+    const std::string& path, std::string_view text, std::size_t first_line,
+    const std::function<bool(std::size_t index, std::string_view rest)>& is_record) {
+  CsvTable table;
+  std::vector<CsvRecord>& records = table.records;
   size_t i = 0;
-  size_t line = 1;
+  size_t line = first_line;
   const size_t n = text.size();
+  size_t console_pending = 0;  // counted once a record follows them: inside the table
   while (i < n) {
     // At the start of a line: skip blank lines and ncu's console lines.
     if (text[i] == '\n' || text[i] == '\r') {
@@ -20,7 +28,13 @@ std::vector<CsvRecord> parse_csv_records(const std::string& path, std::string_vi
     }
     if (text.substr(i, 2) == "==") {
       while (i < n && text[i] != '\n') ++i;
+      ++console_pending;
       continue;
+    }
+    if (is_record && !is_record(records.size(), text.substr(i))) {
+      table.end = i;
+      table.end_line = line;
+      return table;
     }
     CsvRecord record;
     record.line = line;
@@ -74,8 +88,14 @@ std::vector<CsvRecord> parse_csv_records(const std::string& path, std::string_vi
       ++line;
     }
     records.push_back(std::move(record));
+    table.console_lines += console_pending;
+    console_pending = 0;
+    table.records_end = i;
+    table.records_end_line = line;
   }
-  return records;
+  table.end = n;
+  table.end_line = line;
+  return table;
 }
 
 }  // namespace kprof::importers

@@ -30,23 +30,125 @@ bool is_identity_column(std::string_view name) {
          std::end(kIdentityColumns);
 }
 
-std::string_view first_line(std::string_view text) {
-  // Skip console lines and blank lines the way the record parser does.
-  size_t i = 0;
-  while (i < text.size()) {
+// --- where ncu's table is in what was captured ---
+//
+// `ncu --csv ./app > out.csv` captures more than the CSV: an NGC container's licence banner
+// (which starts with an empty line), the program's own output, ncu's "==PROF== Connected",
+// "==PROF== Profiling …" and "==WARNING==" lines before the table, and "==PROF== Disconnected"
+// or the program's output after it. The table is found by its header and read from there; what
+// is skipped is counted for the report's reading note.
+
+bool starts_with_id_column(std::string_view line) {
+  return line.substr(0, 5) == "\"ID\"," || line.substr(0, 3) == "ID,";
+}
+
+std::string_view line_at(std::string_view text, size_t offset) {
+  size_t end = text.find('\n', offset);
+  std::string_view line =
+      text.substr(offset, end == std::string_view::npos ? text.npos : end - offset);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return line;
+}
+
+bool has_column(const std::vector<std::string>& fields, std::string_view name) {
+  return std::find(fields.begin(), fields.end(), name) != fields.end();
+}
+
+struct HeaderLine {
+  size_t offset = 0;  // where the header line starts
+  size_t line = 1;    // its number in the file
+};
+
+// The header is the first line that is one ncu writes: the quoted "ID" first (ncu --csv quotes
+// every field), "Kernel Name" among its columns, and then either the details page's "Section
+// Name", "Metric Name", "Metric Unit" and "Metric Value" or, on the raw page, the units row right
+// after it (quoted, empty under "ID"). Program output that merely starts with "ID", is no header.
+// Where no line is, the first line that is neither blank nor ncu's own ("==…") is the header if it
+// starts with the "ID" column, as before (an unquoted or partial export: what it lacks, the page's
+// reader names, at its line).
+//
+// `whole` is false for the first bytes of a compressed or piped input, which may end inside the
+// header line or before the units row: such a header is accepted there and checked whole by
+// parse().
+std::optional<HeaderLine> find_header(std::string_view text, bool whole) {
+  std::optional<HeaderLine> first_with_id;
+  bool first = true;
+  size_t line_number = 1;
+  for (size_t i = 0; i < text.size();) {
     size_t end = text.find('\n', i);
-    std::string_view line = text.substr(i, end == std::string_view::npos ? text.npos : end - i);
-    if (!trim(line).empty() && line.substr(0, 2) != "==") return line;
+    std::string_view line = line_at(text, i);
+    if (!trim(line).empty() && line.substr(0, 2) != "==") {
+      if (first && starts_with_id_column(line)) first_with_id = HeaderLine{i, line_number};
+      first = false;
+      if (line.substr(0, 5) == "\"ID\",") {
+        if (end == std::string_view::npos && !whole) return HeaderLine{i, line_number};
+        std::optional<std::vector<std::string>> fields;
+        try {
+          std::vector<CsvRecord> records = parse_csv_records("", line);
+          if (records.size() == 1) fields = std::move(records[0].fields);
+        } catch (const InputError&) {
+        }
+        if (fields && has_column(*fields, "Kernel Name")) {
+          bool details = has_column(*fields, "Section Name") &&
+                         has_column(*fields, "Metric Name") && has_column(*fields, "Metric Unit") &&
+                         has_column(*fields, "Metric Value");
+          std::string_view next =
+              end == std::string_view::npos ? std::string_view{} : text.substr(end + 1);
+          if (details || next.substr(0, 3) == "\"\"," || (next.empty() && !whole)) {
+            return HeaderLine{i, line_number};
+          }
+        }
+      }
+    }
+    if (end == std::string_view::npos) break;
+    i = end + 1;
+    ++line_number;
+  }
+  return first_with_id;
+}
+
+// ncu's console lines without a table after them: `ncu ./app` run without --csv, or a capture
+// cut before the table. Recognised so that the error can say so, rather than "not a format".
+bool has_ncu_console_line(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    if (text.substr(i, 9) == "==PROF== ") return true;
+    size_t end = text.find('\n', i);
     if (end == std::string_view::npos) break;
     i = end + 1;
   }
-  return {};
+  return false;
+}
+
+// Where a record of the table may start: ncu quotes every field, so each record's line starts
+// with a quote; an unquoted export's rows start with their ID, a whole number (its units row
+// with the empty field under "ID").
+bool starts_a_record(std::string_view rest, bool quoted) {
+  if (quoted) return !rest.empty() && rest.front() == '"';
+  size_t digits = 0;
+  while (digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9') ++digits;
+  return !rest.empty() &&
+         (rest.front() == ',' || (digits > 0 && digits < rest.size() && rest[digits] == ','));
+}
+
+size_t count_nonblank_lines(std::string_view text) {
+  size_t count = 0;
+  for (size_t i = 0; i < text.size();) {
+    if (!trim(line_at(text, i)).empty()) ++count;
+    size_t end = text.find('\n', i);
+    if (end == std::string_view::npos) break;
+    i = end + 1;
+  }
+  return count;
+}
+
+std::string lines_text(size_t count) {
+  return fmt::format("{} line{}", count, count == 1 ? "" : "s");
 }
 
 class Columns {
  public:
-  explicit Columns(const std::vector<std::string>& header) : header_(header) {
-    for (size_t i = 0; i < header.size(); ++i) index_.emplace(header[i], i);
+  explicit Columns(const CsvRecord& header) : header_(header.fields), line_(header.line) {
+    for (size_t i = 0; i < header_.size(); ++i) index_.emplace(header_[i], i);
   }
   std::optional<size_t> find(std::string_view name) const {
     auto it = index_.find(std::string(name));
@@ -56,7 +158,7 @@ class Columns {
     auto column = find(name);
     if (!column) {
       throw_invalid(
-          path, InputPosition::line(1),
+          path, InputPosition::line(line_),
           fmt::format("missing column \"{}\" (every ncu {} page export has it)", name, page));
     }
     return *column;
@@ -66,6 +168,7 @@ class Columns {
 
  private:
   const std::vector<std::string>& header_;
+  size_t line_;  // the header's, where the table starts
   std::map<std::string, size_t, std::less<>> index_;
 };
 
@@ -283,7 +386,7 @@ class CsvReportBuilder {
 
 model::Report import_raw_page(const std::string& path, const std::vector<CsvRecord>& records) {
   const std::vector<std::string>& header = records[0].fields;
-  Columns columns(header);
+  Columns columns(records[0]);
   columns.require(path, "ID", "raw");
   columns.require(path, "Kernel Name", "raw");
   if (records.size() < 2) {
@@ -370,7 +473,7 @@ model::RuleType rule_type_from_code(std::string_view code) {
 
 model::Report import_details_page(const std::string& path, const std::vector<CsvRecord>& records) {
   const std::vector<std::string>& header = records[0].fields;
-  Columns columns(header);
+  Columns columns(records[0]);
   columns.require(path, "ID", "details");
   columns.require(path, "Kernel Name", "details");
   size_t section_col = columns.require(path, "Section Name", "details");
@@ -453,20 +556,79 @@ model::Report import_details_page(const std::string& path, const std::vector<Csv
 }  // namespace
 
 bool NcuCsvImporter::recognizes(std::string_view head) const {
-  std::string_view line = first_line(head);
-  return line.substr(0, 5) == "\"ID\"," || line.substr(0, 3) == "ID,";
+  // The head may be the first bytes only (a compressed or piped input): a header it cuts short,
+  // and ncu's console lines whose table may come later, are read on and checked by parse().
+  return find_header(head, false).has_value() || has_ncu_console_line(head);
 }
 
 model::Report NcuCsvImporter::parse(const std::string& path, std::string_view bytes,
                                     const ImportOptions& /*options: CSV rows are all read*/) const {
-  if (!recognizes(bytes)) {
+  std::optional<HeaderLine> header = find_header(bytes, true);
+  if (!header) {
     throw_invalid(path, InputPosition::line(1),
-                  "not an ncu CSV export: the header must start with the \"ID\" column");
+                  has_ncu_console_line(bytes)
+                      ? "ncu's console output without its CSV table: no line is the header of an "
+                        "ncu --csv export (\"ID\", …, \"Kernel Name\", … followed by its units "
+                        "row, or the details page's \"Section Name\", \"Metric Name\", \"Metric "
+                        "Unit\", \"Metric Value\"); run ncu with --csv, or give kprof the "
+                        ".ncu-rep report"
+                      : "not an ncu CSV export: the header must start with the \"ID\" column");
   }
-  std::vector<CsvRecord> records = parse_csv_records(path, bytes);
-  const std::vector<std::string>& header = records.at(0).fields;
-  bool details = std::find(header.begin(), header.end(), "Metric Value") != header.end();
-  return details ? import_details_page(path, records) : import_raw_page(path, records);
+  const std::string_view table_text = bytes.substr(header->offset);
+  const bool quoted = table_text.front() == '"';
+  CsvTable table =
+      read_csv_table(path, table_text, header->line, [&](size_t index, std::string_view rest) {
+        // The header and the record after it (the raw page's units row, which its reader
+        // checks), then records as ncu writes them.
+        return index <= 1 || starts_a_record(rest, quoted);
+      });
+  // What follows the table must not be more of it: a table interrupted by other text is refused,
+  // not read in part.
+  if (table.end < table_text.size()) {
+    const std::string_view rest = table_text.substr(table.end);
+    size_t line_number = table.end_line;
+    for (size_t i = 0; i < rest.size(); ++line_number) {
+      if (i != 0 && starts_a_record(rest.substr(i), quoted)) {
+        throw_invalid(path, InputPosition::line(table.end_line),
+                      fmt::format("this line is not a record of the CSV table that starts at "
+                                  "line {}, yet records of it go on at line {}",
+                                  header->line, line_number));
+      }
+      size_t end = rest.find('\n', i);
+      if (end == std::string_view::npos) break;
+      i = end + 1;
+    }
+  }
+  if (table.records.empty()) {
+    throw_invalid(path, InputPosition::line(header->line), "the CSV table has no header record");
+  }
+  const std::vector<CsvRecord>& records = table.records;
+  const bool details = has_column(records[0].fields, "Metric Value");
+  model::Report report =
+      details ? import_details_page(path, records) : import_raw_page(path, records);
+  const size_t before = header->line - 1;
+  const size_t trailing = count_nonblank_lines(table_text.substr(table.records_end));
+  if (before + trailing + table.console_lines != 0) {
+    // The line after the last record, unless the file ends without a line break.
+    const size_t last_line = table_text[table.records_end - 1] == '\n' ? table.records_end_line - 1
+                                                                       : table.records_end_line;
+    std::vector<std::string> skipped;
+    if (before != 0) skipped.push_back(lines_text(before) + " before it");
+    if (trailing != 0) skipped.push_back(lines_text(trailing) + " after it");
+    if (table.console_lines != 0) {
+      skipped.push_back(fmt::format("{} of ncu's inside it", lines_text(table.console_lines)));
+    }
+    std::string note =
+        fmt::format("read the ncu CSV table at lines {} to {}; skipped ", header->line, last_line);
+    for (size_t i = 0; i < skipped.size(); ++i) {
+      note += (i == 0 ? "" : i + 1 == skipped.size() ? " and " : ", ") + skipped[i];
+    }
+    note +=
+        " (not ncu's CSV: a container's banner, the program's own output, ncu's ==PROF== "
+        "and ==WARNING== lines)";
+    report.reading_note = std::move(note);
+  }
+  return report;
 }
 
 }  // namespace kprof::importers

@@ -11,7 +11,8 @@ class NcuCsvImporter final : public Importer {
  public:
   std::string_view name() const override { return "ncu-csv"; }
   std::string_view describes() const override {
-    return "ncu CSV export (--csv --page raw or --page details), starting with \"ID\"";
+    return "ncu CSV export (--csv --page raw or --page details): its header line starts with "
+           "\"ID\", after whatever the program and ncu printed before it";
   }
   bool recognizes(std::string_view head) const override;
 

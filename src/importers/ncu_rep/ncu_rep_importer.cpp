@@ -150,8 +150,15 @@ std::string render_rule_markup(std::string_view text) {
 struct ResultContext {
   std::string_view bytes;  // the message, without its length prefix
   size_t offset;           // of its length prefix, for messages
-  size_t strings_visible;  // string-table entries defined before it
   model::Process process;  // id 0, no name: none recorded
+};
+
+// A kernel result naming a metric id beyond the string table. Told apart from the other decoding
+// errors because the table is only whole once the container walk reached the end of the file:
+// when the walk stopped early, its own error is the one to report.
+class UnknownNameId : public InputError {
+ public:
+  using InputError::InputError;
 };
 
 using google::protobuf::internal::WireFormatLite;
@@ -496,7 +503,12 @@ model::Kernel decode_kernel(const std::string& path, const ResultContext& contex
   for (std::string_view bytes : metric_bytes) {
     DecodedMetric decoded;
     if (!read_metric(bytes, options.instances, decoded)) throw_corrupted_result(path, context);
-    if (decoded.name_id >= context.strings_visible) {
+    // An id indexes the string tables of every block header concatenated in file order,
+    // including those of blocks after this result: an ncu 2023.3 report of an H800 (public,
+    // flyinglandlord/sglang @ 16ab0c9, profile.ncu-rep) has its first result name ids 967-969,
+    // which three later block headers add one each. So the whole table counts, not the part
+    // read before the result.
+    if (decoded.name_id >= strings.size()) {
       if (!unknown_name_id) unknown_name_id = decoded.name_id;
       continue;
     }
@@ -514,10 +526,10 @@ model::Kernel decode_kernel(const std::string& path, const ResultContext& contex
     kernel.metrics.push_back(std::move(metric));
   }
   if (unknown_name_id) {
-    throw_invalid(path, InputPosition::byte(context.offset),
-                  fmt::format("kernel result {} names metric id {} but the string table "
-                              "holds only {} names",
-                              index, *unknown_name_id, context.strings_visible));
+    throw UnknownNameId(ExitCode::kInputInvalid, path, InputPosition::byte(context.offset),
+                        fmt::format("kernel result {} names metric id {} but the string tables "
+                                    "of the report's block headers hold only {} names",
+                                    index, *unknown_name_id, strings.size()));
   }
   model::sort_metrics(kernel.metrics);
   if (auto device = kernel.number("launch__device_id")) {
@@ -587,9 +599,9 @@ class ReportBuilder {
   }
 
   // Where the next kernel result's context comes from: the process of the latest block header
-  // (else the session's), and the string-table entries visible at this point of the file.
+  // (else the session's).
   ResultContext context_for(std::string_view bytes, size_t offset) const {
-    ResultContext context{bytes, offset, strings_.size(), {}};
+    ResultContext context{bytes, offset, {}};
     if (have_process_) {
       context.process = current_process_;
     } else if (report_.session.process_id) {
@@ -963,7 +975,18 @@ model::Report NcuRepImporter::parse(const std::string& path, std::string_view by
   size_t undecoded = 0;
   for (size_t i = 0; i < errors.size(); ++i) {
     if (!errors[i]) continue;
-    if (known) std::rethrow_exception(errors[i]);
+    if (known) {
+      // A name beyond a table the walk could not finish reading is the walk's error.
+      if (container_error) {
+        try {
+          std::rethrow_exception(errors[i]);
+        } catch (const UnknownNameId&) {
+          std::rethrow_exception(container_error);
+        } catch (...) {
+        }
+      }
+      std::rethrow_exception(errors[i]);
+    }
     ++undecoded;
   }
   if (container_error && known) std::rethrow_exception(container_error);

@@ -20,7 +20,7 @@
 //
 // Build (CUDA 13's CUPTI headers and library): g++ -std=c++17 -O2 -shared -fPIC -o ladder.so
 //   ladder.cpp -I/usr/local/cuda/include -L/usr/local/cuda/lib64 -lcupti
-// Results of 2026-12-01 on the H200: README, "Overhead, measured on the H200".
+// Results of 2026-12-01 on the H200: docs/tracer.md, "Overhead, measured on the H200".
 #include <cupti.h>
 
 #include <atomic>

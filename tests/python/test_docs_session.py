@@ -1,6 +1,6 @@
-"""The README's Python session (section "Python: `import kprof`") is what Python prints: each
-`>>> ` line is run again, in order, in one interactive interpreter from the source folder, and
-its output must be the lines that follow it in the README."""
+"""The Python session of docs/python.md (the package's page) is what Python prints: each `>>> `
+line is run again, in order, in one interactive interpreter from the source folder, and its
+output must be the lines that follow it on the page."""
 import code
 import contextlib
 import io
@@ -9,12 +9,13 @@ import re
 
 from conftest import SOURCE
 
+PAGE = "docs/python.md"
 MARKER = "On the eager and CUDA-graph decode traces of `data/h200/` (real output):"
 
 
-def readme_session():
-    """[(statement, expected output lines)] of the fenced block after MARKER."""
-    text = (SOURCE / "README.md").read_text(encoding="utf-8")
+def page_session():
+    """[(statement, expected output lines)] of the fenced block after MARKER on PAGE."""
+    text = (SOURCE / PAGE).read_text(encoding="utf-8")
     block = re.search(re.escape(MARKER) + r"\n+```python\n(.*?)\n```", text, re.S).group(1)
     session = []
     for line in block.split("\n"):
@@ -25,10 +26,10 @@ def readme_session():
     return session
 
 
-def test_readme_session_prints_what_python_prints(monkeypatch):
-    monkeypatch.chdir(SOURCE)  # the README's paths are relative to the checkout
+def test_docs_session_prints_what_python_prints(monkeypatch):
+    monkeypatch.chdir(SOURCE)  # the page's paths are relative to the checkout
     console = code.InteractiveConsole()
-    session = readme_session()
+    session = page_session()
     assert len(session) >= 5
     for statement, expected in session:
         printed = io.StringIO()
