@@ -252,7 +252,10 @@ StageDecision StageTable::decide_by_name(std::string_view name) const {
 std::string StageTable::stage_of(const model::Kernel& kernel) const { return decide(kernel).stage; }
 
 StageDecision StageTable::decide_launch(std::string_view kernel_name, std::string_view op) const {
-  StageDecision by_name = decide_by_name(kernel_name);
+  return decide_launch(decide_by_name(kernel_name), op);
+}
+
+StageDecision StageTable::decide_launch(const StageDecision& by_name, std::string_view op) const {
   if (op.empty()) return by_name;
   std::optional<std::string> by_operator = stage_of_operator(op);
   if (!by_operator) return by_name;
@@ -314,6 +317,8 @@ const char* stage_source_name(StageSource source) {
       return "counters";
     case StageSource::kOperator:
       return "operator";
+    case StageSource::kStep:
+      return "step";
     case StageSource::kNoEvidence:
       break;
   }

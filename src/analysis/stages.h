@@ -29,6 +29,7 @@ enum class StageSource {
   kName,       // a rule of the table matched the kernel's name
   kCounters,   // the kernel's own counters (tensor pipe), the name naming no operation
   kOperator,   // the operator that launched it (a trace's cpu_op), stage_of_operator
+  kStep,       // the name's "attention" (no phase in it), the phase from its steps' batches
   kNoEvidence  // no rule matched and nothing else decided: "other"
 };
 
@@ -149,6 +150,8 @@ struct StageTable {
   // unless the name's stage refines the operator's (the name says "attention_decode" under an
   // SDPA operator: kept, source kName); else the name (decide_by_name).
   StageDecision decide_launch(std::string_view kernel_name, std::string_view op) const;
+  // The same with the name's decision already made (decide_by_name).
+  StageDecision decide_launch(const StageDecision& by_name, std::string_view op) const;
   // The first communication rule whose regex matches the name gives the kind; else a name the
   // rules file in the "communication" stage is a collective; else none.
   CommunicationKind communication_kind(std::string_view name) const;
@@ -159,7 +162,7 @@ struct StageTable {
 // "none", "collective", "expert_parallel", as a table's file spells them.
 const char* communication_kind_name(CommunicationKind kind);
 
-// "name", "counters", "operator", "none".
+// "name", "counters", "operator", "step", "none".
 const char* stage_source_name(StageSource source);
 
 // A stage refined by the step its kernel ran in: "attention" (the name gives no phase: FA3's
