@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
@@ -55,13 +56,29 @@ StageTable stage_table_from(const json& document, const std::string& path) {
   const json& rules = document.at("rules");
   for (size_t i = 0; i < rules.size(); ++i) {
     const json& rule = rules[i];
-    StageRule r{rule.at("stage").get<std::string>(), rule.at("regex").get<std::string>(), {}};
+    StageRule r{rule.at("stage").get<std::string>(),
+                rule.at("regex").get<std::string>(),
+                {},
+                rule.value("generated", false)};
     if (has_control_character(r.stage)) {
       throw_table_error(path, describe_table_entry(document, "rules", i), "stage",
                         "a stage name holds no control characters");
     }
     r.regex = compile(path, r.pattern, true, {&document, "rules", i, "regex"});
     table.rules.push_back(std::move(r));
+  }
+  if (auto list = document.find("operators"); list != document.end()) {
+    for (size_t i = 0; i < list->size(); ++i) {
+      const json& entry = (*list)[i];
+      OperatorRule o{
+          entry.at("stage").get<std::string>(), entry.at("regex").get<std::string>(), {}};
+      if (has_control_character(o.stage)) {
+        throw_table_error(path, describe_table_entry(document, "operators", i), "stage",
+                          "a stage name holds no control characters");
+      }
+      o.regex = compile(path, o.pattern, true, {&document, "operators", i, "regex"});
+      table.operators.push_back(std::move(o));
+    }
   }
   if (auto list = document.find("communication"); list != document.end()) {
     for (size_t i = 0; i < list->size(); ++i) {
@@ -100,13 +117,165 @@ bool matches(const RE2& regex, const model::Kernel& kernel) {
          RE2::PartialMatch(kernel.mangled_name, regex);
 }
 
+// The name's decision from the first matching rule, "other" when none.
+StageDecision decide_from_rule(const StageRule* rule) {
+  StageDecision d;
+  if (!rule) {
+    d.stage = "other";
+    d.source = StageSource::kNoEvidence;
+    d.evidence = "no rule matched the name";
+    d.name_names_no_operation = true;
+    return d;
+  }
+  d.stage = rule->stage;
+  d.source = StageSource::kName;
+  d.name_names_no_operation = rule->generated;
+  d.evidence = rule->generated ? "name (a code generator's name: names no operation)" : "name";
+  return d;
+}
+
+std::optional<double> pct_of_peak(const model::Kernel& kernel, std::string_view base,
+                                  std::string_view basis) {
+  auto value = kernel.number(fmt::format("{}.avg.pct_of_peak_sustained_{}", base, basis));
+  if (value && !std::isfinite(*value)) return std::nullopt;
+  return value;
+}
+
+// The tensor pipe's busy share however the capture's ncu spells it (all pipes' tensor cycles;
+// Ampere's hmma pipe; Volta/Turing's executed tensor instructions).
+constexpr const char* kTensorPipeMetrics[] = {
+    "sm__pipe_tensor_cycles_active",
+    "sm__pipe_tensor_op_hmma_cycles_active",
+    "sm__inst_executed_pipe_tensor",
+};
+
+std::string percent(double value) {
+  return value >= 10 ? fmt::format("{:.0f}%", value) : fmt::format("{:.1f}%", value);
+}
+
 }  // namespace
 
-std::string StageTable::stage_of(const model::Kernel& kernel) const {
-  for (const StageRule& rule : rules) {
-    if (matches(*rule.regex, kernel)) return rule.stage;
+std::optional<TensorPipeEvidence> tensor_pipe_evidence(const model::Kernel& kernel) {
+  TensorPipeEvidence e;
+  bool any = false;
+  // One basis for the tensor and XU readings: "active" (ComputeWorkloadAnalysis) where the
+  // capture has it, else "elapsed" (the SpeedOfLight breakdown of --set basic and the triage).
+  for (std::string_view basis : {"active", "elapsed"}) {
+    for (const char* base : kTensorPipeMetrics) {
+      if (auto value = pct_of_peak(kernel, base, basis)) {
+        e.tensor_pct = *value;
+        e.tensor_metric = fmt::format("{}.avg.pct_of_peak_sustained_{}", base, basis);
+        e.xu_pct = pct_of_peak(kernel, "sm__inst_executed_pipe_xu", basis);
+        if (e.xu_pct) {
+          e.xu_metric =
+              fmt::format("sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_{}", basis);
+        }
+        any = true;
+        break;
+      }
+    }
+    if (any) break;
   }
-  return "other";
+  // The typed tensor-op cycles (Hopper's sm__pipe_tensor_type_hmma_hgmma_qgmma_…) count tensor
+  // instructions only: 0 on the FP32 FMA loop that reads 5.6% on the tensor pipe.
+  for (const model::Metric& metric : kernel.metrics) {
+    const std::string& name = metric.name;
+    if (name.rfind("sm__pipe_tensor_type_", 0) != 0) continue;
+    if (name.find(".avg.pct_of_peak_sustained_") == std::string::npos) continue;
+    auto value = metric.value.number();
+    if (!value || !std::isfinite(*value)) continue;
+    if (!e.typed_pct || *value > *e.typed_pct) {
+      e.typed_pct = *value;
+      e.typed_metric = name;
+    }
+  }
+  for (std::string_view basis : {"active", "elapsed"}) {
+    if (auto value = pct_of_peak(kernel, "sm__inst_executed_pipe_tensor_op_gmma", basis)) {
+      e.gmma_pct = *value;
+      e.gmma_metric =
+          fmt::format("sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_{}", basis);
+      break;
+    }
+  }
+  if (!any && !e.typed_pct && !e.gmma_pct) return std::nullopt;
+  e.busy = (any && e.tensor_pct >= kTensorPipeBusyPct) ||
+           (e.typed_pct && *e.typed_pct >= kTensorInstructionsPct) ||
+           (e.gmma_pct && *e.gmma_pct >= kTensorInstructionsPct);
+  e.softmax_beside = e.busy && any && e.tensor_pct > 0 && e.xu_pct && *e.xu_pct >= 1 &&
+                     *e.xu_pct >= kAttentionXuPerTensor * e.tensor_pct;
+  return e;
+}
+
+std::string describe(const TensorPipeEvidence& e) {
+  std::string what;
+  if (e.tensor_pct >= kTensorPipeBusyPct && !e.tensor_metric.empty()) {
+    what = fmt::format("tensor pipe {} busy ({})", percent(e.tensor_pct), e.tensor_metric);
+  } else if (e.typed_pct && *e.typed_pct >= kTensorInstructionsPct) {
+    what = fmt::format("tensor-core instructions: {} {}", e.typed_metric, percent(*e.typed_pct));
+  } else if (e.gmma_pct) {
+    what = fmt::format("tensor-core instructions: {} {}", e.gmma_metric, percent(*e.gmma_pct));
+  }
+  if (e.softmax_beside) {
+    what += fmt::format(", XU pipe {} beside it ({}): a softmax's exponentials, attention",
+                        percent(*e.xu_pct), e.xu_metric);
+  }
+  return what;
+}
+
+StageDecision StageTable::decide(const model::Kernel& kernel) const {
+  const StageRule* matched = nullptr;
+  for (const StageRule& rule : rules) {
+    if (matches(*rule.regex, kernel)) {
+      matched = &rule;
+      break;
+    }
+  }
+  StageDecision d = decide_from_rule(matched);
+  if (!d.name_names_no_operation) return d;
+  auto e = tensor_pipe_evidence(kernel);
+  if (!e || !e->busy) return d;
+  d.stage = e->softmax_beside ? "attention" : "gemm";
+  d.source = StageSource::kCounters;
+  d.evidence = "counters: " + describe(*e) +
+               (matched ? "; the name is a code generator's and names no operation"
+                        : "; no rule matched the name");
+  return d;
+}
+
+StageDecision StageTable::decide_by_name(std::string_view name) const {
+  for (const StageRule& rule : rules) {
+    if (RE2::PartialMatch(name, *rule.regex)) return decide_from_rule(&rule);
+  }
+  return decide_from_rule(nullptr);
+}
+
+std::string StageTable::stage_of(const model::Kernel& kernel) const { return decide(kernel).stage; }
+
+StageDecision StageTable::decide_launch(std::string_view kernel_name, std::string_view op) const {
+  return decide_launch(decide_by_name(kernel_name), op);
+}
+
+StageDecision StageTable::decide_launch(const StageDecision& by_name, std::string_view op) const {
+  if (op.empty()) return by_name;
+  std::optional<std::string> by_operator = stage_of_operator(op);
+  if (!by_operator) return by_name;
+  // The name refines the operator's stage ("attention_decode" under "attention"): keep it.
+  if (!by_name.name_names_no_operation && by_name.stage.rfind(*by_operator, 0) == 0) {
+    return by_name;
+  }
+  StageDecision d;
+  d.stage = *by_operator;
+  d.source = StageSource::kOperator;
+  d.evidence = fmt::format("operator {}", op);
+  d.name_names_no_operation = by_name.name_names_no_operation;
+  return d;
+}
+
+std::optional<std::string> StageTable::stage_of_operator(std::string_view op) const {
+  for (const OperatorRule& rule : operators) {
+    if (RE2::PartialMatch(op, *rule.regex)) return rule.stage;
+  }
+  return std::nullopt;
 }
 
 std::string StageTable::stage_of_name(const std::string& name) const {
@@ -138,6 +307,29 @@ const char* communication_kind_name(CommunicationKind kind) {
       break;
   }
   return "none";
+}
+
+const char* stage_source_name(StageSource source) {
+  switch (source) {
+    case StageSource::kName:
+      return "name";
+    case StageSource::kCounters:
+      return "counters";
+    case StageSource::kOperator:
+      return "operator";
+    case StageSource::kStep:
+      return "step";
+    case StageSource::kNoEvidence:
+      break;
+  }
+  return "none";
+}
+
+std::string stage_in_step(const std::string& stage, StepPhase phase) {
+  if (stage != "attention") return stage;
+  if (phase == StepPhase::kDecodeOnly) return "attention_decode";
+  if (phase == StepPhase::kPrefillOnly) return "attention_prefill";
+  return stage;
 }
 
 const Expectation* ExpectationTable::find(const std::string& gpu_name,

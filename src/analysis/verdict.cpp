@@ -896,7 +896,12 @@ KernelVerdict analyze_kernel(const model::Report& report, const model::Kernel& k
   if (v.roofline == Roofline::kLatencyBound) explain_latency(v);
   explain_instruction_bound(v);
   second_opinion(kernel, v, t);
-  if (config.stages) v.stage = config.stages->stage_of(kernel);
+  if (config.stages) {
+    StageDecision stage = config.stages->decide(kernel);
+    v.stage = std::move(stage.stage);
+    v.stage_source = stage_source_name(stage.source);
+    v.stage_evidence = std::move(stage.evidence);
+  }
 
   if (config.expectations) {
     const model::Device* device = report.device_of(kernel);

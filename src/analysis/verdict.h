@@ -144,6 +144,13 @@ struct KernelVerdict {
   // …; fewer or wider instructions, tensor cores").
   std::vector<std::string> instruction_reasons;
   std::string stage;
+  // What decided the stage (StageTable::decide): "name", "counters" or "none"; empty without a
+  // stage table.
+  std::string stage_source;
+  // What the stage rests on, in words (StageDecision::evidence): "name", "no rule matched the
+  // name", "counters: tensor pipe 94% busy (sm__pipe_tensor_cycles_active…); the name is a code
+  // generator's and names no operation"; empty without a stage table.
+  std::string stage_evidence;
 
   std::string expected_bottleneck;  // from the expectation table, if the kernel is canonical
   std::string expectation_workload;

@@ -17,8 +17,10 @@ void define_rank(CLI::App& parent, Runner& runner) {
       ",\nread in one streaming pass (a PyTorch trace is what vLLM's and SGLang's /start_profile\n"
       "write). Ranks GPU activities (kernels, memcpy, memset) by total\n"
       "duration, with their share of the summed GPU time and of the trace's wall span, then\n"
-      "groups them by pipeline stage. Names are normalised (return type and parameter list\n"
-      "dropped, template arguments kept) unless --raw-names. Events with an impossible time\n"
+      "groups them by pipeline stage: the operator that launched a kernel decides its stage\n"
+      "where the stage table lists the operator, else its name (docs/rank.md). Names are\n"
+      "normalised (return type and parameter list dropped, template arguments kept) unless\n"
+      "--raw-names. Events with an impossible time\n"
       "(a negative, non-finite or absurdly long duration) are skipped with a warning.\n\n"
       "Examples:\n"
       "  kprof rank trace.json.gz\n"
@@ -48,9 +50,10 @@ void define_rank(CLI::App& parent, Runner& runner) {
       ->capture_default_str();
   command
       ->add_option("--graph-capture", options->graph_capture,
-                   "With --by op|module: the trace of the graphs' capture (e.g. vLLM's "
-                   "capture_model under the profiler); each replayed kernel takes the operator "
-                   "that launched it at capture, matched by name and order")
+                   "The trace of the graphs' capture (e.g. vLLM's capture_model under the "
+                   "profiler); each replayed kernel takes the operator that launched it at "
+                   "capture, matched by name and order: --by op|module rank by it, --by kernel "
+                   "stages the kernels by it")
       ->check(CLI::ExistingFile);
   command->add_option("--step", options->step_regex,
                       "With --per-step: regex over annotation names that delimit steps");

@@ -299,6 +299,59 @@ std::string canonical_kernel_name(const Kernel& kernel) {
   return {};
 }
 
+namespace {
+
+// The class a template argument names: "cutlass::gemm::kernel::B2bGemm<...>" -> "B2bGemm".
+std::string_view class_of_argument(std::string_view argument) {
+  argument = trim(argument);
+  argument = argument.substr(0, argument.find('<'));
+  size_t colons = argument.rfind("::");
+  return colons == std::string_view::npos ? argument : argument.substr(colons + 2);
+}
+
+// The first template argument of "name<A, B>" ("" when there is none or it is cut short).
+std::string_view first_template_argument(std::string_view name) {
+  size_t open = name.find('<');
+  if (open == std::string_view::npos) return {};
+  size_t close = matching_close(name, open);
+  if (close == std::string_view::npos) return {};
+  auto arguments = split_arguments(name.substr(open + 1, close - open - 1));
+  return arguments.empty() ? std::string_view() : trim(arguments.front());
+}
+
+bool is_identifier(std::string_view text) {
+  return !text.empty() && !std::isdigit(static_cast<unsigned char>(text.front())) &&
+         std::all_of(text.begin(), text.end(), is_identifier_char);
+}
+
+// FlashAttention 3 wraps its kernels in enable_sm90_or_later<> / enable_sm80_to_sm89<>.
+bool is_architecture_wrapper(std::string_view name) { return name.rfind("enable_sm", 0) == 0; }
+
+}  // namespace
+
+bool is_wrapper_kernel_base(std::string_view function) {
+  return function == "Kernel" || function == "Kernel2" || function == "device_kernel";
+}
+
+std::string wrapper_kernel_display_name(std::string_view name) {
+  if (is_mangled_name(trim(name)) && !demangle(trim(name))) return {};
+  std::string readable = rewrite_ncu_spellings(readable_kernel_name(trim(name)));
+  if (!balanced(readable)) return {};
+  std::string_view qualified = strip_signature(readable);
+  size_t open = qualified.find('<');
+  if (open == std::string_view::npos) return {};
+  std::string_view base = class_of_argument(qualified.substr(0, open));
+  if (!is_wrapper_kernel_base(base)) return {};
+  std::string_view argument = first_template_argument(qualified);
+  std::string_view operator_class = class_of_argument(argument);
+  while (is_architecture_wrapper(operator_class)) {
+    argument = first_template_argument(argument);
+    operator_class = class_of_argument(argument);
+  }
+  if (!is_identifier(operator_class)) return {};
+  return std::string(base) + "<" + std::string(operator_class) + ">";
+}
+
 std::vector<std::string> canonical_kernel_names(const Kernel& kernel) {
   std::vector<std::string> names;
   auto add = [&](std::string name) {

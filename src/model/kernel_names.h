@@ -59,4 +59,17 @@ std::vector<std::string> canonical_kernel_names(const Kernel& kernel);
 // not a complete C++ function name (brackets that do not balance: a name cut short).
 std::string function_base_name(std::string_view name);
 
+// A wrapper kernel's name with the operator class it runs. CUTLASS 2.x launches every operator
+// through cutlass::Kernel<Operator> (or Kernel2<Operator>), CUTLASS 3.x and FlashAttention 3
+// through cutlass::device_kernel<Operator>: ncu's function name is "Kernel" for a fused
+// back-to-back GEMM and a plain GEMM alike. Returns "Kernel<B2bGemm>", "Kernel<Gemm>",
+// "Kernel2<cutlass_80_tensorop_s16816gemm_bf16_128x64_64x4_tn_align8>",
+// "device_kernel<GemmUniversal>", "device_kernel<FlashAttnFwdSm90>" (FlashAttention's
+// enable_sm90_or_later<> looked through), from a mangled, libstdc++ or ncu spelling; "" when
+// the name is no such wrapper or its argument is cut short.
+std::string wrapper_kernel_display_name(std::string_view name);
+
+// "Kernel", "Kernel2", "device_kernel": function names that say only that CUTLASS launched it.
+bool is_wrapper_kernel_base(std::string_view function);
+
 }  // namespace kprof::model

@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "common/utf8.h"
+#include "model/kernel_names.h"
 
 namespace kprof::model {
 
@@ -156,8 +157,17 @@ std::optional<double> Kernel::number(std::string_view name) const {
   return metric ? metric->value.number() : std::nullopt;
 }
 
-const std::string& Kernel::display_name() const {
-  if (!function_name.empty()) return function_name;
+std::string Kernel::display_name() const {
+  if (!function_name.empty()) {
+    if (is_wrapper_kernel_base(function_name)) {
+      for (const std::string* name : {&demangled_name, &mangled_name}) {
+        if (name->empty()) continue;
+        std::string shown = wrapper_kernel_display_name(*name);
+        if (!shown.empty()) return shown;
+      }
+    }
+    return function_name;
+  }
   if (!demangled_name.empty()) return demangled_name;
   return mangled_name;
 }

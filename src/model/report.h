@@ -164,7 +164,9 @@ struct Kernel {
   const Metric* find(std::string_view name) const;
   std::optional<double> number(std::string_view name) const;
   // The most readable name the source recorded: function name, else demangled, else mangled.
-  const std::string& display_name() const;
+  // A CUTLASS wrapper's function name ("Kernel", "device_kernel") with the operator class its
+  // template names: "Kernel<B2bGemm>" (model/kernel_names.h, wrapper_kernel_display_name).
+  std::string display_name() const;
 };
 
 struct Device {

@@ -65,12 +65,45 @@ struct RankedTrace {
   timeline::Ranking ranking;
 };
 
+// The captured launches of a trace of graph capture (rank --graph-capture), with its warnings.
+timeline::GraphCapture read_graph_capture(const std::string& path,
+                                          const std::vector<std::string>& argv,
+                                          timeline::AttributeBy by, std::string& notes) {
+  timeline::OpAttributionBuilder capture_builder(by);
+  render::TraceSource capture{path, argv, importers::read_trace(path, capture_builder)};
+  notes += render::trace_warnings(capture);
+  timeline::GraphCapture graphs = capture_builder.finish_capture();
+  if (graphs.launches == 0) {
+    throw InputError(ExitCode::kInputInvalid, path, InputPosition::none(),
+                     "no captured launches (launch calls whose GPU work never ran): not a trace "
+                     "of graph capture — record the profiler around the graphs' capture (vLLM's "
+                     "capture_model at start-up, torch.cuda.graph) and give that trace");
+  }
+  return graphs;
+}
+
+// The trace ranked in one streaming pass; then, only where some kernels' names leave their stage
+// open (a code generator's name, no rule, attention without the phase) or a graph capture is
+// given, read again for the operators and steps that launched those kernels: a kernel's stage is
+// then its operator's where the stage table lists the operator, its steps' phase where its name
+// gives none, else its name's (timeline::restage_by_launches). The second reading keeps a record
+// per CPU op and launch call (as --by op does); a trace whose kernels all name their operation
+// is read once, in the memory of its distinct names.
 RankedTrace rank_trace(const std::string& path, const std::vector<std::string>& argv,
-                       const analysis::StageTable& stages, bool raw_names) {
+                       const analysis::StageTable& stages, bool raw_names,
+                       std::optional<timeline::GraphCapture> capture = std::nullopt) {
   timeline::RankingBuilder builder(stages, !raw_names);
   render::TraceSource source{path, argv, importers::read_trace(path, builder)};
   timeline::Ranking ranking = builder.finish();
   if (ranking.gpu_events == 0) throw no_gpu_events(source);
+  auto open_kernels = timeline::kernels_needing_evidence(ranking);
+  if (!open_kernels.empty()) {
+    timeline::OpAttributionBuilder operators(timeline::AttributeBy::kOp);
+    operators.keep_launched_kernels(std::move(open_kernels));
+    if (capture) operators.use_graph_capture(std::move(*capture));
+    importers::read_trace(path, operators);
+    timeline::restage_by_launches(ranking, operators.finish().launched_kernels, stages);
+  }
   return {std::move(source), std::move(ranking)};
 }
 
@@ -93,18 +126,7 @@ ExitCode rank_by_op(const RankOptions& options, const std::string& path,
       options.by == "module" ? timeline::AttributeBy::kModule : timeline::AttributeBy::kOp;
   timeline::OpAttributionBuilder builder(by);
   if (!options.graph_capture.empty()) {
-    timeline::OpAttributionBuilder capture_builder(by);
-    render::TraceSource capture{options.graph_capture, argv,
-                                importers::read_trace(options.graph_capture, capture_builder)};
-    output.notes += render::trace_warnings(capture);
-    timeline::GraphCapture graphs = capture_builder.finish_capture();
-    if (graphs.launches == 0) {
-      throw InputError(ExitCode::kInputInvalid, options.graph_capture, InputPosition::none(),
-                       "no captured launches (launch calls whose GPU work never ran): not a trace "
-                       "of graph capture — record the profiler around the graphs' capture (vLLM's "
-                       "capture_model at start-up, torch.cuda.graph) and give that trace");
-    }
-    builder.use_graph_capture(std::move(graphs));
+    builder.use_graph_capture(read_graph_capture(options.graph_capture, argv, by, output.notes));
   }
   render::TraceSource source{path, argv, importers::read_trace(path, builder)};
   timeline::OpAttribution ops = builder.finish();
@@ -170,17 +192,18 @@ ExitCode budget_over_ranks(const BudgetOptions& options,
 
 Answer rank(const RankOptions& options, const std::vector<std::string>& argv) {
   Answer output;
-  if (!options.graph_capture.empty() && options.by == "kernel") {
-    throw UsageError(
-        "--graph-capture attributes a graph replay's kernels to operators: it goes "
-        "with --by op or --by module");
-  }
   if (options.per_step && options.by != "kernel") {
     throw UsageError("--per-step ranks kernels within steps; it does not combine with --by " +
                      options.by);
   }
+  if (options.per_step && !options.graph_capture.empty()) {
+    throw UsageError("--graph-capture does not combine with --per-step");
+  }
   if (options.paths.size() > 1) {
     if (options.per_step) throw UsageError("--per-step takes one trace, not several ranks'");
+    if (!options.graph_capture.empty()) {
+      throw UsageError("--graph-capture takes one trace, not several ranks'");
+    }
     if (options.by != "kernel") {
       throw UsageError("--by " + options.by + " takes one trace, not several ranks'");
     }
@@ -196,8 +219,13 @@ Answer rank(const RankOptions& options, const std::vector<std::string>& argv) {
     output.code = rank_by_op(options, path, argv, output);
     return output;
   }
-  RankedTrace ranked =
-      rank_trace(path, argv, analysis::load_stage_table(options.stages_path), options.raw_names);
+  std::optional<timeline::GraphCapture> capture;
+  if (!options.graph_capture.empty()) {
+    capture =
+        read_graph_capture(options.graph_capture, argv, timeline::AttributeBy::kOp, output.notes);
+  }
+  RankedTrace ranked = rank_trace(path, argv, analysis::load_stage_table(options.stages_path),
+                                  options.raw_names, std::move(capture));
   output.notes += render::trace_warnings(ranked.source);
   output.out = options.json ? render::json_text(render::ranking_json(ranked.ranking, ranked.source))
                             : render::ranking_text(ranked.ranking, ranked.source, options.top,

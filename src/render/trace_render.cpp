@@ -337,6 +337,8 @@ json ranking_json(const timeline::Ranking& ranking, const TraceSource& source) {
     kernels.push_back({{"name", k.name},
                        {"kind", k.kind},
                        {"stage", k.stage},
+                       {"stage_source", k.stage_source},
+                       {"stage_evidence", k.stage_evidence},
                        {"count", k.count},
                        {"total_us", k.total_us},
                        {"mean_us", k.total_us / static_cast<double>(k.count)},
@@ -364,8 +366,44 @@ json ranking_json(const timeline::Ranking& ranking, const TraceSource& source) {
           {"pre_window",
            {{"activities", ranking.pre_window_activities}, {"time_us", ranking.pre_window_us}}},
           {"kernels", kernels},
-          {"stages", stage_list}};
+          {"stages", stage_list},
+          {"stage_unresolved_share", timeline::unresolved_stage_share(ranking)}};
 }
+
+namespace {
+
+// How the stages were decided, where more than the names decided or a code generator's names
+// left some undecided.
+std::string stage_evidence_lines(const timeline::Ranking& ranking) {
+  std::uint64_t by_launch = 0;
+  double by_launch_us = 0;
+  for (const auto& k : ranking.kernels) {
+    if (k.stage_source == "operator" || k.stage_source == "step") {
+      ++by_launch;
+      by_launch_us += k.total_us;
+    }
+  }
+  std::string out;
+  double share = ranking.gpu_time_us > 0 ? by_launch_us / ranking.gpu_time_us : 0;
+  if (by_launch > 0) {
+    out += fmt::format(
+        "{} kernel names ({}% of GPU time) staged by their launching operator or their steps, "
+        "not their names (--json: stage_source, stage_evidence)\n",
+        by_launch, pct(share));
+  }
+  double unresolved = timeline::unresolved_stage_share(ranking);
+  if (unresolved >= 0.01) {
+    out += fmt::format(
+        "{}% of GPU time is in kernels a code generator named (nvFuser, TileLang, Inductor "
+        "templates) whose names say no operation, staged by the name's guess: no operator in "
+        "the trace launched them. A PyTorch profiler trace (its cpu_op around each launch) or "
+        "an ncu capture for kprof analyze (the tensor pipe) would stage them\n",
+        pct(unresolved));
+  }
+  return out;
+}
+
+}  // namespace
 
 std::string ranking_text(const timeline::Ranking& ranking, const TraceSource& source, size_t top,
                          size_t name_width) {
@@ -419,6 +457,7 @@ std::string ranking_text(const timeline::Ranking& ranking, const TraceSource& so
         {s.stage, std::to_string(s.count), trace_ms(s.total_us), pct(s.share_of_gpu_time)});
   }
   out += "\nby stage\n" + by_stage.to_string();
+  out += stage_evidence_lines(ranking);
   return out;
 }
 

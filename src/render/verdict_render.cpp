@@ -172,6 +172,12 @@ std::string verdict_table(const std::vector<AnalyzedKernel>& kernels,
                 : " (the capture has no SpeedOfLight breakdown)") +
            ": kernel" + std::string(ids.find(',') == std::string::npos ? " " : "s ") + ids + "\n";
   }
+  // Stages the names left open and the counters decided (StageTable::decide), one line each.
+  for (const AnalyzedKernel& k : kernels) {
+    if (k.verdict.stage_source != "counters") continue;
+    out += fmt::format("stage of kernel {} from its {}\n", k.kernel->id,
+                       escape_for_terminal(k.verdict.stage_evidence));
+  }
   if (!from_ncu_pct.empty()) {
     out +=
         "DRAM BW is ncu's DRAM Throughput (the capture lacks DRAM bytes/s or their peak): kernel" +
@@ -297,6 +303,8 @@ json verdict_json(const std::vector<AnalyzedKernel>& kernels,
                                  : json("not in trace"))
                       : json(nullptr)},
         {"pipeline_stage", v.stage},
+        {"stage_source", v.stage_source.empty() ? json(nullptr) : json(v.stage_source)},
+        {"stage_evidence", v.stage_evidence.empty() ? json(nullptr) : json(v.stage_evidence)},
         {"expected_bottleneck", expectation},
         {"optimization_headroom", v.headroom},
         {"ncu_rules", rules_json(*k.kernel)},

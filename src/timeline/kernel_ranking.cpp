@@ -1,8 +1,11 @@
 #include "timeline/kernel_ranking.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "timeline/launch_join.h"
+#include "timeline/op_attribution.h"
 
 namespace kprof::timeline {
 
@@ -170,9 +173,21 @@ KernelStats& RankingBuilder::row_of(const importers::TraceEvent& event, const ch
     KernelStats stats;
     stats.name = key;
     stats.kind = kind;
-    stats.stage = kind == std::string_view("kernel")
-                      ? stages_.stage_of_name(std::string(event.name))
-                      : std::string("memory");
+    if (kind == std::string_view("kernel")) {
+      analysis::StageDecision stage = stages_.decide_by_name(event.name);
+      stats.stage = std::move(stage.stage);
+      stats.stage_source = analysis::stage_source_name(stage.source);
+      stats.stage_evidence = std::move(stage.evidence);
+      // A code generator's name (a rule marked "generated"); a name no rule matched is "other"
+      // whatever evidence comes.
+      stats.stage_unresolved =
+          stage.name_names_no_operation && stage.source == analysis::StageSource::kName;
+      stats.stage_needs_evidence = stage.name_names_no_operation || stats.stage == "attention";
+    } else {
+      stats.stage = "memory";
+      stats.stage_source = "name";
+      stats.stage_evidence = std::string("a ") + kind + ", not a kernel";
+    }
     stats.min_us = stats.max_us = event.duration_us;
     // A collective, or an expert-parallel all-to-all whose stage stays MoE's (DeepEP's dispatch).
     // Its kind, asked once per name (the rules are regular expressions).
@@ -255,28 +270,132 @@ Ranking RankingBuilder::finish() {
   }
   double device_wall_us =
       ranking.wall_us * static_cast<double>(std::max<size_t>(1, devices_.size()));
-  std::map<std::string, StageStats> stages;
   for (const auto& [name, stats] : by_name_) {
     KernelStats row = stats;
     row.share_of_gpu_time = ranking.gpu_time_us > 0 ? row.total_us / ranking.gpu_time_us : 0;
     row.share_of_wall = device_wall_us > 0 ? row.total_us / device_wall_us : 0;
     ranking.kernels.push_back(row);
+  }
+  std::stable_sort(
+      ranking.kernels.begin(), ranking.kernels.end(),
+      [](const KernelStats& a, const KernelStats& b) { return a.total_us > b.total_us; });
+  sum_stages(ranking);
+  return ranking;
+}
+
+namespace {
+
+// One kernel's time under one decision, and the operators behind it.
+struct DecidedTime {
+  analysis::StageDecision decision;
+  double total_us = 0;
+  std::map<std::string, double> ops;  // operator -> time
+};
+
+}  // namespace
+
+void restage_by_launches(Ranking& ranking, const std::vector<LaunchedKernel>& launched,
+                         const analysis::StageTable& stages) {
+  std::map<std::string_view, std::vector<const LaunchedKernel*>> by_kernel;
+  for (const LaunchedKernel& l : launched) by_kernel[l.kernel].push_back(&l);
+  bool changed = false;
+  for (KernelStats& row : ranking.kernels) {
+    if (row.kind != "kernel" || !row.stage_needs_evidence) continue;
+    auto found = by_kernel.find(normalize_kernel_name(row.name));
+    if (found == by_kernel.end()) continue;
+    analysis::StageDecision by_name = stages.decide_by_name(row.name);
+    // Time per resulting stage; the time no launch joined stays the name's.
+    std::map<std::string, DecidedTime> decided;
+    double joined_us = 0;
+    for (const LaunchedKernel* l : found->second) {
+      analysis::StageDecision d = stages.decide_launch(by_name, l->op);
+      if (l->decode_only_step.value_or(false)) {
+        std::string in_step = analysis::stage_in_step(d.stage, analysis::StepPhase::kDecodeOnly);
+        if (in_step != d.stage) {
+          d.stage = std::move(in_step);
+          d.source = analysis::StageSource::kStep;
+          d.evidence =
+              "name (attention, its phase not in it) and its steps: decode-only (no "
+              "prefill request in the step's name)";
+        }
+      }
+      DecidedTime& time = decided[d.stage];
+      if (time.total_us == 0 || d.source != analysis::StageSource::kName) time.decision = d;
+      time.total_us += l->total_us;
+      if (d.source == analysis::StageSource::kOperator) time.ops[l->op] += l->total_us;
+      joined_us += l->total_us;
+    }
+    DecidedTime& name_time = decided[by_name.stage];
+    if (name_time.total_us == 0) name_time.decision = by_name;
+    name_time.total_us += std::max(0.0, row.total_us - joined_us);
+    const DecidedTime* best = nullptr;
+    for (const auto& [stage, time] : decided) {
+      if (!best || time.total_us > best->total_us) best = &time;
+    }
+    if (!best || best->decision.source == analysis::StageSource::kName ||
+        best->decision.source == analysis::StageSource::kNoEvidence) {
+      continue;
+    }
+    analysis::StageDecision d = best->decision;
+    if (d.source == analysis::StageSource::kOperator && !best->ops.empty()) {
+      // The operator carrying most of the time names the evidence; the others are counted.
+      auto top = std::max_element(best->ops.begin(), best->ops.end(),
+                                  [](const auto& a, const auto& b) { return a.second < b.second; });
+      d.evidence = fmt::format("operator {}", top->first);
+      if (best->ops.size() > 1) d.evidence += fmt::format(" (and {} more)", best->ops.size() - 1);
+    }
+    if (best->total_us < row.total_us * 0.999) {
+      d.evidence += fmt::format(", {:.0f}% of its time", 100 * best->total_us / row.total_us);
+    }
+    row.stage = d.stage;
+    row.stage_source = analysis::stage_source_name(d.source);
+    row.stage_evidence = d.evidence;
+    row.stage_unresolved = false;
+    changed = true;
+  }
+  if (changed) sum_stages(ranking);
+}
+
+std::set<std::string, std::less<>> kernels_needing_evidence(const Ranking& ranking) {
+  std::set<std::string, std::less<>> names;
+  for (const KernelStats& row : ranking.kernels) {
+    if (row.kind == "kernel" && row.stage_needs_evidence) {
+      names.insert(normalize_kernel_name(row.name));
+    }
+  }
+  return names;
+}
+
+double unresolved_stage_share(const Ranking& ranking) {
+  double unresolved = 0;
+  for (const KernelStats& row : ranking.kernels) {
+    if (row.stage_unresolved) unresolved += row.total_us;
+  }
+  return ranking.gpu_time_us > 0 ? unresolved / ranking.gpu_time_us : 0;
+}
+
+void sum_stages(Ranking& ranking) {
+  // Summed in name order, as the rows were gathered: the totals do not depend on the ranking.
+  std::vector<const KernelStats*> rows;
+  for (const KernelStats& row : ranking.kernels) rows.push_back(&row);
+  std::sort(rows.begin(), rows.end(),
+            [](const KernelStats* a, const KernelStats* b) { return a->name < b->name; });
+  std::map<std::string, StageStats> stages;
+  for (const KernelStats* pointer : rows) {
+    const KernelStats& row = *pointer;
     StageStats& stage = stages[row.stage];
     stage.stage = row.stage;
     stage.count += row.count;
     stage.total_us += row.total_us;
   }
+  ranking.stages.clear();
   for (auto& [name, stage] : stages) {
     stage.share_of_gpu_time = ranking.gpu_time_us > 0 ? stage.total_us / ranking.gpu_time_us : 0;
     ranking.stages.push_back(stage);
   }
   std::stable_sort(
-      ranking.kernels.begin(), ranking.kernels.end(),
-      [](const KernelStats& a, const KernelStats& b) { return a.total_us > b.total_us; });
-  std::stable_sort(
       ranking.stages.begin(), ranking.stages.end(),
       [](const StageStats& a, const StageStats& b) { return a.total_us > b.total_us; });
-  return ranking;
 }
 
 }  // namespace kprof::timeline

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -32,6 +33,18 @@ struct KernelStats {
   std::string name;
   std::string kind;  // kernel, memcpy, memset
   std::string stage;
+  // What decided the stage (analysis::stage_source_name: "name", "operator", "step", "none")
+  // and the evidence in words ("name", "operator aten::mm", "no rule matched the name").
+  std::string stage_source;
+  std::string stage_evidence;
+  // The stage rests on a code generator's name that names no operation (a rule marked
+  // "generated" matched: nvFuser's, TileLang's main_kernel) and no other evidence decided it.
+  bool stage_unresolved = false;
+  // The name leaves the stage to other evidence: it names no operation (no rule, or a generated
+  // one's) or says attention without the phase. Only these kernels are restaged by their
+  // launches (restage_by_launches): a name that names its operation is at least as fine as its
+  // operator (cuBLASLt's split-K reduce under aten::addmm, FlashAttention's split-KV under SDPA).
+  bool stage_needs_evidence = false;
   // It moves data between GPUs: the stage table's collectives, and expert-parallel all-to-all
   // kernels, whose stage stays MoE dispatch/combine (StageTable::is_communication).
   bool communication = false;
@@ -84,6 +97,26 @@ struct Ranking {
   std::uint64_t pre_window_activities = 0;
   double pre_window_us = 0;
 };
+
+// A trace's launches restage its kernels whose names leave the stage open
+// (KernelStats::stage_needs_evidence; kprof rank): where the operators that launched such a
+// kernel (OpAttribution::launched_kernels, with a graph capture's operators for a replay) or its
+// steps' batches decide most of its time (StageTable::decide_launch, stage_in_step), the kernel
+// takes that stage, with the evidence; the stage totals follow. Kernels whose launches the trace
+// does not join keep their name's stage.
+struct LaunchedKernel;
+// The normalised names of the kernels restage_by_launches may restage.
+std::set<std::string, std::less<>> kernels_needing_evidence(const Ranking& ranking);
+void restage_by_launches(Ranking& ranking, const std::vector<LaunchedKernel>& launched,
+                         const analysis::StageTable& stages);
+
+// Of the GPU time, the share whose stage rests on a code generator's name alone (no operator
+// or step corrected it, KernelStats::stage_unresolved): what a user should give kprof more
+// evidence for.
+double unresolved_stage_share(const Ranking& ranking);
+
+// The per-stage totals (Ranking::stages) from the kernel rows' stages.
+void sum_stages(Ranking& ranking);
 
 class RankingBuilder final : public importers::TraceEventSink {
  public:

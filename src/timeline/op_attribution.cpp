@@ -7,6 +7,7 @@
 
 #include "timeline/kernel_ranking.h"  // normalize_kernel_name
 #include "timeline/launch_join.h"
+#include "timeline/step_budget.h"  // step_batch
 
 namespace kprof::timeline {
 namespace {
@@ -25,7 +26,8 @@ bool is_launch_category(std::string_view category) {
 
 bool OpAttributionBuilder::wants_category(std::string_view category) const {
   return is_gpu_work(category) || is_launch_category(category) ||
-         category == (by_ == AttributeBy::kOp ? "cpu_op" : "python_function");
+         category == (by_ == AttributeBy::kOp ? "cpu_op" : "python_function") ||
+         (keep_kernels_ && category == "user_annotation");
 }
 
 std::uint32_t OpAttributionBuilder::kernel_id(std::string_view name) {
@@ -42,6 +44,10 @@ void OpAttributionBuilder::on_event(const importers::TraceEvent& event) {
   if (is_gpu_work(category)) {
     ++gpu_events_;
     gpu_time_us_ += event.duration_us;
+    if (keep_kernels_ && !capture_ &&
+        (category != "kernel" || kept_kernels_.count(normalize_kernel_name(event.name)) == 0)) {
+      return;  // not a kernel whose launches are wanted
+    }
     WorkId id{event.process.value_or(-1), event.device.value_or(-1), event.correlation.value_or(0)};
     if (capture_ && event.correlation) {
       items_.push_back({id, kernel_id(event.name), event.timestamp_us, event.duration_us});
@@ -49,6 +55,13 @@ void OpAttributionBuilder::on_event(const importers::TraceEvent& event) {
     Work& work = event.correlation ? work_[id] : uncorrelated_;
     if (work.count == 0 || event.timestamp_us < work.first_start) {
       work.first_start = event.timestamp_us;
+    }
+    if (keep_kernels_ && category == "kernel" &&
+        kept_kernels_.count(normalize_kernel_name(event.name)) != 0) {
+      std::uint32_t kernel = kernel_id(event.name);
+      work.kernel = work.count == 0 || work.kernel == kernel ? kernel : kMixedKernels;
+    } else if (keep_kernels_) {
+      work.kernel = work.count == 0 || work.kernel == 0 ? 0 : kMixedKernels;
     }
     ++work.count;
     work.total_us += event.duration_us;
@@ -68,6 +81,16 @@ void OpAttributionBuilder::on_event(const importers::TraceEvent& event) {
     return;
   }
   std::string_view name = event.name;
+  if (category == "user_annotation" || (keep_kernels_ && category == "cpu_op")) {
+    // A step annotation that tells its batch (vLLM's is a record_function: a user_annotation;
+    // the 1.8/1.9 trace's operators are mapped to one).
+    bool may_name_a_batch = name.rfind("execute_", 0) == 0 || name.rfind("step[", 0) == 0;
+    if (auto batch = may_name_a_batch ? step_batch(std::string(name)) : std::nullopt) {
+      step_spans_[{event.pid, event.tid}].push_back(
+          {event.timestamp_us, event.timestamp_us + event.duration_us, batch->decode_only()});
+    }
+    if (category == "user_annotation") return;
+  }
   if (by_ == AttributeBy::kModule) {
     if (category != "python_function" || name.substr(0, kModulePrefix.size()) != kModulePrefix) {
       return;
@@ -100,6 +123,12 @@ std::vector<OpAttributionBuilder::BucketedLaunch> OpAttributionBuilder::bucketed
     });
     std::vector<const Span*> open;  // enclosing spans, outermost first
     size_t next = 0;
+    std::vector<StepSpan> steps;
+    if (auto it = step_spans_.find(thread); it != step_spans_.end()) steps = it->second;
+    std::sort(steps.begin(), steps.end(),
+              [](const StepSpan& a, const StepSpan& b) { return a.start < b.start; });
+    size_t next_step = 0;
+    const StepSpan* step = nullptr;  // the latest step started at or before the launch
     for (const Launch* launch : launches) {
       while (next < spans.size() && spans[next].start <= launch->time) {
         open.push_back(&spans[next++]);
@@ -117,7 +146,12 @@ std::vector<OpAttributionBuilder::BucketedLaunch> OpAttributionBuilder::bucketed
           bucket += names_[span->name];
         }
       }
-      result.push_back({launch, bucket.empty() ? no_bucket : std::move(bucket)});
+      while (next_step < steps.size() && steps[next_step].start <= launch->time) {
+        step = &steps[next_step++];
+      }
+      std::optional<bool> decode_only;
+      if (step && step->end >= launch->time) decode_only = step->decode_only;
+      result.push_back({launch, bucket.empty() ? no_bucket : std::move(bucket), decode_only});
     }
   }
   return result;
@@ -183,14 +217,12 @@ OpAttribution OpAttributionBuilder::finish() const {
   const std::string no_bucket(by_ == AttributeBy::kOp ? kNoOperator : kNoModule);
   // Each launch call's bucket (one sweep per thread), then each GPU work item's launch.
   std::vector<LaunchKey> launch_keys;
-  std::vector<std::string> launch_bucket;
-  std::vector<const Launch*> launch_of_key;
-  for (BucketedLaunch& launch : bucketed_launches()) {
+  std::vector<BucketedLaunch> launches = bucketed_launches();
+  for (const BucketedLaunch& launch : launches) {
     launch_keys.push_back(
         {launch.launch->process, launch.launch->correlation, launch.launch->time});
-    launch_bucket.push_back(std::move(launch.bucket));
-    launch_of_key.push_back(launch.launch);
   }
+  LaunchedMap launched;
   std::vector<WorkKey> work_keys;
   std::vector<const Work*> work_items;
   for (const auto& [id, work] : work_) {
@@ -208,20 +240,24 @@ OpAttribution OpAttributionBuilder::finish() const {
       unclaimed.push_back(work_items[w]);
       continue;
     }
-    if (capture_ && launch_of_key[joined[w]]->graph) {
+    const BucketedLaunch& launch = launches[joined[w]];
+    if (capture_ && launch.launch->graph) {
       const WorkKey& key = work_keys[w];
       graph_launch_of[{key.process.value_or(-1), key.device, key.correlation}] = joined[w];
       continue;
     }
-    OpStats& stats = buckets[launch_bucket[joined[w]]];
+    OpStats& stats = buckets[launch.bucket];
     stats.kernels += work_items[w]->count;
     stats.total_us += work_items[w]->total_us;
+    add_launched(launched, work_items[w]->kernel, launch.bucket, launch.decode_only_step,
+                 work_items[w]->count, work_items[w]->total_us);
   }
-  if (capture_) attribute_replays(graph_launch_of, launch_bucket, buckets, result);
+  if (capture_) attribute_replays(graph_launch_of, launches, buckets, result, launched);
   OpStats& none = buckets[no_bucket];
   for (const Work* work : unclaimed) {
     none.kernels += work->count;
     none.total_us += work->total_us;
+    add_launched(launched, work->kernel, no_bucket, std::nullopt, work->count, work->total_us);
   }
   none.kernels += uncorrelated_.count;
   none.total_us += uncorrelated_.total_us;
@@ -234,15 +270,34 @@ OpAttribution OpAttributionBuilder::finish() const {
   }
   std::stable_sort(result.ops.begin(), result.ops.end(),
                    [](const OpStats& a, const OpStats& b) { return a.total_us > b.total_us; });
+  for (auto& [key, kernel] : launched) result.launched_kernels.push_back(std::move(kernel));
   return result;
+}
+
+void OpAttributionBuilder::add_launched(LaunchedMap& to, std::uint32_t kernel,
+                                        const std::string& bucket, std::optional<bool> decode_only,
+                                        std::uint64_t count, double total_us) const {
+  if (!keep_kernels_ || kernel == 0 || kernel == kMixedKernels ||
+      kept_kernels_.count(kernel_names_[kernel]) == 0) {
+    return;
+  }
+  LaunchedKernel& entry = to[{kernel, bucket, decode_only}];
+  if (entry.count == 0) {
+    entry.kernel = kernel_names_[kernel];
+    const std::string no_bucket(by_ == AttributeBy::kOp ? kNoOperator : kNoModule);
+    entry.op = bucket == no_bucket ? std::string() : bucket;
+    entry.decode_only_step = decode_only;
+  }
+  entry.count += count;
+  entry.total_us += total_us;
 }
 
 // Each graph launch's kernels, in start order, matched to the captured graph that shares the most
 // names with them (see the header); a kernel left over keeps the graph launch's own bucket.
 void OpAttributionBuilder::attribute_replays(const std::map<WorkId, std::size_t>& graph_launch_of,
-                                             const std::vector<std::string>& launch_bucket,
+                                             const std::vector<BucketedLaunch>& launches,
                                              std::map<std::string, OpStats, std::less<>>& buckets,
-                                             OpAttribution& result) const {
+                                             OpAttribution& result, LaunchedMap& launched) const {
   ReplayMatch match;
   match.captured_graphs = capture_->graphs.size();
   match.captured_launches = capture_->launches;
@@ -317,9 +372,13 @@ void OpAttributionBuilder::attribute_replays(const std::map<WorkId, std::size_t>
       } else if (best && i < best->size()) {
         captured = &(*best)[i];
       }
-      OpStats& stats = buckets[captured ? captured->bucket : launch_bucket[launch]];
+      const std::string& bucket = captured ? captured->bucket : launches[launch].bucket;
+      OpStats& stats = buckets[bucket];
       ++stats.kernels;
       stats.total_us += item->duration;
+      // The replay's step is the graph launch's.
+      add_launched(launched, item->kernel, bucket, launches[launch].decode_only_step, 1,
+                   item->duration);
       if (captured) {
         ++match.matched;
       } else {

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -77,6 +78,19 @@ struct ReplayMatch {
   std::string capture_trace;  // the capture trace's path (set by the caller)
 };
 
+// GPU time of one kernel (its normalised name) launched under one operator (or module path) and
+// in one step phase: OpAttributionBuilder::keep_launched_kernels(), for the stage of a kernel
+// its operator decides (kprof rank).
+struct LaunchedKernel {
+  std::string kernel;  // normalised name
+  std::string op;      // the operator or module path; "" when none launched it
+  // The batch of the step annotation (vLLM's execute_context_P(T)_generation_D(T), SGLang's
+  // step[decode bs=N]) around the launch call on its thread; nullopt without one.
+  std::optional<bool> decode_only_step;
+  std::uint64_t count = 0;
+  double total_us = 0;
+};
+
 struct OpAttribution {
   AttributeBy by = AttributeBy::kOp;
   std::vector<OpStats> ops;  // largest total first; the no-operator bucket among them
@@ -86,6 +100,9 @@ struct OpAttribution {
   std::uint64_t launches = 0;         // runtime/driver calls with a correlation id
   std::uint64_t unattributed = 0;     // GPU activities in the no-operator bucket
   std::optional<ReplayMatch> replay;  // with use_graph_capture() only
+  // With keep_launched_kernels() only: every kernel's time by launching operator and step phase
+  // (a graph replay's kernels by their captured launch's operator, given a capture).
+  std::vector<LaunchedKernel> launched_kernels;
 };
 
 class OpAttributionBuilder final : public importers::TraceEventSink {
@@ -100,6 +117,14 @@ class OpAttributionBuilder final : public importers::TraceEventSink {
   // Before reading a replay trace: attribute its graph launches' kernels through this capture.
   // Each GPU activity is then kept (name, start, duration) until finish().
   void use_graph_capture(GraphCapture capture) { capture_ = std::move(capture); }
+  // Also report the time of these kernels (normalised names) by operator and by the step
+  // annotation around their launch (OpAttribution::launched_kernels); reads the step annotations
+  // (user_annotation) for it. Other GPU work is then left out of the operators' totals (unless a
+  // graph capture is used: a replay is matched whole), which keeps memory to those kernels'.
+  void keep_launched_kernels(std::set<std::string, std::less<>> kernels) {
+    keep_kernels_ = true;
+    kept_kernels_ = std::move(kernels);
+  }
 
  private:
   using Thread = std::pair<std::int64_t, std::int64_t>;  // pid, tid
@@ -119,7 +144,11 @@ class OpAttributionBuilder final : public importers::TraceEventSink {
     std::uint64_t count = 0;
     double total_us = 0;
     double first_start = 0;
+    // The kernel (index into kernel_names_) all its activities ran; 0: none, or copies and
+    // fills; kMixedKernels: several (a graph launch's).
+    std::uint32_t kernel = 0;
   };
+  static constexpr std::uint32_t kMixedKernels = static_cast<std::uint32_t>(-1);
   // GPU work by what it can be joined on: its process where the trace says (-1 where not), its
   // device and its correlation id (numbered per process: see launch_join.h).
   using WorkId = std::tuple<std::int64_t, std::int64_t, std::int64_t>;
@@ -146,12 +175,27 @@ class OpAttributionBuilder final : public importers::TraceEventSink {
   struct BucketedLaunch {
     const Launch* launch;
     std::string bucket;
+    std::optional<bool> decode_only_step;  // with keep_launched_kernels() only
   };
+  bool keep_kernels_ = false;
+  std::set<std::string, std::less<>> kept_kernels_;
+  // Step annotations whose name tells the batch (step_batch), per thread: their spans and
+  // whether each step was decode-only.
+  struct StepSpan {
+    double start, end;
+    bool decode_only;
+  };
+  std::map<Thread, std::vector<StepSpan>> step_spans_;
+  // Kernel time by (kernel, bucket, decode-only step), gathered in finish().
+  using LaunchedMap =
+      std::map<std::tuple<std::uint32_t, std::string, std::optional<bool>>, LaunchedKernel>;
+  void add_launched(LaunchedMap& to, std::uint32_t kernel, const std::string& bucket,
+                    std::optional<bool> decode_only, std::uint64_t count, double total_us) const;
   std::vector<BucketedLaunch> bucketed_launches() const;
   void attribute_replays(const std::map<WorkId, std::size_t>& graph_launch_of,
-                         const std::vector<std::string>& launch_bucket,
+                         const std::vector<BucketedLaunch>& launches,
                          std::map<std::string, OpStats, std::less<>>& buckets,
-                         OpAttribution& result) const;
+                         OpAttribution& result, LaunchedMap& launched) const;
   double gpu_time_us_ = 0;
   std::uint64_t gpu_events_ = 0, spans_read_ = 0, launches_read_ = 0;
 };

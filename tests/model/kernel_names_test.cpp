@@ -206,5 +206,49 @@ TEST(KernelNames, FunctionBaseIsTheUnqualifiedNameAsNcuPrintsIt) {
   EXPECT_EQ(function_base_name("Memcpy HtoD (Pinned -> Device)"), "");
 }
 
+// CUTLASS 2.x launches every operator through cutlass::Kernel<Operator>, so ncu's function name
+// is "Kernel" for a fused back-to-back GEMM (examples/13_two_tensor_op_fusion's
+// cutlass::gemm::kernel::B2bGemm) and a plain GEMM alike: the name shown carries the operator
+// class of the template, from any spelling of the demangled or mangled name. (The mangled names
+// below are g++'s for those templates over stand-in arguments.)
+TEST(KernelNames, CutlassKernelShowsItsTemplate) {
+  const std::string b2b_mangled =
+      "_ZN7cutlass6KernelINS_4gemm6kernel7B2bGemmINS_11threadblock3MmaILi2EEEifLb0EEEEEvNT_"
+      "6ParamsE";
+  const std::string gemm_mangled =
+      "_ZN7cutlass6KernelINS_4gemm6kernel4GemmINS_11threadblock3MmaILi2EEEifLb0EEEEEvNT_6ParamsE";
+  EXPECT_EQ(wrapper_kernel_display_name(b2b_mangled), "Kernel<B2bGemm>");
+  EXPECT_EQ(wrapper_kernel_display_name(gemm_mangled), "Kernel<Gemm>");
+  // ncu's own spelling of the demangled name.
+  EXPECT_EQ(wrapper_kernel_display_name(
+                "void cutlass::Kernel<cutlass::gemm::kernel::B2bGemm<cutlass::gemm::threadblock::"
+                "B2bMmaPipelined<cutlass::gemm::GemmShape<(int)128, (int)64, (int)32>>, "
+                "cutlass::epilogue::threadblock::Epilogue<>, (bool)0>>(T1::Params)"),
+            "Kernel<B2bGemm>");
+  EXPECT_EQ(wrapper_kernel_display_name(
+                "void cutlass::Kernel2<cutlass_80_tensorop_s16816gemm_bf16_128x64_64x4_tn_align8>("
+                "cutlass_80_tensorop_s16816gemm_bf16_128x64_64x4_tn_align8::Params)"),
+            "Kernel2<cutlass_80_tensorop_s16816gemm_bf16_128x64_64x4_tn_align8>");
+  EXPECT_EQ(wrapper_kernel_display_name(
+                "void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<"
+                "flash::CollectiveMainloopFwdSm90<2, cute::tuple<cute::C<1> > > > > >("
+                "flash::enable_sm90_or_later<>::Params)"),
+            "device_kernel<FlashAttnFwdSm90>");
+  EXPECT_EQ(wrapper_kernel_display_name("void flash::flash_fwd_kernel<Traits>(Params)"), "");
+  EXPECT_EQ(wrapper_kernel_display_name("void cutlass::Kernel<cutlass::gemm::kernel::B2bGe"), "");
+
+  // What analyze's name column shows: the function name "Kernel" with its operator class.
+  Kernel b2b;
+  b2b.function_name = "Kernel";
+  b2b.mangled_name = b2b_mangled;
+  EXPECT_EQ(b2b.display_name(), "Kernel<B2bGemm>");
+  b2b.demangled_name = *demangle(gemm_mangled);
+  EXPECT_EQ(b2b.display_name(), "Kernel<Gemm>");
+  Kernel plain;
+  plain.function_name = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT";
+  plain.mangled_name = plain.function_name;
+  EXPECT_EQ(plain.display_name(), plain.function_name);
+}
+
 }  // namespace
 }  // namespace kprof::model
