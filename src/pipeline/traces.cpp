@@ -63,6 +63,7 @@ timeline::Budget finished_budget(const timeline::BudgetBuilder& builder,
 struct RankedTrace {
   render::TraceSource source;
   timeline::Ranking ranking;
+  std::string notes;  // "kprof: note: …" lines about the ranking (stderr)
 };
 
 // The captured launches of a trace of graph capture (rank --graph-capture), with its warnings.
@@ -97,6 +98,22 @@ RankedTrace rank_trace(const std::string& path, const std::vector<std::string>& 
   timeline::Ranking ranking = builder.finish();
   if (ranking.gpu_events == 0) throw no_gpu_events(source);
   auto open_kernels = timeline::kernels_needing_evidence(ranking);
+  std::string notes;
+  // Standard input is read once: its kernels keep the stage their names give.
+  if (!open_kernels.empty() && path == "-") {
+    if (capture) {
+      throw UsageError(
+          "--graph-capture needs the replay trace as a file: standard input (-) is read once, "
+          "and the operators are read in a second pass");
+    }
+    notes = fmt::format(
+        "kprof: note: {} kernel name{} leave{} the stage open (a code generator's name, no rule, "
+        "attention without its phase); standard input is read once, so their stage is their "
+        "name's: give the trace as a file for the operators that launched them to decide\n",
+        open_kernels.size(), open_kernels.size() == 1 ? "" : "s",
+        open_kernels.size() == 1 ? "s" : "");
+    open_kernels.clear();
+  }
   if (!open_kernels.empty()) {
     timeline::OpAttributionBuilder operators(timeline::AttributeBy::kOp);
     operators.keep_launched_kernels(std::move(open_kernels));
@@ -104,7 +121,7 @@ RankedTrace rank_trace(const std::string& path, const std::vector<std::string>& 
     importers::read_trace(path, operators);
     timeline::restage_by_launches(ranking, operators.finish().launched_kernels, stages);
   }
-  return {std::move(source), std::move(ranking)};
+  return {std::move(source), std::move(ranking), std::move(notes)};
 }
 
 // Per step (as kprof budget finds steps): the kernels that carry each step's GPU time.
@@ -146,7 +163,7 @@ ExitCode rank_over_ranks(const RankOptions& options, const std::vector<std::stri
   std::vector<timeline::Ranking> rankings;
   for (const std::string& path : options.paths) {
     RankedTrace ranked = rank_trace(path, argv, stages, options.raw_names);
-    output.notes += render::trace_warnings(ranked.source);
+    output.notes += render::trace_warnings(ranked.source) + ranked.notes;
     sources.push_back(std::move(ranked.source));
     rankings.push_back(std::move(ranked.ranking));
   }
@@ -226,7 +243,7 @@ Answer rank(const RankOptions& options, const std::vector<std::string>& argv) {
   }
   RankedTrace ranked = rank_trace(path, argv, analysis::load_stage_table(options.stages_path),
                                   options.raw_names, std::move(capture));
-  output.notes += render::trace_warnings(ranked.source);
+  output.notes += render::trace_warnings(ranked.source) + ranked.notes;
   output.out = options.json ? render::json_text(render::ranking_json(ranked.ranking, ranked.source))
                             : render::ranking_text(ranked.ranking, ranked.source, options.top,
                                                    options.name_width);
@@ -259,7 +276,7 @@ RankText rank_trace_text(const std::string& path, const std::vector<std::string>
                          size_t name_width) {
   RankedTrace ranked = rank_trace(path, argv, analysis::load_stage_table(""), false);
   return {render::ranking_text(ranked.ranking, ranked.source, top, name_width),
-          render::trace_warnings(ranked.source)};
+          render::trace_warnings(ranked.source) + ranked.notes};
 }
 
 }  // namespace kprof::pipeline
