@@ -90,6 +90,10 @@ timeline::GraphCapture read_graph_capture(const std::string& path,
 // gives none, else its name's (timeline::restage_by_launches). The second reading keeps a record
 // per CPU op and launch call (as --by op does); a trace whose kernels all name their operation
 // is read once, in the memory of its distinct names.
+// The share of GPU time the kernels whose names leave their stage open must carry for rank to
+// read the trace a second time for their operators.
+constexpr double kSecondReadingMinShare = 0.10;
+
 RankedTrace rank_trace(const std::string& path, const std::vector<std::string>& argv,
                        const analysis::StageTable& stages, bool raw_names,
                        std::optional<timeline::GraphCapture> capture = std::nullopt) {
@@ -98,6 +102,18 @@ RankedTrace rank_trace(const std::string& path, const std::vector<std::string>& 
   timeline::Ranking ranking = builder.finish();
   if (ranking.gpu_events == 0) throw no_gpu_events(source);
   auto open_kernels = timeline::kernels_needing_evidence(ranking);
+  // The second reading holds a record per CPU op and launch call: on a 1 GB trace 193 MB and
+  // 2.9x the time of the streaming pass alone (bench/README.md). It is worth that only where the
+  // kernels it could restage carry a real share of the GPU time (the nvFuser matmul of issue 43:
+  // 34%); attention without its phase, 4% of an eager decode step, keeps its name's stage.
+  double open_us = 0;
+  for (const timeline::KernelStats& row : ranking.kernels) {
+    if (row.kind == "kernel" && row.stage_needs_evidence) open_us += row.total_us;
+  }
+  if (!capture && ranking.gpu_time_us > 0 &&
+      open_us < kSecondReadingMinShare * ranking.gpu_time_us) {
+    open_kernels.clear();
+  }
   std::string notes;
   // Standard input is read once: its kernels keep the stage their names give.
   if (!open_kernels.empty() && path == "-") {
