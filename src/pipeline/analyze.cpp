@@ -313,6 +313,8 @@ Answer analyze(const AnalyzeOptions& options, const std::vector<std::string>& ar
     require_some_in_trace(result.kernels, options.paths, options.trace_path, *trace);
     if (options.fix_list) {
       budget = steps_of_trace.finish("", {});
+      budget->launch_records.producer_counts_drops = trace_stats.producer_counts_drops;
+      output.notes += render::launch_records_warning(options.trace_path, budget->launch_records);
       fixes = fix_list_of(result.kernels, *trace, *budget, config);
     }
   }

@@ -97,7 +97,22 @@ bool compilation_explains_host_gap(const timeline::Budget& budget) {
           budget.overall == timeline::StepVerdict::kMixed);
 }
 
+std::string budget_advice_on_records(const timeline::Budget& budget);
+
+// The advice, qualified first where the records it rests on are incomplete.
 std::string budget_advice(const timeline::Budget& budget) {
+  std::string advice = budget_advice_on_records(budget);
+  const timeline::LaunchRecords& records = budget.launch_records;
+  if (!records.incomplete() || advice.empty()) return advice;
+  return fmt::format(
+      "On incomplete records: {} of {} launch calls have no GPU record (the profiler dropped "
+      "their work, or it ran after the window closed), so the device may have been busier than "
+      "shown and the verdict may not hold — record again with a shorter window or larger "
+      "profiler buffers before acting. As recorded: {}",
+      records.without_gpu_record, records.launch_calls, advice);
+}
+
+std::string budget_advice_on_records(const timeline::Budget& budget) {
   double busy = busy_fraction(budget);
   if (compilation_explains_host_gap(budget)) {
     return fmt::format(
@@ -315,11 +330,30 @@ json ranking_devices_json(const timeline::Ranking& ranking) {
   return devices;
 }
 
-std::string trace_warnings(const TraceSource& source) {
+std::string launch_records_warning(const std::string& path,
+                                   const timeline::LaunchRecords& records) {
+  if (!records.incomplete()) return "";
+  return fmt::format(
+      "kprof: warning: {}: {} of {} launch calls ({:.1f}%) have no GPU record — the profiler "
+      "dropped their work (its buffers full) or the window closed before it ran: every share, "
+      "busy time and verdict here rests on the GPU work it kept. Record a shorter window, or "
+      "give the profiler larger buffers, before acting on them\n",
+      escape_for_terminal(path), records.without_gpu_record, records.launch_calls,
+      100.0 * static_cast<double>(records.without_gpu_record) /
+          static_cast<double>(records.launch_calls));
+}
+
+std::string trace_warnings(const TraceSource& source, const timeline::LaunchRecords* records) {
   std::string text;
   for (const std::string& warning : skipped_events_warnings(source.path, source.stats)) {
     text += "kprof: " + escape_for_terminal(warning) + "\n";
   }
+  for (const std::string& drop : source.stats.producer_drops) {
+    text += fmt::format("kprof: warning: {}: the profiler reports lost records: {}\n",
+                        escape_for_terminal(source.path), escape_for_terminal(drop));
+  }
+  if (records != nullptr) text += launch_records_warning(source.path, *records);
+
   // Said, as the figures of such a trace rest on the mapping (kineto's tb_plugin maps the same).
   if (source.stats.legacy_categories) {
     text += fmt::format(
@@ -329,6 +363,14 @@ std::string trace_warnings(const TraceSource& source) {
         escape_for_terminal(source.path));
   }
   return text;
+}
+
+json records_json(const timeline::LaunchRecords& records, const TraceSource& source) {
+  return {{"launch_calls", records.launch_calls},
+          {"launches_without_gpu_record", records.without_gpu_record},
+          {"producer_drops", source.stats.producer_drops},
+          {"producer_counts_drops", source.stats.producer_counts_drops},
+          {"complete", !records.incomplete() && source.stats.producer_drops.empty()}};
 }
 
 json ranking_json(const timeline::Ranking& ranking, const TraceSource& source) {
@@ -365,6 +407,7 @@ json ranking_json(const timeline::Ranking& ranking, const TraceSource& source) {
           {"devices", ranking_devices_json(ranking)},
           {"pre_window",
            {{"activities", ranking.pre_window_activities}, {"time_us", ranking.pre_window_us}}},
+          {"records", records_json(ranking.launch_records, source)},
           {"kernels", kernels},
           {"stages", stage_list},
           {"stage_unresolved_share", timeline::unresolved_stage_share(ranking)}};
@@ -650,6 +693,7 @@ json budget_json(const timeline::Budget& budget, const timeline::BudgetThreshold
       {"communication", communication_json(budget.total_collective, budget.total_expert_parallel)},
       {"pre_window",
        {{"activities", budget.pre_window_activities}, {"time_us", budget.pre_window_us}}},
+      {"records", records_json(budget.launch_records, source)},
       {"verdict", timeline::step_verdict_name(budget.overall)},
       {"devices", devices},
       {"advice", budget_advice(budget)},
@@ -697,11 +741,16 @@ std::string budget_text(const timeline::Budget& budget,
   // busy share's denominator: the step could not have used that time. Said wherever it applies.
   const char* less_other = budget.total_other_work_us > 0 ? " less other work" : "";
   std::string out = fmt::format(
-      "{}: {} step{} ({}) — {}: GPU busy {:.1f}% of the steps' wall time{} (kernels alone "
+      "{}: {} step{} ({}) — {}{}: GPU busy {:.1f}% of the steps' wall time{} (kernels alone "
       "{:.1f}%; {:.1f}% of their GPU span), {:.1f}% of the time the host kept it fed (host gap {} "
       "ms, device-side idle {} ms{})\n",
       escape_for_terminal(source.path), budget.steps.size(), budget.steps.size() == 1 ? "" : "s",
       escape_for_terminal(budget.step_selector), timeline::step_verdict_name(budget.overall),
+      budget.launch_records.incomplete()
+          ? fmt::format(" on incomplete records ({} of {} launches without a GPU record)",
+                        budget.launch_records.without_gpu_record,
+                        budget.launch_records.launch_calls)
+          : std::string(),
       busy_fraction(budget) * 100, less_other, kernel_busy_fraction(budget) * 100,
       gpu_span_busy_fraction(budget) * 100, host_fed_fraction(budget) * 100,
       trace_ms(budget.total_host_gap_us), trace_ms(budget.total_device_idle_us), waits);

@@ -21,9 +21,19 @@ struct TraceSource {
   importers::TraceReadStats stats;
 };
 
-// The lines kprof prints on stderr about the reading (events skipped for an impossible time),
-// each "kprof: warning: …\n"; "" when there is nothing to say.
-std::string trace_warnings(const TraceSource& source);
+// The lines kprof prints on stderr about the reading (events skipped for an impossible time,
+// records the producer says it lost, and with `records` launch calls without a GPU record), each
+// "kprof: warning: …\n"; "" when there is nothing to say.
+std::string trace_warnings(const TraceSource& source,
+                           const timeline::LaunchRecords* records = nullptr);
+
+// The warning line about launch calls without a GPU record where they are too many to ignore
+// (LaunchRecords::incomplete), else "".
+std::string launch_records_warning(const std::string& path, const timeline::LaunchRecords& records);
+
+// kprof.rank/1's and kprof.budget/1's "records": the launch calls, those without a GPU record,
+// what the producer said it lost, and whether the figures rest on complete records.
+nlohmann::json records_json(const timeline::LaunchRecords& records, const TraceSource& source);
 
 // The "devices" list of kprof.rank/1: one object per device of the ranking.
 nlohmann::json ranking_devices_json(const timeline::Ranking& ranking);

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
+#include <limits>
 
 #include "timeline/launch_join.h"
 #include "timeline/op_attribution.h"
@@ -53,6 +55,48 @@ bool RankingBuilder::records_every_launch() const {
   }
   // 99 %: a launch or two lost at the window's edge does not undo the rule.
   return work > 0 && launched * 100 >= work * 99;
+}
+
+LaunchRecords RankingBuilder::launch_records() const {
+  // Each capture's span of ids: its Begin call's to the first End call of its thread after it.
+  std::map<std::int64_t, std::vector<std::pair<std::int64_t, std::int64_t>>> captures;
+  std::vector<CaptureCall> ends = capture_ends_;
+  std::sort(ends.begin(), ends.end());
+  for (const CaptureCall& begin : capture_begins_) {
+    auto end = std::lower_bound(ends.begin(), ends.end(), begin);
+    bool closed = end != ends.end() && end->process == begin.process && end->thread == begin.thread;
+    captures[begin.process].emplace_back(
+        begin.correlation, closed ? end->correlation : std::numeric_limits<std::int64_t>::max());
+  }
+  static const CorrelationBits kNone;
+  LaunchRecords records;
+  for (const auto& [process, launches] : kernel_launch_ids_) {
+    auto own = process_work_ids_.find(process);
+    const CorrelationBits& own_work = own == process_work_ids_.end() ? kNone : own->second;
+    auto spans = captures.find(process);
+    for (const auto& [word, bits] : launches.words) {
+      auto word_of = [&](const CorrelationBits& b) {
+        auto found = b.words.find(word);
+        return found == b.words.end() ? std::uint64_t{0} : found->second;
+      };
+      std::uint64_t missing = bits & ~word_of(own_work) & ~word_of(work_ids_);
+      std::uint64_t launched = static_cast<std::uint64_t>(std::popcount(bits));
+      for (int bit = 0; missing != 0 && bit < 64; ++bit) {
+        if ((missing >> bit & 1) == 0 || spans == captures.end()) continue;
+        std::int64_t id = word * 64 + bit;
+        for (const auto& [from, to] : spans->second) {
+          if (id > from && id < to) {
+            missing &= ~(std::uint64_t{1} << bit);
+            --launched;  // captured: enqueues nothing
+            break;
+          }
+        }
+      }
+      records.launch_calls += launched;
+      records.without_gpu_record += static_cast<std::uint64_t>(std::popcount(missing));
+    }
+  }
+  return records;
 }
 
 // Only a Chrome trace's GPU rows, which name no process: Kineto records GPU activities from its
@@ -122,12 +166,21 @@ void RankingBuilder::on_span(double timestamp_us, double duration_us) {
 void RankingBuilder::on_event(const importers::TraceEvent& event) {
   extend_span(event.timestamp_us, event.duration_us);
   if (event.category == "cuda_runtime" || event.category == "cuda_driver") {
+    if (event.correlation && (event.name.find("BeginCapture") != std::string_view::npos ||
+                              event.name.find("EndCapture") != std::string_view::npos)) {
+      CaptureCall call{event.process.value_or(event.pid), event.tid, *event.correlation};
+      (event.name.find("Begin") != std::string_view::npos ? capture_begins_ : capture_ends_)
+          .push_back(call);
+    }
     if (event.correlation && is_launch_call(event.name)) {
       std::int64_t process = event.process.value_or(event.pid);
       auto [it, added] = first_launch_.try_emplace(process, *event.correlation);
       bool lowered = !added && *event.correlation < it->second;
       if (lowered) it->second = *event.correlation;
       launch_ids_[process].set(*event.correlation);
+      if (launch_kind(event.name) == LaunchKind::kKernel) {
+        kernel_launch_ids_[process].set(*event.correlation);
+      }
       // Held work that this launch decides (at or above it, or a second launching process) is
       // counted now, while the busy union still holds its time: released at finish() it would
       // come after the union closed its pieces. Only a new or lower first launch decides any.
@@ -135,7 +188,9 @@ void RankingBuilder::on_event(const importers::TraceEvent& event) {
     }
     return;
   }
-  if (event.correlation && !event.process) work_ids_.set(*event.correlation);
+  if (event.correlation) {
+    (event.process ? process_work_ids_[*event.process] : work_ids_).set(*event.correlation);
+  }
   if (holding_ && !before_window(event).has_value()) {
     held_.push_back({std::string(event.category), std::string(event.name), event.timestamp_us,
                      event.duration_us, event.device, event.correlation});
@@ -251,6 +306,7 @@ Ranking RankingBuilder::finish() {
   }
   release_held();
   Ranking ranking = totals_;
+  ranking.launch_records = launch_records();
   ranking.wall_us = any_ ? last_end_ - first_start_ : 0;
   for (const auto& [id, state] : devices_) {
     DeviceStats device = state.stats;

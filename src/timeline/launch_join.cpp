@@ -14,6 +14,12 @@ bool is_launch_call(std::string_view name) {
   }
   return false;
 }
+LaunchKind launch_kind(std::string_view call_name) {
+  if (call_name.find("Memcpy") != std::string_view::npos) return LaunchKind::kMemcpy;
+  if (call_name.find("Memset") != std::string_view::npos) return LaunchKind::kMemset;
+  return LaunchKind::kKernel;
+}
+
 namespace {
 
 // The last of `candidates` (in start order) that started by `start`, else the first: a launch

@@ -34,9 +34,38 @@ struct WorkKey {
 
 inline constexpr std::size_t kNoLaunch = static_cast<std::size_t>(-1);
 
+// Launch calls against the GPU records that carry their ids: a profiler that dropped records
+// (CUPTI's buffers full: an Nsight Systems export with 24,801 of 24,944 launch calls without a
+// GPU row) leaves launches whose work is in no row, and every figure taken from the rows — the
+// shares, the busy time, a "host-bound" verdict — rests on the part it kept. Kernel and graph
+// launches only: a launch inside a stream capture enqueues nothing, nor does a zero-byte copy or
+// fill.
+struct LaunchRecords {
+  std::uint64_t launch_calls = 0;
+  std::uint64_t without_gpu_record = 0;  // of them, those no GPU activity carries the id of
+  // Set where the trace's producer counts what it dropped itself (kprof's tracer: exact counts,
+  // TraceReadStats::producer_drops): its word is taken over this comparison, which cannot tell
+  // the launches of a stream capture it does not record from lost ones.
+  bool producer_counts_drops = false;
+  // Missing records are said (and the figures qualified) from this share of the launches and this
+  // many on: a trace cut at its window's end loses the last launches' work on each stream (a few),
+  // a profiler that ran out of buffers thousands.
+  static constexpr double kIncompleteShare = 0.05;
+  static constexpr std::uint64_t kIncompleteCount = 20;
+  bool incomplete() const {
+    return !producer_counts_drops && without_gpu_record >= kIncompleteCount &&
+           static_cast<double>(without_gpu_record) >=
+               kIncompleteShare * static_cast<double>(launch_calls);
+  }
+};
+
 // A runtime or driver call that enqueues GPU work (a kernel or graph launch, a copy, a fill): the
 // calls whose correlation ids GPU activities carry.
 bool is_launch_call(std::string_view name);
+
+// What a launch call enqueues, by its name: a copy, a fill, else kernels (a graph launch too).
+enum class LaunchKind : std::uint8_t { kKernel, kMemcpy, kMemset };
+LaunchKind launch_kind(std::string_view call_name);
 
 // For each work item, the index into `launches` of the call that enqueued it, or kNoLaunch.
 std::vector<std::size_t> join_launches(const std::vector<LaunchKey>& launches,

@@ -213,7 +213,8 @@ void BudgetBuilder::on_event(const importers::TraceEvent& event) {
     std::int64_t pid = event.process.value_or(event.pid);
     if (event.correlation && is_launch_call(event.name)) {
       launches_.push_back({event.timestamp_us, end, *event.correlation, thread(pid, event.tid),
-                           event.name.find("GraphLaunch") != std::string_view::npos});
+                           event.name.find("GraphLaunch") != std::string_view::npos,
+                           launch_kind(event.name)});
     }
     if (contains(event.name, "StreamWaitEvent") || contains(event.name, "StreamWaitValue")) {
       host_waits_.push_back({event.timestamp_us, -1, -1, pid, event.tid, call_name(event.name)});
@@ -432,6 +433,35 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
       for (const auto& [from, to] : found->second) {
         if (launches_[i].time >= from && launches_[i].time <= to) captured[i] = true;
       }
+    }
+  }
+  {
+    // Kernel and graph launch calls against the GPU records carrying their ids, one per
+    // (process, id): an export that lists a runtime call and the driver call under it with one id
+    // counts it once. Left out: launches inside a stream capture, and copies and fills (a
+    // zero-byte one enqueues nothing).
+    std::vector<bool> carried(launches_.size(), false);
+    for (std::uint32_t launch : launch_of) {
+      if (launch != kNoLaunch32) carried[launch] = true;
+    }
+    std::vector<std::tuple<std::int64_t, std::int64_t, bool>> calls;  // process, id, carried
+    for (std::size_t i = 0; i < launches_.size(); ++i) {
+      const Launch& l = launches_[i];
+      if (captured[i] || l.kind != LaunchKind::kKernel) continue;
+      calls.emplace_back(pid_of(l), l.correlation, carried[i]);
+    }
+    std::sort(calls.begin(), calls.end());
+    for (std::size_t i = 0; i < calls.size();) {
+      std::size_t j = i;
+      bool any_carried = false;
+      while (j < calls.size() && std::get<0>(calls[j]) == std::get<0>(calls[i]) &&
+             std::get<1>(calls[j]) == std::get<1>(calls[i])) {
+        any_carried = any_carried || std::get<2>(calls[j]);
+        ++j;
+      }
+      ++budget.launch_records.launch_calls;
+      budget.launch_records.without_gpu_record += !any_carried;
+      i = j;
     }
   }
   // The wait that held `w` back, if the trace shows one: a cuda_sync wait on its stream, or a

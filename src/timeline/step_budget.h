@@ -20,6 +20,7 @@
 #include "analysis/stages.h"
 #include "importers/common/trace_sink.h"
 #include "timeline/kernel_ranking.h"  // CommunicationTime
+#include "timeline/launch_join.h"
 
 namespace kprof::timeline {
 
@@ -287,6 +288,9 @@ struct Budget {
   double pre_window_us = 0;  // their summed durations
   // Per GPU activity in the order the builder received them: enqueued before the window.
   std::vector<bool> pre_window;
+  // Launch calls whose work no GPU record carries (records the profiler dropped): the busy time
+  // and the verdicts rest on the work it kept.
+  LaunchRecords launch_records;
   std::uint64_t capture_steps = 0;    // steps judged kGraphCapture, left out of the totals
   std::vector<DeviceBudget> devices;  // each device over all steps, by device id
   StepVerdict overall = StepVerdict::kNoGpuWork;
@@ -344,6 +348,7 @@ class BudgetBuilder final : public importers::TraceEventSink {
     std::int64_t correlation;
     std::uint32_t thread;  // index into threads_: (pid, tid)
     bool graph;
+    LaunchKind kind;
   };
   // A stream wait as the trace shows it: a GPU-side cuda_sync row of the waiting stream, or a
   // runtime call on the launching thread (HIP and CUDA without cuda_sync events name no stream).

@@ -959,6 +959,10 @@ class Scanner {
       if (key == "traceEvents") {
         expect('[', "the traceEvents array");
         read_events();
+      } else if (key == "kprof") {
+        skip_space();
+        std::string_view text = capture_value();
+        if (!text.empty()) read_tracer_summary(text);
       } else if (key == "schemaVersion" || key == "deviceProperties") {
         skip_space();
         std::string_view text = capture_value();
@@ -1171,6 +1175,38 @@ class Scanner {
     } catch (const simdjson::simdjson_error&) {
       stats_.device_names.clear();  // a malformed deviceProperties costs only the GPU names
     }
+  }
+
+  // kprof's tracer's own summary (top-level "kprof", kprof.trace/1): its "dropped" counts, each
+  // one not zero said as the tracer's ("kprof tracer: 12 cupti dropped records"). Another shape
+  // under that key is ignored, as the rest of the top level is.
+  void read_tracer_summary(std::string_view text) {
+    event_text_.assign(text);
+    size_t size = event_text_.size();
+    event_text_.append(simdjson::SIMDJSON_PADDING, ' ');
+    std::vector<std::string> drops;
+    try {
+      simdjson::ondemand::document document =
+          parser_.iterate(event_text_.data(), size, event_text_.size());
+      simdjson::ondemand::object summary;
+      if (document.get_object().get(summary) != simdjson::SUCCESS) return;
+      simdjson::ondemand::object dropped;
+      if (summary.find_field_unordered("dropped").get_object().get(dropped) != simdjson::SUCCESS) {
+        return;
+      }
+      for (auto field : dropped) {
+        std::string_view key = field.unescaped_key();
+        std::uint64_t count = 0;
+        if (field.value().get_uint64().get(count) != simdjson::SUCCESS || count == 0) continue;
+        std::string what = to_valid_utf8(key.substr(0, 60));
+        std::replace(what.begin(), what.end(), '_', ' ');
+        drops.push_back(fmt::format("kprof tracer: {} {}", count, escape_for_terminal(what)));
+      }
+    } catch (const simdjson::simdjson_error&) {
+      return;  // a malformed summary says nothing about drops
+    }
+    stats_.producer_counts_drops = true;
+    for (std::string& drop : drops) stats_.producer_drops.push_back(std::move(drop));
   }
 
   // After an event: true when another follows, false at the end of traceEvents.

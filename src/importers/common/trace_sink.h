@@ -46,6 +46,14 @@ struct TraceReadStats {
   // converted to Chrome JSON, a CUPTI counter-range trace): what it is and what to give instead,
   // for the message that would otherwise ask whether CUDA was recorded.
   std::string not_a_timeline;
+  // What the producer itself says it lost, one line each, as it says it: Nsight Systems'
+  // DIAGNOSTIC_EVENT rows about dropped or lost records, kprof's tracer's "dropped" counts. The
+  // figures resting on such a trace are qualified (timeline::LaunchRecords counts what is
+  // missing).
+  std::vector<std::string> producer_drops;
+  // Whether the producer counts its drops (kprof's tracer's summary, zeros included): then
+  // producer_drops is the whole truth about lost records.
+  bool producer_counts_drops = false;
 };
 
 }  // namespace kprof::importers

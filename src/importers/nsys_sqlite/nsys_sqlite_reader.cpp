@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cstring>
 #include <set>
 
@@ -144,6 +145,26 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
         stats.device_names.emplace_back(*id, to_valid_utf8(row.text(1).substr(0, 200)));
       }
     });
+  }
+  // What nsys says it dropped (CUPTI buffers full, events lost): its diagnostics, warnings and
+  // errors only (severity 2 and 3; 4 is Verbose), the lines that speak of records dropped or lost.
+  if (tables.count("DIAGNOSTIC_EVENT") && has_column("DIAGNOSTIC_EVENT", "text") &&
+      has_column("DIAGNOSTIC_EVENT", "severity")) {
+    auto speaks_of_loss = [](std::string text) {
+      for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      for (std::string_view word : {"drop", "lost", "discard", "overflow", "overwr", "not all"}) {
+        if (text.find(word) != std::string::npos) return true;
+      }
+      return false;
+    };
+    each("SELECT text FROM DIAGNOSTIC_EVENT WHERE severity IN (2, 3) ORDER BY timestamp",
+         [&](sqlite::Statement& row) {
+           std::string text = to_valid_utf8(row.text(0).substr(0, 300));
+           if (stats.producer_drops.size() < 8 && speaks_of_loss(text)) {
+             stats.producer_drops.push_back("Nsight Systems diagnostic: " +
+                                            escape_for_terminal(text));
+           }
+         });
   }
   // Launch calls and stream waits first, then the GPU work, each table in time order: rows of
   // an export are in no guaranteed order (RUNTIME's are not, per thread block), and a sink then

@@ -17,6 +17,11 @@ files are committed):
   first step (the window opened mid-run) still runs when that step opens.
 - copy_bound_htod.json: a device kept busy by host-to-device copies, its kernels 1 % of the time
   (the shape of nsys-ai's two-GPU export, which kprof called kernel-bound).
+- cupti_buffer_drops.json: an eager loop of 5 ProfilerStep#N steps of 40 kernel launches each,
+  the device kept fed (each kernel 9 us, launched every 10 us), whose profiler kept the GPU rows of
+  only the first 10 kernels of each step: its buffers filled (an Nsight Systems 2025.6 export had
+  24,801 of 24,944 launch calls without a GPU row, and kprof called it host-bound, "batch the
+  launches"). The rows kept make the device look idle three quarters of each step.
 
 Times are microseconds, as Kineto writes them. Host: pid 4242, tid 4242; device 0, stream 7 (and
 side stream 20).
@@ -135,8 +140,23 @@ def copy_bound_htod(path):
     t.write(path)
 
 
+def cupti_buffer_drops(path):
+    t = Trace()
+    host = 1000.0
+    for step in range(5):
+        t.annotation(f"ProfilerStep#{step}", host, 40 * 10 + 20)
+        gpu = host + 15
+        for k in range(40):
+            corr = t.runtime("cudaLaunchKernel", host + 2 + 10 * k, 4)
+            if k < 10:  # the rest of the step's rows were lost with the profiler's buffers
+                t.gpu("kernel", f"decoder_kernel_{k % 5}", gpu + 10 * k, 9, corr)
+        host += 40 * 10 + 30
+    t.write(path)
+
+
 if __name__ == "__main__":
     here = os.path.dirname(os.path.abspath(__file__))
     tp_side_stream_allgather(os.path.join(here, "tp_side_stream_allgather.json"))
     vllm_v1_sampler_between_steps(os.path.join(here, "vllm_v1_sampler_between_steps.json"))
     copy_bound_htod(os.path.join(here, "copy_bound_htod.json"))
+    cupti_buffer_drops(os.path.join(here, "cupti_buffer_drops.json"))
