@@ -928,13 +928,30 @@ Budget BudgetBuilder::finish(const std::string& step_regex, const BudgetThreshol
   // Per step, when its process's next step opens: what is launched after the step's annotation
   // closed and before then is the step's too (vLLM V1 launches its sampler after execute_model's
   // range closes) — busy time of the step it follows, never idle of the next.
+  // A process's last step has no next one: it takes what is launched after its annotation for
+  // as long as the longest such stretch between the process's earlier steps (the last sampler of
+  // a vLLM window, which would otherwise be work of no step), not the rest of the trace.
   std::vector<double> next_step_start(steps.size(), std::numeric_limits<double>::infinity());
   {
-    std::map<std::int64_t, double> next_by_process;
+    std::map<std::int64_t, double> next_by_process, longest_between;
+    std::map<std::int64_t, std::size_t> last_of_process;
     for (std::size_t k = steps.size(); k-- > 0;) {
       auto found = next_by_process.find(steps[k]->pid);
-      if (found != next_by_process.end()) next_step_start[k] = found->second;
+      if (found != next_by_process.end()) {
+        next_step_start[k] = found->second;
+        double between = found->second - (steps[k]->start + steps[k]->duration);
+        double& longest_gap = longest_between[steps[k]->pid];
+        longest_gap = std::max(longest_gap, between);
+      } else {
+        last_of_process[steps[k]->pid] = k;
+      }
       next_by_process[steps[k]->pid] = steps[k]->start;
+    }
+    for (const auto& [pid, k] : last_of_process) {
+      auto gap = longest_between.find(pid);
+      if (gap != longest_between.end() && gap->second > 0) {
+        next_step_start[k] = steps[k]->start + steps[k]->duration + gap->second;
+      }
     }
   }
   std::vector<bool> claimed(activities_.size(), false);

@@ -125,8 +125,7 @@ TEST(DroppedRecords, KernelRowsLostInBuffersAreCountedAndTheDiagnosticIsRead) {
             std::string::npos)
       << warnings;
   EXPECT_NE(warnings.find(std::to_string(missing) + " of " +
-                          std::to_string(read.budgeted.launch_calls) +
-                          " launch calls"),
+                          std::to_string(read.budgeted.launch_calls) + " launch calls"),
             std::string::npos)
       << warnings;
   nlohmann::json json = render::budget_json(read.budget, {}, source);
@@ -149,8 +148,10 @@ std::string launch(const std::string& call, int correlation, double ts) {
 }
 std::string kernel(int correlation, double ts) {
   return "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, \"ts\": " +
-         std::to_string(ts) + ", \"dur\": 3, \"args\": {\"device\": 0, \"stream\": 7, "
-         "\"correlation\": " + std::to_string(correlation) + "}}";
+         std::to_string(ts) +
+         ", \"dur\": 3, \"args\": {\"device\": 0, \"stream\": 7, "
+         "\"correlation\": " +
+         std::to_string(correlation) + "}}";
 }
 
 // 30 kernel launches of which 25 ran (5 without a row: under the count that is said), 10 launched

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "importers/common/read_trace.h"
+#include "render/trace_render.h"
 #include "support/test_data.h"
 #include "timeline/step_budget.h"
 
@@ -178,8 +179,8 @@ TEST(StepsAndIdle, StepFallbackTakesARepeatedAnnotationHoldingTheWork) {
 // sampler still runs and its input copy waits behind it (a cudaStreamWaitEvent on the thread).
 // kprof booked those 0.9 ms as each step's dependency wait on a device that never idled more than
 // 5 us, and the sampler appeared in no figure. Now the sampler is the step's it follows (its busy
-// time), the step after starts when it ends, and the sampler running before the first step (the
-// window opened mid-run) is other work, not idle.
+// time; the last step's too), the step after starts when it ends, and the sampler running before
+// the first step (the window opened mid-run) is other work, not idle.
 TEST(StepsAndIdle, WorkBetweenStepAnnotationsIsBusyTimeOfTheStepItFollows) {
   const std::string path = fixture("vllm_v1_sampler_between_steps.json");
   Plain plain = read_plain(path);
@@ -193,11 +194,17 @@ TEST(StepsAndIdle, WorkBetweenStepAnnotationsIsBusyTimeOfTheStepItFollows) {
   std::vector<std::size_t> between(steps.size(), 0);
   std::size_t outside = 0;
   std::vector<Interval> before_first;
+  // The last step has no next: it takes what is launched for as long after its range as the
+  // longest stretch between an earlier step's range and the next step.
+  double longest_between = 0;
+  for (std::size_t k = 0; k + 1 < steps.size(); ++k) {
+    longest_between = std::max(longest_between, steps[k + 1].start - steps[k].end);
+  }
   for (const auto& w : plain.work) {
     double at = plain.launch_at.at(w.correlation);
     bool claimed = false;
     for (std::size_t k = 0; k < steps.size(); ++k) {
-      double next = k + 1 < steps.size() ? steps[k + 1].start : -1;
+      double next = k + 1 < steps.size() ? steps[k + 1].start : steps[k].end + longest_between;
       bool inside = at >= steps[k].start && at <= steps[k].end;
       bool after = next > 0 && at > steps[k].end && at < next;
       if (inside || after) {
@@ -226,7 +233,7 @@ TEST(StepsAndIdle, WorkBetweenStepAnnotationsIsBusyTimeOfTheStepItFollows) {
     EXPECT_EQ(step.verdict, StepVerdict::kKernelBound);
     between_total += between[k];
   }
-  EXPECT_EQ(between_total, 40u);  // 5 samplers of 8 kernels; the last step's is outside
+  EXPECT_EQ(between_total, 48u);  // 6 samplers of 8 kernels, the last step's too
   EXPECT_EQ(budget.between_steps_activities, between_total);
   EXPECT_EQ(budget.outside_steps_activities, outside);
   // The first step opened while the sampler launched before it ran: from the step's start to
@@ -276,6 +283,43 @@ TEST(StepsAndIdle, CopyBoundIsTransferBoundNotKernelBound) {
   BudgetBuilder prefill;
   importers::read_trace(testing::data_path("h200/budget_eager_prefill4096.json.gz"), prefill);
   EXPECT_EQ(prefill.finish("", {}).overall, StepVerdict::kKernelBound);
+}
+
+// The host gap that is compilation: a short test profiled whole (nvFuser's gtest exports) spends
+// its window in KernelExecutor::compileFusion (GpuLower::lower, NVRTC). kprof advised batching the
+// launches; the ranges name one-time compilation, whose time (the outermost ranges' union within
+// the wall span, computed here from the annotations) the budget reports and the advice names.
+TEST(StepsAndIdle, TheHostGapThatIsCompilationIsNamedAsSuch) {
+  const std::string path = fixture("compile_then_run.json");
+  Plain plain = read_plain(path);
+  double first = plain.work.front().start, last = 0;
+  for (const auto& w : plain.work) {
+    first = std::min(first, w.start);
+    last = std::max(last, w.end);
+  }
+  std::vector<Interval> compiling;
+  for (const auto& a : plain.annotations) {
+    bool names_compilation = a.name.find("compileFusion") != std::string::npos ||
+                             a.name.find("NVRTC") != std::string::npos ||
+                             a.name.find("GpuLower") != std::string::npos;
+    if (names_compilation) {
+      compiling.push_back({std::max(a.start, first), std::min(a.end, last)});
+    }
+  }
+  ASSERT_EQ(compiling.size(), 3u);
+  Budget budget = budget_of(path);
+  ASSERT_EQ(budget.steps.size(), 1u);
+  EXPECT_EQ(budget.overall, StepVerdict::kHostBound);
+  EXPECT_NEAR(budget.compilation_us, union_length(compiling), 1e-6);
+  ASSERT_EQ(budget.compilation_ranges.size(), 1u);  // the nested ranges are inside it
+  EXPECT_EQ(budget.compilation_ranges[0].name, "KernelExecutor::compileFusion");
+  EXPECT_EQ(budget.compilation_ranges[0].count, 1u);
+  render::TraceSource source{path, {"kprof", "budget", path}, {}};
+  std::string text = render::budget_text(budget, {}, source);
+  EXPECT_NE(text.find("one-time compilation and warm-up (KernelExecutor::compileFusion"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("batch the launches"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -22,6 +22,10 @@ files are committed):
   only the first 10 kernels of each step: its buffers filled (an Nsight Systems 2025.6 export had
   24,801 of 24,944 launch calls without a GPU row, and kprof called it host-bound, "batch the
   launches"). The rows kept make the device look idle three quarters of each step.
+- compile_then_run.json: a short test profiled whole, as nvFuser's gtest exports are: inputs
+  filled on the device, then KernelExecutor::compileFusion (GpuLower::lower, then
+  executor_utils::NVRTC) for 392 ms of host time, then the fused kernel run 5 times. kprof called
+  it host-bound, "batch the launches (CUDA graphs)"; the host gap is one-time compilation.
 
 Times are microseconds, as Kineto writes them. Host: pid 4242, tid 4242; device 0, stream 7 (and
 side stream 20).
@@ -154,9 +158,30 @@ def cupti_buffer_drops(path):
     t.write(path)
 
 
+def compile_then_run(path):
+    t = Trace()
+    host = 1000.0
+    for i in range(3):  # the inputs, filled on the device
+        corr = t.runtime("cudaLaunchKernel", host, 5)
+        t.gpu("kernel", "at::native::vectorized_elementwise_kernel<4, FillFunctor>", host + 8, 12,
+              corr)
+        host += 20
+    compile_start = host + 10
+    t.annotation("KernelExecutor::compileFusion", compile_start, 392_900)
+    t.annotation("GpuLower::lower", compile_start + 100, 13_700)
+    t.annotation("executor_utils::NVRTC", compile_start + 14_000, 352_100)
+    host = compile_start + 392_900 + 50
+    for i in range(5):
+        corr = t.runtime("cudaLaunchKernel", host, 6)
+        t.gpu("kernel", "nvfuser_none_f0_c0_r0_g0", host + 10, 240, corr)
+        host += 300
+    t.write(path)
+
+
 if __name__ == "__main__":
     here = os.path.dirname(os.path.abspath(__file__))
     tp_side_stream_allgather(os.path.join(here, "tp_side_stream_allgather.json"))
     vllm_v1_sampler_between_steps(os.path.join(here, "vllm_v1_sampler_between_steps.json"))
     copy_bound_htod(os.path.join(here, "copy_bound_htod.json"))
     cupti_buffer_drops(os.path.join(here, "cupti_buffer_drops.json"))
+    compile_then_run(os.path.join(here, "compile_then_run.json"))
