@@ -502,7 +502,9 @@ class K8sTest(unittest.TestCase):
         readiness = m["load"]["readiness"]
         self.assertEqual((readiness["signal"], readiness["ready"]), ("log_line", True))
         self.assertIn("(warm-up done)", readiness["line"])
-        self.assertGreaterEqual(readiness["waited_s"], 1.5)
+        # Not a lower bound on the wait: the server's 2 s run from its own start, and on a loaded
+        # machine kprof reaches the pod later (1.14 s waited once, with three builds beside it).
+        self.assertGreater(readiness["waited_s"], 0)
         pod = m["kubernetes"]["pod"]
         self.assertIn(["logs", "-n", "serving", pod, "-c", "server"], c.kubectl_calls())
         self.assertEqual(readiness["file"], f"the log of {pod}/server")
