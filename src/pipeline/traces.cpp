@@ -167,7 +167,7 @@ ExitCode rank_by_op(const RankOptions& options, const std::string& path,
   timeline::OpAttribution ops = builder.finish();
   if (ops.gpu_events == 0) throw no_gpu_events(source);
   if (ops.replay) ops.replay->capture_trace = options.graph_capture;
-  output.notes += render::trace_warnings(source);
+  output.notes += render::trace_warnings(source) + render::shared_ids_warning(path, ops.shared_ids);
   output.out = options.json
                    ? render::json_text(render::op_attribution_json(ops, source))
                    : render::op_attribution_text(ops, source, options.top, options.name_width);

@@ -32,6 +32,19 @@ json graph_capture_json(const timeline::ReplayMatch& m) {
 
 }  // namespace
 
+std::string shared_ids_warning(const std::string& path, const timeline::JoinReport& shared) {
+  if (shared.shared_id_work == 0) return "";
+  std::uint64_t by_first = shared.shared_id_work - shared.by_device_owner - shared.by_latest_launch;
+  return fmt::format(
+      "kprof: warning: {}: the GPU work of {} correlation id{} that several processes launched "
+      "names no process (ranks' traces merged into one file): {} given to the only process that "
+      "had launched the id by then, {} to the process whose work fills their device, {} to the "
+      "latest launch before them — their operators are inferred, not recorded; rank each "
+      "process's own trace for certainty\n",
+      escape_for_terminal(path), shared.shared_id_work, shared.shared_id_work == 1 ? "" : "s",
+      by_first, shared.by_device_owner, shared.by_latest_launch);
+}
+
 json op_attribution_json(const timeline::OpAttribution& ops, const TraceSource& source) {
   json list = json::array();
   for (const auto& op : ops.ops) {
@@ -51,6 +64,10 @@ json op_attribution_json(const timeline::OpAttribution& ops, const TraceSource& 
           {"cpu_spans", ops.cpu_ops},
           {"launches", ops.launches},
           {"unattributed_gpu_events", ops.unattributed},
+          {"shared_correlation_ids",
+           {{"launched_work", ops.shared_ids.shared_id_work},
+            {"by_device_owner", ops.shared_ids.by_device_owner},
+            {"by_latest_launch", ops.shared_ids.by_latest_launch}}},
           {"unattributed_bucket", ops.by == timeline::AttributeBy::kOp
                                       ? std::string(timeline::kNoOperator)
                                       : std::string(timeline::kNoModule)},

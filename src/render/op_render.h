@@ -10,6 +10,10 @@
 
 namespace kprof::render {
 
+// The warning line where GPU work's operators are inferred because several processes launched
+// its correlation id and the trace does not say whose it is; "" otherwise.
+std::string shared_ids_warning(const std::string& path, const timeline::JoinReport& shared);
+
 nlohmann::json op_attribution_json(const timeline::OpAttribution& ops, const TraceSource& source);
 std::string op_attribution_text(const timeline::OpAttribution& ops, const TraceSource& source,
                                 size_t top, size_t name_width);

@@ -60,13 +60,17 @@ std::optional<std::int64_t> only_process_before(std::span<const std::size_t> can
 }  // namespace
 
 std::vector<std::size_t> join_launches(const std::vector<LaunchKey>& launches,
-                                       const std::vector<WorkKey>& work) {
-  return join_launches(launches, work.size(), [&](std::size_t i) { return work[i]; });
+                                       const std::vector<WorkKey>& work, JoinReport* report) {
+  return join_launches(
+      launches, work.size(), [&](std::size_t i) { return work[i]; }, report);
 }
 
 std::vector<std::size_t> join_launches(const std::vector<LaunchKey>& launches,
                                        std::size_t work_count,
-                                       const std::function<WorkKey(std::size_t)>& work_at) {
+                                       const std::function<WorkKey(std::size_t)>& work_at,
+                                       JoinReport* report) {
+  JoinReport unused;
+  JoinReport& said = report ? *report : unused;
   // Launch indexes by (correlation id, start): each id's candidates are one contiguous run.
   std::vector<std::size_t> order(launches.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -130,6 +134,7 @@ std::vector<std::size_t> join_launches(const std::vector<LaunchKey>& launches,
       ++votes[item.device][first_process];
       continue;
     }
+    ++said.shared_id_work;
     std::optional<std::int64_t> process = only_process_before(candidates, launches, item.start_us);
     if (!process) {
       ambiguous.push_back(w);
@@ -152,10 +157,12 @@ std::vector<std::size_t> join_launches(const std::vector<LaunchKey>& launches,
       std::vector<std::size_t> own = of_process(candidates, launches, it->second);
       if (!own.empty()) {
         joined[w] = nearest_before(own, launches, item.start_us);
+        ++said.by_device_owner;
         continue;
       }
     }
     joined[w] = nearest_before(candidates, launches, item.start_us);
+    ++said.by_latest_launch;
   }
   return joined;
 }

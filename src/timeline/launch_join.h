@@ -67,13 +67,25 @@ bool is_launch_call(std::string_view name);
 enum class LaunchKind : std::uint8_t { kKernel, kMemcpy, kMemset };
 LaunchKind launch_kind(std::string_view call_name);
 
+// What the join could not take from the trace itself: GPU work naming no process whose
+// correlation id several processes launched (ranks' traces merged into one file), each given to
+// a process by the rules above — the process owning its device, else the latest launch before
+// it. Said to the user: such an attribution is inferred, not recorded.
+struct JoinReport {
+  std::uint64_t shared_id_work = 0;    // work items whose id several processes launched
+  std::uint64_t by_device_owner = 0;   // of them, given to their device's process
+  std::uint64_t by_latest_launch = 0;  // of them, given to the latest launch before them
+};
+
 // For each work item, the index into `launches` of the call that enqueued it, or kNoLaunch.
 std::vector<std::size_t> join_launches(const std::vector<LaunchKey>& launches,
-                                       const std::vector<WorkKey>& work);
+                                       const std::vector<WorkKey>& work,
+                                       JoinReport* report = nullptr);
 // The same with each work item's key made when the join asks for it (work_at(i), i below
 // work_count), for a caller that holds millions of items in its own form.
 std::vector<std::size_t> join_launches(const std::vector<LaunchKey>& launches,
                                        std::size_t work_count,
-                                       const std::function<WorkKey(std::size_t)>& work_at);
+                                       const std::function<WorkKey(std::size_t)>& work_at,
+                                       JoinReport* report = nullptr);
 
 }  // namespace kprof::timeline

@@ -231,7 +231,8 @@ OpAttribution OpAttributionBuilder::finish() const {
                          work.first_start});
     work_items.push_back(&work);
   }
-  std::vector<std::size_t> joined = join_launches(launch_keys, work_keys);
+  JoinReport shared_ids;
+  std::vector<std::size_t> joined = join_launches(launch_keys, work_keys, &shared_ids);
   std::vector<const Work*> unclaimed;
   // With a capture: the work of each graph launch, attributed item by item below.
   std::map<WorkId, std::size_t> graph_launch_of;
@@ -262,6 +263,7 @@ OpAttribution OpAttributionBuilder::finish() const {
   none.kernels += uncorrelated_.count;
   none.total_us += uncorrelated_.total_us;
   result.unattributed = none.kernels;
+  result.shared_ids = shared_ids;
   if (none.kernels == 0) buckets.erase(no_bucket);
   for (auto& [name, stats] : buckets) {
     stats.name = name;

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "importers/common/trace_sink.h"
+#include "timeline/launch_join.h"
 
 namespace kprof::timeline {
 
@@ -100,6 +101,9 @@ struct OpAttribution {
   std::uint64_t launches = 0;         // runtime/driver calls with a correlation id
   std::uint64_t unattributed = 0;     // GPU activities in the no-operator bucket
   std::optional<ReplayMatch> replay;  // with use_graph_capture() only
+  // GPU work naming no process whose correlation id several processes launched: its operator is
+  // inferred (launch_join.h), and said so.
+  JoinReport shared_ids;
   // With keep_launched_kernels() only: every kernel's time by launching operator and step phase
   // (a graph replay's kernels by their captured launch's operator, given a capture).
   std::vector<LaunchedKernel> launched_kernels;
