@@ -262,6 +262,35 @@ TEST(NsysSqlite, WholeGraphReplaysCountAsOneActivityEach) {
   EXPECT_NEAR(replays->total_us, total_us, 1e-6);
 }
 
+// A minimal export (nsys-ai's synthetic files: times, ids, names and the launch configuration,
+// no resource columns) was refused ("no such column: k.registersPerThread"); it reads as the
+// full one does, without the registers and shared memory it does not record.
+TEST(NsysSqlite, AnExportWithoutTheKernelResourceColumnsIsRead) {
+  std::string copy = ::testing::TempDir() + "/minimal.sqlite";
+  {
+    std::ifstream in(data_path(kExport), std::ios::binary);
+    std::ofstream out(copy, std::ios::binary | std::ios::trunc);
+    out << in.rdbuf();
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(copy.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN registersPerThread;"
+                         "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN staticSharedMemory;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  static const analysis::StageTable stages = analysis::load_stage_table();
+  timeline::RankingBuilder minimal_builder(stages, true), full_builder(stages, true);
+  read_trace(copy, minimal_builder);
+  read_trace(data_path(kExport), full_builder);
+  timeline::Ranking minimal = minimal_builder.finish(), full = full_builder.finish();
+  ASSERT_EQ(minimal.kernels.size(), full.kernels.size());
+  EXPECT_EQ(minimal.kernel_events, full.kernel_events);
+  EXPECT_DOUBLE_EQ(minimal.gpu_time_us, full.gpu_time_us);
+}
+
 TEST(NsysSqlite, OtherDatabasesAndDamagedFilesAreRejected) {
   std::string other = ::testing::TempDir() + "/other.sqlite";
   std::remove(other.c_str());

@@ -211,17 +211,23 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
   // demangled here when the export has one (and a name that arrives mangled anyway is too).
   const bool has_mangled = has_column(kernel_table, "mangledName");
   std::string demangled_storage;
-  each(fmt::format(
-           "SELECT k.start, k.end, k.deviceId, k.streamId, k.correlationId, "
-           "COALESCE(d.value, s.value, ''), k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY, "
-           "k.blockZ, k.registersPerThread, k.staticSharedMemory + k.dynamicSharedMemory, {}, "
-           "{}, {}, {} FROM {} k LEFT JOIN StringIds d ON d.id = "
-           "k.demangledName LEFT JOIN StringIds s ON s.id = k.shortName{} ORDER BY k.start",
-           has_mangled ? "m.value" : "NULL",
-           has_column(kernel_table, "globalPid") ? "k.globalPid" : "NULL",
-           has_column(kernel_table, "graphId") ? "k.graphId" : "NULL",
-           has_column(kernel_table, "graphNodeId") ? "k.graphNodeId" : "NULL", kernel_table,
-           has_mangled ? " LEFT JOIN StringIds m ON m.id = k.mangledName" : ""),
+  each(fmt::format("SELECT k.start, k.end, k.deviceId, k.streamId, k.correlationId, "
+                   "COALESCE(d.value, s.value, ''), k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY, "
+                   "k.blockZ, {}, {}, {}, "
+                   "{}, {}, {} FROM {} k LEFT JOIN StringIds d ON d.id = "
+                   "k.demangledName LEFT JOIN StringIds s ON s.id = k.shortName{} ORDER BY k.start",
+                   // A minimal export (nsys-ai's synthetic files keep only times, ids, names and
+                   // the launch configuration) lacks the resource columns: read as not recorded.
+                   has_column(kernel_table, "registersPerThread") ? "k.registersPerThread" : "NULL",
+                   has_column(kernel_table, "staticSharedMemory") &&
+                           has_column(kernel_table, "dynamicSharedMemory")
+                       ? "k.staticSharedMemory + k.dynamicSharedMemory"
+                       : "NULL",
+                   has_mangled ? "m.value" : "NULL",
+                   has_column(kernel_table, "globalPid") ? "k.globalPid" : "NULL",
+                   has_column(kernel_table, "graphId") ? "k.graphId" : "NULL",
+                   has_column(kernel_table, "graphNodeId") ? "k.graphNodeId" : "NULL", kernel_table,
+                   has_mangled ? " LEFT JOIN StringIds m ON m.id = k.mangledName" : ""),
        [&](sqlite::Statement& row) {
          TraceEvent event;
          event.category = "kernel";
