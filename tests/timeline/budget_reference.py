@@ -5,7 +5,8 @@ C++ (src/timeline/step_budget.cpp) and compared with `kprof budget --json` on re
 For each step (a CPU annotation whose name matches the step pattern), its work is every kernel,
 memcpy and memset whose launch call (cuda_runtime/cuda_driver event with the same correlation id,
 in the annotation's own process) started inside it, or after it and before the process's next step
-(work launched between steps is the step's it follows). A step's wall span starts at its annotation's
+(work launched between steps is the step's it follows; a process's last step takes what is
+launched after it for as long as the longest such stretch between its earlier steps). A step's wall span starts at its annotation's
 start, or at the end of its process's previous step (the later of that annotation's end and its
 last GPU work) when later, and ends at the later of its annotation's end and the device's last
 work. Per device, that work in start order from the wall start (or its own first start, if
@@ -106,10 +107,19 @@ def budget(path, step):
             merged.append([w.start, w.end])
     starts_of = {d: [iv[0] for iv in m] for d, m in busy_of.items()}
     ends_of = {d: [iv[1] for iv in m] for d, m in busy_of.items()}
+    # Per process, the longest stretch from a step's end to its next step's start: how long after
+    # its range the last step, which has no next, still takes what is launched.
+    longest_between = {}
+    for index, (name, start, end, pid) in enumerate(steps):
+        following = next((s[1] for s in steps[index + 1:] if s[3] == pid), None)
+        if following is not None:
+            longest_between[pid] = max(longest_between.get(pid, 0.0), following - end)
     for index, (name, start, end, pid) in enumerate(steps):
         # Work launched after the annotation closed and before the process's next step opened
         # is the step's too.
         until = next((s[1] for s in steps[index + 1:] if s[3] == pid), None)
+        if until is None and longest_between.get(pid, 0.0) > 0:
+            until = end + longest_between[pid]
         per_device = collections.defaultdict(list)
         for w in work:
             launch = launches.get(w.correlation)
