@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/child_process.h"
+#include "common/json_table.h"
 #include "common/text.h"
 
 namespace kprof::k8s {
@@ -163,11 +164,12 @@ KubectlResult Kubectl::check(std::vector<std::string> args,
 
 nlohmann::json Kubectl::get_json(std::vector<std::string> args) const {
   KubectlResult result = check(std::move(args));
-  try {
-    return nlohmann::json::parse(result.out);
-  } catch (const nlohmann::json::exception& error) {
-    throw KubectlError("other", fmt::format("kubectl printed no JSON: {}", error.what()));
+  nlohmann::json document = parse_json_or_discarded(result.out);
+  if (document.is_discarded()) {
+    throw KubectlError("other",
+                       fmt::format("`{}` printed no JSON kprof can read", shown_call(result.argv)));
   }
+  return document;
 }
 
 KubectlVersions parse_versions(const nlohmann::json& version_json) {

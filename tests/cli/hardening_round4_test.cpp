@@ -1,0 +1,119 @@
+// Issue 39 (hardening, round 4): each broken case of the pass outside the MCP server, as a user
+// meets it through the kprof binary (and the library where the binary cannot show it). One test
+// per problem, named by what must hold; the problem numbers are the issue's.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/json_table.h"
+#include "common/redact.h"
+#include "common/text.h"
+#include "render/envelope.h"
+#include "support/run_process.h"
+#include "support/scratch_dir.h"
+#include "support/test_data.h"
+#include "timeline/fix_list.h"
+
+namespace kprof {
+namespace {
+
+using testing::data_path;
+using testing::run_process;
+
+testing::ProcessResult kprof(std::vector<std::string> args) {
+  args.insert(args.begin(), KPROF_BINARY);
+  return run_process(args);
+}
+
+std::string write_scratch(const std::string& name, const std::string& bytes) {
+  std::string path = testing::scratch_dir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// The one line kprof printed on stderr: exactly one line, "kprof: PATH: …".
+void expect_one_line_naming(const testing::ProcessResult& result, const std::string& path) {
+  ASSERT_FALSE(result.err.empty());
+  EXPECT_EQ(result.err.find('\n'), result.err.size() - 1) << result.err;
+  EXPECT_EQ(result.err.rfind("kprof: " + path + ": ", 0), 0u) << result.err;
+  EXPECT_TRUE(result.out.empty()) << result.out;
+}
+
+// Problem 5: 200,000 nested arrays (400 KB) crashed every table option with SIGSEGV.
+TEST(HardeningRound4, JsonNestingDepthIsBounded) {
+  const std::string deep =
+      write_scratch("deep.json", std::string(200000, '[') + std::string(200000, ']'));
+  const std::string report = data_path("h200/two_kernels_full.ncu-rep.zst");
+  for (const char* option : {"--gpus", "--stages", "--expectations"}) {
+    auto result = kprof({"analyze", option, deep, report});
+    EXPECT_EQ(result.exit_code, 4) << option << ": " << result.err;
+    expect_one_line_naming(result, deep);
+    EXPECT_TRUE(contains(result.err, "byte 129: arrays and objects nested deeper than 128"))
+        << result.err;
+  }
+  // A string's brackets are no nesting, and the bound is exact.
+  const std::string at_bound =
+      std::string(kMaxJsonDepth, '[') + "\"[[[{{{\"" + std::string(kMaxJsonDepth, ']');
+  EXPECT_EQ(json_too_deep_at(at_bound), std::nullopt);
+  EXPECT_FALSE(parse_json_or_discarded(at_bound).is_discarded());
+  EXPECT_EQ(json_too_deep_at("[" + at_bound + "]"), 1u + kMaxJsonDepth);
+  EXPECT_TRUE(parse_json_or_discarded("[" + at_bound + "]").is_discarded());
+  // The MCP server's messages and a prediction file go through the same bound.
+  auto mcp = testing::run_process_with_input(
+      {KPROF_BINARY, "mcp", "--root", testing::scratch_dir()},
+      "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\", \"params\": " +
+          std::string(100000, '[') + std::string(100000, ']') + "}\n" +
+          "{\"jsonrpc\": \"2.0\", \"id\": 2, \"method\": \"ping\"}\n");
+  EXPECT_EQ(mcp.exit_code, 0) << mcp.err;
+  EXPECT_TRUE(contains(mcp.out, "\"code\":-32700")) << mcp.out;
+  EXPECT_TRUE(contains(mcp.out, "\"id\":2")) << mcp.out;
+  auto predicted = kprof({"diff", "--predicted", deep, data_path("h200/pvr_eager_before.json.gz"),
+                          data_path("h200/pvr_eager_after.json.gz")});
+  EXPECT_EQ(predicted.exit_code, 4) << predicted.err;
+  expect_one_line_naming(predicted, deep);
+}
+
+// Problem 16: a number beyond double's range in a user table was exit 1, "internal error".
+TEST(HardeningRound4, OutOfRangeNumbersInUserJsonAreInputErrors) {
+  const std::string report = data_path("h200/two_kernels_full.ncu-rep.zst");
+  const std::string digits(400, '7');
+  struct Case {
+    const char* option;
+    std::string text;
+  };
+  for (const Case& c : {Case{"--gpus", "{\"gpus\": [{\"name\": \"X\", \"sm_count\": 1e400}]}"},
+                        Case{"--stages", "{\"rules\": [" + digits + "]}"},
+                        Case{"--expectations", "{\"expectations\": -1e400}"}}) {
+    const std::string path = write_scratch("huge.json", c.text);
+    auto result = kprof({"analyze", c.option, path, report});
+    EXPECT_EQ(result.exit_code, 4) << c.option << ": " << result.err;
+    expect_one_line_naming(result, path);
+    EXPECT_TRUE(contains(result.err, ": byte ")) << result.err;
+    EXPECT_TRUE(contains(result.err, "a number out of double's range")) << result.err;
+    EXPECT_FALSE(contains(result.err, "internal error")) << result.err;
+  }
+  try {
+    parse_json_table("t.json", "{\"a\": [1, 2, 1e400]}");
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& error) {
+    EXPECT_EQ(error.position().kind, InputPosition::Kind::kByte);
+    EXPECT_EQ(error.message(), "not JSON kprof can read: a number out of double's range (1e400)");
+  }
+}
+
+}  // namespace
+}  // namespace kprof
