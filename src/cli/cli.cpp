@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <string_view>
@@ -97,6 +99,42 @@ void one_value_per_option(CLI::App& app) {
   }
 }
 
+// The seconds an option without a range of its own may take (every such FLOAT option is a time:
+// a timeout, a delay, a window): 115 days, far below where a std::chrono conversion overflows.
+constexpr double kMaxOptionSeconds = 1e7;
+
+// Every number an option takes is finite and in range, checked here once for every FLOAT option
+// of every command: CLI::Range and CLI::NonNegativeNumber let NaN through (each comparison with
+// it is false), so `diff --threshold nan` passed every regression, and an option without a range
+// took nan, inf or -5 seconds. A value must read as a finite double; an option without a range
+// ("FLOAT", "FLOAT:NONNEGATIVE") must lie in [0, kMaxOptionSeconds]. The check has no
+// description, so --help shows each option as before.
+void numbers_finite_and_in_range(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    const std::string type = option->get_type_name();
+    if (type.rfind("FLOAT", 0) != 0) continue;
+    const bool ranged = type.find(" in [") != std::string::npos;
+    option->check(CLI::Validator(
+        [ranged](std::string& text) -> std::string {
+          const char* begin = text.c_str();
+          char* end = nullptr;
+          const double value = std::strtod(begin, &end);
+          if (end == begin || *end != '\0') return "";  // not a number: CLI11's own error
+          if (!std::isfinite(value)) {                  // nan, inf, 1e400
+            return fmt::format("{} is not a finite number", text);
+          }
+          if (!ranged && (value < 0 || value > kMaxOptionSeconds)) {
+            return fmt::format("{} is not between 0 and {:g} seconds", text, kMaxOptionSeconds);
+          }
+          return "";
+        },
+        ""));
+  }
+  for (CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) {
+    numbers_finite_and_in_range(*command);
+  }
+}
+
 // Each command kprof --help lists ends its --help — and so its section of the man page and the
 // options block of its page in docs/ (kprof docs-options) — with where its reference is.
 void name_reference_pages(CLI::App& app) {
@@ -122,6 +160,7 @@ int run_cli(int argc, char** argv) {
   Runner runner;
   for (DefineCommand define : kCommands) define(app, runner);
   one_value_per_option(app);
+  numbers_finite_and_in_range(app);
   name_reference_pages(app);
 
   Output output;

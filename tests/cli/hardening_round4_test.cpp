@@ -115,5 +115,40 @@ TEST(HardeningRound4, OutOfRangeNumbersInUserJsonAreInputErrors) {
   }
 }
 
+// Problem 11: CLI::Range lets NaN through, so `diff --threshold nan` passed regressions (exit 0,
+// not 6); options without a range took nan, inf and negative seconds.
+TEST(HardeningRound4, NumericOptionsAreFiniteAndInRange) {
+  const std::string before = data_path("h200/diff_suite_basic_base_a.ncu-rep.zst");
+  const std::string after = data_path("h200/diff_suite_basic_slow_fp32.ncu-rep.zst");
+  ASSERT_EQ(kprof({"diff", before, after}).exit_code, 6);  // a real regression
+  const std::vector<std::vector<std::string>> refused = {
+      {"diff", "--threshold", "nan", before, after},
+      {"diff", "--threshold", "NaN", before, after},
+      {"diff", "--noise-factor", "-nan", before, after},
+      {"diff", "--min-coverage", "1e400", before, after},
+      {"diff", "--alpha", "nan", before, after},
+      {"diff", "--single-sample-floor", "inf", before, after},
+      {"analyze", "--compute-threshold", "nan", before},
+      {"analyze", "--memory-threshold", "nan", before},
+      {"budget", "--host-bound-below", "nan", data_path("h200/budget_eager_b1.json.gz")},
+      {"budget", "--kernel-bound-from", "nan", data_path("h200/budget_eager_b1.json.gz")},
+      {"trace", "--delay", "inf", "--", "true"},
+      {"trace", "--timeout", "-5", "--", "true"},
+      {"capture", "--timeout", "nan", "--", "true"},
+      {"capture", "--ready-timeout", "1e300", "--", "true"},
+      {"load", "--wait-ready", "nan", "http://127.0.0.1:9"},
+  };
+  for (const std::vector<std::string>& args : refused) {
+    auto result = kprof(args);
+    EXPECT_EQ(result.exit_code, 2)
+        << args[0] << " " << args[1] << " " << args[2] << ": " << result.err;
+    EXPECT_TRUE(contains(result.err, "kprof: " + args[1] + ": ")) << result.err;
+    EXPECT_TRUE(result.out.empty()) << result.out;
+  }
+  // Finite values in range still parse as before.
+  EXPECT_EQ(kprof({"diff", "--threshold", "5.5", "--alpha", "1e-3", before, after}).exit_code, 6);
+  EXPECT_EQ(kprof({"diff", "--threshold", "1000", before, after}).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace kprof
