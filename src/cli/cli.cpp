@@ -12,7 +12,6 @@
 
 #include "cli/command.h"
 #include "common/build_info.h"
-#include "common/redact.h"
 #include "common/utf8.h"
 
 namespace kprof::cli {
@@ -67,21 +66,20 @@ constexpr const char* kDescription =
     "            full, permission denied, read-only file system), 12 some requests failed (load),\n"
     "            13 diff: the kernels compared cover too little of a side's GPU time.";
 
-// Every output passes the one redaction (common/redact.h): a command line, an environment or a
-// log quoted anywhere carries no key.
+// Printed as the command composed it: secrets were redacted where they entered (command lines,
+// environments, URLs, logs; common/redact.h), never by a pattern over the finished JSON, CSV or
+// text, which corrupted kernel names (`sort_key::kernel<int>`) and broke JSON.
 int print_and_exit(const Output& output, ExitCode code) {
-  const std::string out = redact_secrets(output.stdout_text);
-  const std::string err = redact_secrets(output.stderr_text);
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  std::fwrite(output.stdout_text.data(), 1, output.stdout_text.size(), stdout);
   std::fflush(stdout);
-  std::fwrite(err.data(), 1, err.size(), stderr);
+  std::fwrite(output.stderr_text.data(), 1, output.stderr_text.size(), stderr);
   return static_cast<int>(code);
 }
 
 int fail(ExitCode code, const std::string& message) {
   // Messages quote names and values from inputs: shown literally (line breaks kept, as some
   // messages list several lines on purpose; the sources escape the names in those lists).
-  std::fprintf(stderr, "kprof: %s\n", redact_secrets(escape_for_terminal(message, true)).c_str());
+  std::fprintf(stderr, "kprof: %s\n", escape_for_terminal(message, true).c_str());
   return static_cast<int>(code);
 }
 

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/redact.h"
+#include "common/text.h"
 #include "model/kernel_names.h"
 
 namespace kprof::render {
@@ -143,7 +145,7 @@ std::string annotated_trace_json(const AnnotatedTraceInput& input, AnnotatedTrac
         {{"schema", "kprof.annotated-trace/1"},
          {"trace", input.trace_path},
          {"reports", input.report_paths},
-         {"argv", input.argv},
+         {"argv", redact_secrets(input.argv)},  // where a key may enter (common/redact.h)
          {"step_selector", budget.step_selector},
          {"note",
           "slices: the trace's GPU activities (pid = device, tid = stream) with "

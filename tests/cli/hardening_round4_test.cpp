@@ -150,5 +150,47 @@ TEST(HardeningRound4, NumericOptionsAreFiniteAndInRange) {
   EXPECT_EQ(kprof({"diff", "--threshold", "1000", before, after}).exit_code, 0);
 }
 
+std::string kernel_event(const std::string& name, int ts, int correlation) {
+  return "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": " + nlohmann::json(name).dump() +
+         ", \"pid\": 0, \"tid\": 7, \"ts\": " + std::to_string(ts) +
+         ", \"dur\": 10, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": " +
+         std::to_string(correlation) + "}}";
+}
+
+// Problem 10: the redactor ran over the whole of stdout, so a kernel named `token='abc` made
+// `rank --json` invalid JSON (exit 0) and `void sort_key::kernel<int>(int*)` printed as
+// `sort_key:***>`. Kernel names are data: printed intact, the JSON valid; the command line in the
+// envelope (where a key enters) is still redacted.
+TEST(HardeningRound4, RedactionNeverCorruptsOutput) {
+  const std::vector<std::string> names = {"token='abc", "void sort_key::kernel<int>(int*)",
+                                          "api_key: \"x\", Bearer y"};
+  std::string events;
+  for (size_t i = 0; i < names.size(); ++i) {
+    events += (i ? ",\n" : "") +
+              kernel_event(names[i], 100 + 20 * static_cast<int>(i), static_cast<int>(i) + 1);
+  }
+  const std::string trace = write_scratch("named.json", "{\"traceEvents\": [" + events + "]}");
+  auto ranked = kprof({"rank", "--json", "--raw-names", trace});
+  ASSERT_EQ(ranked.exit_code, 0) << ranked.err;
+  nlohmann::json document = nlohmann::json::parse(ranked.out, nullptr, false);
+  ASSERT_FALSE(document.is_discarded()) << ranked.out;
+  std::vector<std::string> shown;
+  for (const auto& kernel : document["kernels"]) shown.push_back(kernel["name"]);
+  for (const std::string& name : names) {
+    EXPECT_NE(std::find(shown.begin(), shown.end(), name), shown.end()) << name << "\n"
+                                                                        << ranked.out;
+  }
+  // kprof's own command line is where a key enters a JSON document: its envelope's argv.
+  EXPECT_EQ(render::tool_json({"kprof", "capture", "--", "srv", "--api-key", "sk-1"})["argv"],
+            nlohmann::json({"kprof", "capture", "--", "srv", "--api-key", "***"}));
+  auto text = kprof({"rank", "--raw-names", trace});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_TRUE(contains(text.out, "void sort_key::kernel<int>(int*)")) << text.out;
+  EXPECT_TRUE(contains(text.out, "token='abc")) << text.out;
+  // The rule itself: a C++ scope is no "key: value".
+  EXPECT_EQ(redact_secrets("void sort_key::kernel<int>(int*)"), "void sort_key::kernel<int>(int*)");
+  EXPECT_EQ(redact_secrets("api_key: sk-1"), "api_key: ***");
+}
+
 }  // namespace
 }  // namespace kprof
