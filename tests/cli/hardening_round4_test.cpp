@@ -192,5 +192,81 @@ TEST(HardeningRound4, RedactionNeverCorruptsOutput) {
   EXPECT_EQ(redact_secrets("api_key: sk-1"), "api_key: ***");
 }
 
+const std::string kPvrTrace = "h200/pvr_graph_before.json.gz";
+const std::string kPvrReport = "h200/pvr_before_full.ncu-rep.zst";
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Problem 9: --annotate/--html overwrote the --gpus calibration, the --stages and --expectations
+// tables and the capture inside a bundle folder; `--html X --annotate X` lost one.
+TEST(HardeningRound4, NoOutputIsAnInputOrAnotherOutput) {
+  const std::string folder = testing::scratch_dir() + "/outputs";
+  std::filesystem::remove_all(folder);
+  std::filesystem::create_directories(folder + "/bundle");
+  const std::string gpus = folder + "/gpus.json";
+  std::filesystem::copy_file(data_path("h200/h200_calibration.json"), gpus);
+  const std::string capture = folder + "/bundle/capture.ncu-rep.zst";
+  std::filesystem::copy_file(data_path(kPvrReport), capture);
+  const std::string gpus_before = read_text(gpus);
+  const std::string trace = data_path(kPvrTrace);
+  const std::vector<std::vector<std::string>> refused = {
+      {"report", "--trace", trace, capture, "--gpus", gpus, "--html", gpus},
+      {"report", "--trace", trace, capture, "--gpus", gpus, "--annotate", gpus},
+      // Another spelling of the same file, and the capture a bundle folder stands for.
+      {"report", "--trace", trace, folder + "/bundle", "--annotate", folder + "/./gpus.json",
+       "--gpus", gpus},
+      {"report", "--trace", trace, folder + "/bundle", "--annotate", capture},
+      {"analyze", folder + "/bundle", "--html", capture},
+      {"report", "--trace", trace, capture, "--stages", gpus, "--html", gpus},
+      {"report", "--trace", trace, capture, "--expectations", gpus, "--annotate", gpus},
+      // Two outputs in one file, the file not there yet: compared by path.
+      {"report", "--trace", trace, capture, "--html", folder + "/x", "--annotate",
+       folder + "/../outputs/x"},
+  };
+  for (const std::vector<std::string>& args : refused) {
+    auto result = kprof(args);
+    EXPECT_EQ(result.exit_code, 2) << args.back() << ": " << result.err;
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+    EXPECT_TRUE(result.out.empty());
+  }
+  EXPECT_EQ(read_text(gpus), gpus_before);
+  EXPECT_EQ(read_text(capture), read_text(data_path(kPvrReport)));
+  EXPECT_FALSE(std::filesystem::exists(folder + "/x"));
+  // Distinct outputs still work.
+  auto both = kprof({"report", "--trace", trace, capture, "--html", folder + "/page.html",
+                     "--annotate", folder + "/annotated.json"});
+  EXPECT_EQ(both.exit_code, 0) << both.err;
+  EXPECT_TRUE(std::filesystem::exists(folder + "/page.html"));
+  EXPECT_TRUE(std::filesystem::exists(folder + "/annotated.json"));
+}
+
+// Problem 21: `--annotate -` wrote a file named "-"; like `--html -` it prints to standard output.
+TEST(HardeningRound4, AnnotateDashWritesToStandardOutput) {
+  const std::string folder = testing::scratch_dir() + "/annotate_dash";
+  std::filesystem::remove_all(folder);
+  std::filesystem::create_directories(folder);
+  const std::filesystem::path was = std::filesystem::current_path();
+  std::filesystem::current_path(folder);
+  auto result =
+      kprof({"report", "--trace", data_path(kPvrTrace), data_path(kPvrReport), "--annotate", "-"});
+  auto with_json = kprof({"report", "--trace", data_path(kPvrTrace), data_path(kPvrReport),
+                          "--annotate", "-", "--json"});
+  auto with_html = kprof({"report", "--trace", data_path(kPvrTrace), data_path(kPvrReport),
+                          "--annotate", "-", "--html", "-"});
+  std::filesystem::current_path(was);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(folder + "/-"));
+  nlohmann::json annotated = nlohmann::json::parse(result.out, nullptr, false);
+  ASSERT_FALSE(annotated.is_discarded()) << result.out.substr(0, 300);
+  EXPECT_EQ(annotated["otherData"]["kprof"]["schema"], "kprof.annotated-trace/1");
+  EXPECT_FALSE(contains(result.err, "wrote")) << result.err;
+  EXPECT_EQ(with_json.exit_code, 2) << with_json.err;
+  EXPECT_EQ(with_html.exit_code, 2) << with_html.err;
+  EXPECT_TRUE(contains(with_html.err, "--annotate -")) << with_html.err;
+}
+
 }  // namespace
 }  // namespace kprof
