@@ -64,11 +64,8 @@ json group_args(const timeline::FixGroup& group, std::size_t rank) {
   args["replay_fidelity"] = number_or_null(group.replay_fidelity);
   args["capture"] = group.capture;
   if (!group.hot_spots_argv.empty()) {
-    std::string command;
-    for (const std::string& word : group.hot_spots_argv) {
-      command += (command.empty() ? "" : " ") + word;
-    }
-    args["hot_spots"] = command;
+    // Pasted into a shell by a person: quoted as every command kprof prints (common/text.h).
+    args["hot_spots"] = quoted_command(group.hot_spots_argv);
   }
   return args;
 }

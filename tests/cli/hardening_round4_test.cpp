@@ -268,5 +268,35 @@ TEST(HardeningRound4, AnnotateDashWritesToStandardOutput) {
   EXPECT_TRUE(contains(with_html.err, "--annotate -")) << with_html.err;
 }
 
+// Problems 3 and 17: the annotated trace's `kprof source …` command was unquoted (a kernel name
+// with backquotes ran a command when pasted) and unanchored (reduce_kernel selected
+// splitKreduce_kernel first). One quoting function, and ^NAME$.
+TEST(HardeningRound4, SuggestedSourceCommandsAreQuotedAndAnchored) {
+  EXPECT_EQ(timeline::hot_spots_argv("r.ncu-rep", "reduce_kernel"),
+            (std::vector<std::string>{"kprof", "source", "r.ncu-rep", "-k", "^reduce_kernel$"}));
+  EXPECT_EQ(timeline::hot_spots_argv("r.ncu-rep", "void reduce_kernel<float>(float*)")[4],
+            "(^|[ :])reduce_kernel([<(]|$)");
+  const std::vector<std::string> argv =
+      timeline::hot_spots_argv("my run.ncu-rep", "k`touch /tmp/pwned`$(id)");
+  EXPECT_EQ(quoted_command(argv),
+            "kprof source 'my run.ncu-rep' -k '^k`touch /tmp/pwned`\\$\\(id\\)$'");
+  EXPECT_EQ(quoted_command({"a'b", "^x", "ok/x.ncu-rep"}), "'a'\\''b' '^x' ok/x.ncu-rep");
+  // The annotated trace's hot_spots is that quoted command.
+  const std::string out = testing::scratch_dir() + "/quoted_annotated.json";
+  auto result =
+      kprof({"report", "--trace", data_path(kPvrTrace), data_path(kPvrReport), "--annotate", out});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  nlohmann::json annotated = nlohmann::json::parse(read_text(out));
+  size_t checked = 0;
+  for (const auto& event : annotated["traceEvents"]) {
+    if (!event.contains("args") || !event["args"].contains("hot_spots")) continue;
+    const std::string command = event["args"]["hot_spots"];
+    EXPECT_EQ(command.rfind("kprof source " + data_path(kPvrReport) + " -k '^", 0), 0u) << command;
+    EXPECT_EQ(command.back(), '\'') << command;
+    ++checked;
+  }
+  EXPECT_GT(checked, 0u);
+}
+
 }  // namespace
 }  // namespace kprof
