@@ -116,7 +116,9 @@ static model::Report exported_by_ncu(const model::Report& partial,
                      "--fallback-ncu needs the report as a file: ncu cannot read stdin");
   }
   ChildRequest request;
-  request.argv = {ncu.path, "--import", path, "--csv", "--page", "raw"};
+  // A relative path that starts with '-' would be read by ncu as an option: "./-x.ncu-rep".
+  const std::string import_path = path.rfind('-', 0) == 0 ? "./" + path : path;
+  request.argv = {ncu.path, "--import", import_path, "--csv", "--page", "raw"};
   request.timeout = std::chrono::minutes(30);
   ChildResult result = run_child(request);
   if (!result.started || result.exit_code != 0 || result.out.empty()) {
