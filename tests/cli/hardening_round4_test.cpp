@@ -298,5 +298,40 @@ TEST(HardeningRound4, SuggestedSourceCommandsAreQuotedAndAnchored) {
   EXPECT_GT(checked, 0u);
 }
 
+// Problem 12: a fix list scored against another program's traces read "882 % of the prediction
+// realised" (exit 0) and --outcomes-db stored it.
+TEST(HardeningRound4, APredictionFromAnotherTraceIsRefusedAndNotStored) {
+  const std::string folder = testing::scratch_dir() + "/prediction";
+  std::filesystem::remove_all(folder);
+  std::filesystem::create_directories(folder);
+  auto fixes = kprof({"report", "--json", "--trace", data_path(kPvrTrace), data_path(kPvrReport),
+                      "--gpus", data_path("h200/h200_calibration.json")});
+  ASSERT_EQ(fixes.exit_code, 0) << fixes.err;
+  const std::string predicted = write_scratch("prediction/fixes.json", fixes.out);
+  const std::string db = folder + "/outcomes.db";
+  // Its own traces: scored and stored.
+  auto own = kprof({"diff", data_path(kPvrTrace), data_path("h200/pvr_graph_after.json.gz"),
+                    "--predicted", predicted, "--outcomes-db", db});
+  ASSERT_EQ(own.exit_code, 0) << own.err;
+  EXPECT_TRUE(contains(own.err, "stored")) << own.err;
+  auto listed = kprof({"db", "--db", db, "predictions", "--json"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  // Traces of another program: none of its groups ran there.
+  const std::string other = data_path("h200/trace_compiled_decode.json.gz");
+  auto mismatched =
+      kprof({"diff", other, other, "--predicted", predicted, "--outcomes-db", db, "--json"});
+  EXPECT_EQ(mismatched.exit_code, 5) << mismatched.err;
+  EXPECT_TRUE(mismatched.out.empty()) << mismatched.out;
+  EXPECT_TRUE(contains(mismatched.err, "a prediction applies to the trace it was made from"))
+      << mismatched.err;
+  auto listed_after = kprof({"db", "--db", db, "predictions", "--json"});
+  ASSERT_EQ(listed_after.exit_code, 0) << listed_after.err;
+  nlohmann::json rows_before = nlohmann::json::parse(listed.out);
+  nlohmann::json rows_after = nlohmann::json::parse(listed_after.out);
+  rows_before.erase("tool");
+  rows_after.erase("tool");
+  EXPECT_EQ(rows_after, rows_before);
+}
+
 }  // namespace
 }  // namespace kprof
