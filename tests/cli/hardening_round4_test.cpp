@@ -333,5 +333,83 @@ TEST(HardeningRound4, APredictionFromAnotherTraceIsRefusedAndNotStored) {
   EXPECT_EQ(rows_after, rows_before);
 }
 
+// Runs SQL on a database file (the test's own copy).
+void sql(const std::string& path, const std::string& statement) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* error = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, statement.c_str(), nullptr, nullptr, &error), SQLITE_OK)
+      << (error ? error : "");
+  sqlite3_free(error);
+  sqlite3_close(db);
+}
+
+std::string copy_of(const std::string& data, const std::string& name) {
+  const std::string path = testing::scratch_dir() + "/" + name;
+  std::filesystem::copy_file(data_path(data), path,
+                             std::filesystem::copy_options::overwrite_existing);
+  return path;
+}
+
+// Problem 13: a text `start` was read as 0 (54 s of GPU time instead of 273 ms), 1e300
+// saturated to a 292-year span. Each is refused, naming the table, the row and the column.
+TEST(HardeningRound4, NsysColumnsOfTheWrongTypeAreRefusedByPlace) {
+  struct Case {
+    const char* set;
+    const char* column;
+    const char* found;
+  };
+  for (const Case& c :
+       {Case{"start = 'abc'", "start", "text"}, Case{"end = 1e300", "end", "a real number"},
+        Case{"deviceId = x'00'", "deviceId", "a blob"}}) {
+    const std::string path = copy_of("h200/nsys_decode_steps.sqlite", "typed.sqlite");
+    sql(path, std::string("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET ") + c.set +
+                  " WHERE start = (SELECT min(start) FROM CUPTI_ACTIVITY_KIND_KERNEL)");
+    auto result = kprof({"rank", path});
+    EXPECT_EQ(result.exit_code, 4) << c.set << ": " << result.err;
+    expect_one_line_naming(result, path);
+    EXPECT_TRUE(contains(result.err, "table CUPTI_ACTIVITY_KIND_KERNEL, row ")) << result.err;
+    EXPECT_TRUE(contains(result.err, " (by start time), column " + std::string(c.column) + ": " +
+                                         c.found + " where nsys writes an integer"))
+        << result.err;
+  }
+  ASSERT_EQ(kprof({"rank", data_path("h200/nsys_decode_steps.sqlite")}).exit_code, 0);
+}
+
+// Problem 14: reads of SQLite inputs wrote: -wal/-shm files beside a WAL-mode export or the
+// findings database after a query, "cannot write" (exit 11) in a folder the reader cannot write.
+TEST(HardeningRound4, SqliteInputsAreReadWithoutWriting) {
+  const std::string folder = testing::scratch_dir() + "/readonly_sqlite";
+  std::filesystem::remove_all(folder);
+  std::filesystem::create_directories(folder);
+  const std::string export_path =
+      copy_of("h200/nsys_decode_steps.sqlite", "readonly_sqlite/wal.sqlite");
+  sql(export_path, "PRAGMA journal_mode=WAL");
+  const std::string db = folder + "/findings.db";
+  auto imported =
+      kprof({"db", "--db", db, "import", data_path("h200/two_kernels_full.ncu-rep.zst")});
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  auto expect_nothing_beside = [&](const char* when) {
+    for (const std::string& file : {export_path, db}) {
+      for (const char* suffix : {"-wal", "-shm", "-journal"}) {
+        EXPECT_FALSE(std::filesystem::exists(file + suffix)) << when << ": " << file << suffix;
+      }
+    }
+  };
+  expect_nothing_beside("before");
+  EXPECT_EQ(kprof({"rank", export_path}).exit_code, 0);
+  EXPECT_EQ(kprof({"db", "--db", db, "query", "history", "-k", "."}).exit_code, 0);
+  expect_nothing_beside("after reading");
+  // In a folder the reader cannot write (not testable as root, who writes anywhere).
+  if (geteuid() == 0) return;
+  std::filesystem::permissions(
+      folder, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+  auto ranked = kprof({"rank", export_path});
+  auto queried = kprof({"db", "--db", db, "query", "history", "-k", "."});
+  std::filesystem::permissions(folder, std::filesystem::perms::owner_all);
+  EXPECT_EQ(ranked.exit_code, 0) << ranked.err;
+  EXPECT_EQ(queried.exit_code, 0) << queried.err;
+}
+
 }  // namespace
 }  // namespace kprof
