@@ -411,5 +411,49 @@ TEST(HardeningRound4, SqliteInputsAreReadWithoutWriting) {
   EXPECT_EQ(queried.exit_code, 0) << queried.err;
 }
 
+// A stand-in nvdisasm: a shell script in the scratch folder.
+std::string fake_nvdisasm(const std::string& name, const std::string& body) {
+  const std::string path = write_scratch(name, "#!/bin/sh\n" + body);
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  return path;
+}
+
+// Problem 7: Ctrl-C and SIGTERM stopped only the running nvdisasm; the next kernel's started, and
+// with one kernel kprof exited 0. Interrupted is exit 8, at once, with nothing printed.
+TEST(HardeningRound4, SourceStopsAtOnceWhenInterrupted) {
+  const std::string slow = fake_nvdisasm("slow_nvdisasm", "sleep 30\n");
+  for (int signal : {SIGINT, SIGTERM}) {
+    const auto started = std::chrono::steady_clock::now();
+    auto result = testing::run_process_signalled(
+        {KPROF_BINARY, "source", data_path("h200/two_kernels_full.ncu-rep.zst"), "-k", ".",
+         "--nvdisasm", slow},
+        [&] { return std::chrono::steady_clock::now() - started > std::chrono::seconds(2); },
+        signal, 25);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    EXPECT_EQ(result.exit_code, 8) << signal << ": " << result.err;
+    EXPECT_LT(seconds, 10) << "one signal must stop every kernel's nvdisasm";
+    EXPECT_TRUE(result.out.empty()) << result.out;
+    EXPECT_TRUE(contains(result.err, "interrupted")) << result.err;
+  }
+}
+
+// Problem 4: nvdisasm's stderr reached the terminal raw in source's warning (a title change, a
+// screen clear, a carriage return); its temporary folder was mode 755 and the cubin 644.
+TEST(HardeningRound4, NvdisasmsWordsAreEscapedAndItsCubinPrivate) {
+  const std::string modes = testing::scratch_dir() + "/nvdisasm_modes.txt";
+  const std::string noisy = fake_nvdisasm(
+      "noisy_nvdisasm", "stat -c '%a' \"$(dirname \"$5\")\" \"$5\" > '" + modes +
+                            "'\nprintf '\\033]0;pwned\\007\\033[2Jbad\\rX\\n' >&2\nexit 1\n");
+  auto result = kprof({"source", data_path("h200/two_kernels_full.ncu-rep.zst"), "-k",
+                       "k_stream_copy", "--nvdisasm", noisy});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(contains(result.err, "no SASS text for it")) << result.err;
+  EXPECT_EQ(result.err.find('\x1b'), std::string::npos) << result.err;
+  EXPECT_EQ(result.err.find('\a'), std::string::npos) << result.err;
+  EXPECT_EQ(result.err.find('\r'), std::string::npos) << result.err;
+  EXPECT_EQ(read_text(modes), "700\n600\n");
+}
+
 }  // namespace
 }  // namespace kprof
