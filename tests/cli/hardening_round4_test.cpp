@@ -455,5 +455,22 @@ TEST(HardeningRound4, NvdisasmsWordsAreEscapedAndItsCubinPrivate) {
   EXPECT_EQ(read_text(modes), "700\n600\n");
 }
 
+// Problem 15 (outside the MCP server): a newline or an ESC in a file path forged a line of
+// stderr ("kprof: forged") or acted on the terminal.
+TEST(HardeningRound4, AFilePathForgesNoLineInAMessage) {
+  const std::string path = testing::scratch_dir() + "/x\nkprof: forged\x1b[2J.json";
+  for (const char* verb : {"rank", "analyze", "budget"}) {
+    auto missing = kprof({verb, path});
+    EXPECT_EQ(missing.exit_code, 3) << verb << ": " << missing.err;
+    EXPECT_EQ(std::count(missing.err.begin(), missing.err.end(), '\n'), 1) << missing.err;
+    EXPECT_EQ(missing.err.find('\x1b'), std::string::npos) << missing.err;
+    EXPECT_TRUE(contains(missing.err, "forged")) << missing.err;
+  }
+  const std::string invalid = write_scratch("y\nkprof: forged.json", "{\"traceEvents\": [}");
+  auto result = kprof({"rank", invalid});
+  EXPECT_EQ(result.exit_code, 4) << result.err;
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+}
+
 }  // namespace
 }  // namespace kprof
