@@ -257,9 +257,9 @@ CaptureResult CaptureSession::run(const std::string& bundle_path) {
     bool stopped_by_kprof = detached || result.timed_out || result.interrupted;
     // The diagnoses quote ncu's command line and its console (the program's own output): where
     // a key enters what capture prints, so redacted here (common/redact.h).
-    diagnoses = diagnose({redact_secrets(command.argv), redact_secrets(result.combined),
-                          result.exit_code, stopped_by_kprof,
-                          parse_ncu_version(options_.ncu_version)});
+    diagnoses =
+        diagnose({redact_secrets(command.argv), redact_secrets(result.combined), result.exit_code,
+                  stopped_by_kprof, parse_ncu_version(options_.ncu_version)});
   }
   add_stop_diagnoses(spec, result, detached, parser.progress().connected_pids, diagnoses);
   bool failed =
