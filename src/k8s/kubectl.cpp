@@ -9,6 +9,7 @@
 
 #include "common/child_process.h"
 #include "common/json_table.h"
+#include "common/redact.h"
 #include "common/text.h"
 
 namespace kprof::k8s {
@@ -77,6 +78,7 @@ std::string condense_message(const std::string& stderr_text) {
     seen.push_back(text);
     out += (out.empty() ? "" : "; ") + text;
   }
+  out = redact_secrets(out);  // kubectl's words may quote a pod's args: where a key enters
   constexpr size_t kLimit = 600;
   if (out.size() > kLimit) {
     size_t cut = kLimit;
@@ -89,7 +91,7 @@ std::string condense_message(const std::string& stderr_text) {
 std::string shown_call(const std::vector<std::string>& argv) {
   std::vector<std::string> shown = {"kubectl"};
   if (argv.size() > 1) shown.insert(shown.end(), argv.begin() + 1, argv.end());
-  return quoted_command(shown);
+  return quoted_command(redact_secrets(shown));  // an exec's command line may carry a key
 }
 
 Kubectl::Kubectl(std::string path, std::string context, std::string kubeconfig)
