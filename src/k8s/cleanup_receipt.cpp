@@ -188,8 +188,11 @@ CleanupReceipt CleanupReceipt::parse(const std::string& path, std::string_view b
     // Depth and numbers bounded as in every JSON kprof reads (common/json_table.h).
     document = parse_json_table(path, bytes);
   } catch (const InputError& error) {
+    std::string what = error.message();
+    constexpr std::string_view kSyntax = "not valid JSON: ";
+    if (what.rfind(kSyntax, 0) == 0) what = "not JSON (" + what.substr(kSyntax.size()) + ")";
     throw InputError(ExitCode::kInputInvalid, path, error.position(),
-                     fmt::format("not a valid receipt: {}", error.message()));
+                     "not a valid receipt: " + what);
   }
   CleanupReceipt receipt;
   receipt.path_ = path;
