@@ -257,6 +257,14 @@ Answer analyze(const AnalyzeOptions& options, const std::vector<std::string>& ar
   if (options.json + options.csv + options.summary + !options.html_path.empty() > 1) {
     throw UsageError("--json, --csv, --summary and --html are alternatives; give one");
   }
+  if (options.annotate_path == "-" &&
+      (options.json || options.csv || options.per_launch || !options.html_path.empty())) {
+    throw UsageError(
+        "--annotate - writes the annotated trace to standard output: it takes neither --json, "
+        "--csv, --per-launch nor --html");
+  }
+  // Before anything is read: an output over an input is a usage error, whatever the inputs hold.
+  refuse_analyze_collisions(options);
   std::unique_ptr<RE2> kernel_filter;
   if (!options.kernel_regex.empty()) {
     kernel_filter = compile_user_regex(options.kernel_regex, "--kernel");
@@ -284,13 +292,6 @@ Answer analyze(const AnalyzeOptions& options, const std::vector<std::string>& ar
   if (!options.annotate_path.empty() && (options.trace_path.empty() || !options.fix_list)) {
     throw UsageError("--annotate writes a trace's timeline: it needs kprof report --trace");
   }
-  if (options.annotate_path == "-" &&
-      (options.json || options.csv || options.per_launch || !options.html_path.empty())) {
-    throw UsageError(
-        "--annotate - writes the annotated trace to standard output: it takes neither --json, "
-        "--csv, --per-launch nor --html");
-  }
-  refuse_analyze_collisions(options);
   std::optional<timeline::TraceTimeIndex> trace;
   timeline::BudgetBuilder steps_of_trace;
   // The annotated timeline and the HTML page's step draw the timeline the budget was taken over.
