@@ -98,8 +98,9 @@ void one_value_per_option(CLI::App& app) {
 }
 
 // The seconds an option without a range of its own may take (every such FLOAT option is a time:
-// a timeout, a delay, a window): 115 days, far below where a std::chrono conversion overflows.
-constexpr double kMaxOptionSeconds = 1e7;
+// a timeout, a delay, a window): 11.6 days (capture's --ready-timeout's own bound), far below
+// where a std::chrono conversion overflows.
+constexpr double kMaxOptionSeconds = 1e6;
 
 // Every number an option takes is finite and in range, checked here once for every FLOAT option
 // of every command: CLI::Range and CLI::NonNegativeNumber let NaN through (each comparison with
@@ -122,7 +123,7 @@ void numbers_finite_and_in_range(CLI::App& app) {
             return fmt::format("{} is not a finite number", text);
           }
           if (!ranged && (value < 0 || value > kMaxOptionSeconds)) {
-            return fmt::format("{} is not between 0 and {:g} seconds", text, kMaxOptionSeconds);
+            return fmt::format("{} is not seconds between 0 and {:.0f}", text, kMaxOptionSeconds);
           }
           return "";
         },
