@@ -200,7 +200,8 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
       }
       return false;
     };
-    each("SELECT text FROM DIAGNOSTIC_EVENT WHERE severity IN (2, 3) ORDER BY timestamp",
+    each("DIAGNOSTIC_EVENT",
+         "SELECT text FROM DIAGNOSTIC_EVENT WHERE severity IN (2, 3) ORDER BY timestamp",
          [&](sqlite::Statement& row) {
            std::string text = to_valid_utf8(row.text(0).substr(0, 300));
            if (stats.producer_drops.size() < 8 && speaks_of_loss(text)) {
