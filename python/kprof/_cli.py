@@ -61,8 +61,10 @@ def find_binary():
     configured = os.environ.get("KPROF_BINARY")
     if configured:
         if os.path.isfile(configured) and os.access(configured, os.X_OK):
-            return configured
-        raise KprofError(f"KPROF_BINARY={configured} is not an executable file")
+            # The file checked is the file run: a bare name ("kprof") checks ./kprof, which
+            # subprocess would look up on PATH instead.
+            return os.path.abspath(configured)
+        raise KprofError(f"KPROF_BINARY={configured!r} is not an executable file")
     installed = _installed_binary()
     if installed:
         return installed
@@ -74,8 +76,12 @@ def find_binary():
 
 
 def _one_line(stderr):
-    """kprof's message: the last line it wrote to standard error (warnings come before it)."""
-    lines = [line for line in stderr.splitlines() if line.strip()]
+    """kprof's message: the last "kprof: …" line it wrote to standard error (warnings come before
+    it; a usage error is followed by "Run 'kprof --help' …", which says no reason)."""
+    lines = [line for line in stderr.split("\n") if line.strip()]
+    said = [line for line in lines if line.startswith("kprof: ")]
+    if said:
+        return said[-1]
     return lines[-1] if lines else "kprof printed no message"
 
 
@@ -92,6 +98,9 @@ def run_json(verb, flags, inputs):
                               encoding="utf-8", errors="replace")
     except OSError as e:
         raise KprofError(f"cannot run {argv[0]}: {e.strerror}", argv=argv) from e
+    except ValueError as e:  # an argument holding a NUL byte, which no argv can carry
+        raise KprofError(f"cannot run {argv[0]}: an argument holds a NUL byte, which no command "
+                         "line can carry", argv=argv) from e
     if done.returncode < 0:
         raise KprofError(f"{argv[0]} was killed by signal {-done.returncode} (a crash: please "
                          "report it)", exit_code=done.returncode, argv=argv, stderr=done.stderr)

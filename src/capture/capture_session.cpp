@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "common/error.h"
+#include "common/redact.h"
 #include "common/text.h"
 #include "render/envelope.h"
 
@@ -254,8 +255,11 @@ CaptureResult CaptureSession::run(const std::string& bundle_path) {
     // it with SIGINT, and dies of what kprof sent it on a timeout or Ctrl-C: kprof's doing,
     // diagnosed below, not ncu's failure.
     bool stopped_by_kprof = detached || result.timed_out || result.interrupted;
-    diagnoses = diagnose({command.argv, result.combined, result.exit_code, stopped_by_kprof,
-                          parse_ncu_version(options_.ncu_version)});
+    // The diagnoses quote ncu's command line and its console (the program's own output): where
+    // a key enters what capture prints, so redacted here (common/redact.h).
+    diagnoses =
+        diagnose({redact_secrets(command.argv), redact_secrets(result.combined), result.exit_code,
+                  stopped_by_kprof, parse_ncu_version(options_.ncu_version)});
   }
   add_stop_diagnoses(spec, result, detached, parser.progress().connected_pids, diagnoses);
   bool failed =

@@ -3,13 +3,17 @@
 #include "capture/capture_render.h"
 #include "capture/tools_render.h"
 #include "common/file_bytes.h"
+#include "common/redact.h"
 #include "render/report_json.h"
 
 namespace kprof::capture {
 
 pipeline::Answer explain(const ExplainOptions& options, const std::vector<std::string>& argv) {
   FileBytes log = read_input_file(options.log_path);
-  ExplainedRun run = explain_ncu_run(options.ncu_argv, std::move(log.bytes), options.exit_code);
+  // The ncu command line and its console (the profiled program's own output) are where a key
+  // enters explain's answer: redacted as they are read.
+  ExplainedRun run = explain_ncu_run(redact_secrets(options.ncu_argv), redact_secrets(log.bytes),
+                                     options.exit_code);
   pipeline::Answer answer;
   answer.out = options.json ? render::json_text(explain_json(run, argv)) : explain_text(run);
   answer.notes = diagnoses_text(run.diagnoses);

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <string_view>
@@ -10,7 +12,6 @@
 
 #include "cli/command.h"
 #include "common/build_info.h"
-#include "common/redact.h"
 #include "common/utf8.h"
 
 namespace kprof::cli {
@@ -65,21 +66,20 @@ constexpr const char* kDescription =
     "            full, permission denied, read-only file system), 12 some requests failed (load),\n"
     "            13 diff: the kernels compared cover too little of a side's GPU time.";
 
-// Every output passes the one redaction (common/redact.h): a command line, an environment or a
-// log quoted anywhere carries no key.
+// Printed as the command composed it: secrets were redacted where they entered (command lines,
+// environments, URLs, logs; common/redact.h), never by a pattern over the finished JSON, CSV or
+// text, which corrupted kernel names (`sort_key::kernel<int>`) and broke JSON.
 int print_and_exit(const Output& output, ExitCode code) {
-  const std::string out = redact_secrets(output.stdout_text);
-  const std::string err = redact_secrets(output.stderr_text);
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  std::fwrite(output.stdout_text.data(), 1, output.stdout_text.size(), stdout);
   std::fflush(stdout);
-  std::fwrite(err.data(), 1, err.size(), stderr);
+  std::fwrite(output.stderr_text.data(), 1, output.stderr_text.size(), stderr);
   return static_cast<int>(code);
 }
 
 int fail(ExitCode code, const std::string& message) {
   // Messages quote names and values from inputs: shown literally (line breaks kept, as some
   // messages list several lines on purpose; the sources escape the names in those lists).
-  std::fprintf(stderr, "kprof: %s\n", redact_secrets(escape_for_terminal(message, true)).c_str());
+  std::fprintf(stderr, "kprof: %s\n", escape_for_terminal(message, true).c_str());
   return static_cast<int>(code);
 }
 
@@ -94,6 +94,43 @@ void one_value_per_option(CLI::App& app) {
   }
   for (CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) {
     one_value_per_option(*command);
+  }
+}
+
+// The seconds an option without a range of its own may take (every such FLOAT option is a time:
+// a timeout, a delay, a window): 11.6 days (capture's --ready-timeout's own bound), far below
+// where a std::chrono conversion overflows.
+constexpr double kMaxOptionSeconds = 1e6;
+
+// Every number an option takes is finite and in range, checked here once for every FLOAT option
+// of every command: CLI::Range and CLI::NonNegativeNumber let NaN through (each comparison with
+// it is false), so `diff --threshold nan` passed every regression, and an option without a range
+// took nan, inf or -5 seconds. A value must read as a finite double; an option without a range
+// ("FLOAT", "FLOAT:NONNEGATIVE") must lie in [0, kMaxOptionSeconds]. The check has no
+// description, so --help shows each option as before.
+void numbers_finite_and_in_range(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    const std::string type = option->get_type_name();
+    if (type.rfind("FLOAT", 0) != 0) continue;
+    const bool ranged = type.find(" in [") != std::string::npos;
+    option->check(CLI::Validator(
+        [ranged](std::string& text) -> std::string {
+          const char* begin = text.c_str();
+          char* end = nullptr;
+          const double value = std::strtod(begin, &end);
+          if (end == begin || *end != '\0') return "";  // not a number: CLI11's own error
+          if (!std::isfinite(value)) {                  // nan, inf, 1e400
+            return fmt::format("{} is not a finite number", text);
+          }
+          if (!ranged && (value < 0 || value > kMaxOptionSeconds)) {
+            return fmt::format("{} is not seconds between 0 and {:.0f}", text, kMaxOptionSeconds);
+          }
+          return "";
+        },
+        ""));
+  }
+  for (CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) {
+    numbers_finite_and_in_range(*command);
   }
 }
 
@@ -122,6 +159,7 @@ int run_cli(int argc, char** argv) {
   Runner runner;
   for (DefineCommand define : kCommands) define(app, runner);
   one_value_per_option(app);
+  numbers_finite_and_in_range(app);
   name_reference_pages(app);
 
   Output output;

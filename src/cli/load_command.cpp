@@ -84,7 +84,8 @@ ExitCode run_load(LoadOptions options, Output& output) {
                                  spec.api_key);
     if (!readiness->ready) {
       throw NotReady(fmt::format("{}/health did not answer 200 within {:g} s (last: {})",
-                                 spec.base_url, options.wait_ready_s, readiness->why_not));
+                                 redact_url(spec.base_url), options.wait_ready_s,
+                                 readiness->why_not));
     }
   }
   try {
@@ -121,7 +122,7 @@ ExitCode run_load(LoadOptions options, Output& output) {
     } else {
       // The summary is printed even when the file cannot be written: the run is not lost.
       try {
-        write_file_atomically(options.json_path, redact_secrets(json));
+        write_file_atomically(options.json_path, json);
       } catch (const std::exception&) {
         std::fputs(text.c_str(), stdout);
         std::fflush(stdout);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "common/utf8.h"
+
 namespace kprof {
 
 std::string InputPosition::describe() const {
@@ -16,11 +18,14 @@ std::string InputPosition::describe() const {
   return {};
 }
 
+// The path escaped whole, line breaks included: a file named "x\nkprof: forged" must not forge a
+// line of kprof's stderr (the message's own line breaks, where it lists on purpose, are kept).
 static std::string compose(const std::string& path, const InputPosition& position,
                            const std::string& message) {
   std::string where = position.describe();
-  return where.empty() ? fmt::format("{}: {}", path, message)
-                       : fmt::format("{}: {}: {}", path, where, message);
+  std::string shown = escape_for_terminal(to_valid_utf8(path));
+  return where.empty() ? fmt::format("{}: {}", shown, message)
+                       : fmt::format("{}: {}: {}", shown, where, message);
 }
 
 InputError::InputError(ExitCode code, std::string path, InputPosition position, std::string message)

@@ -268,10 +268,10 @@ void write_file_atomically(const std::string& path, std::string_view content) {
   }
 }
 
-std::string create_unique_directory(const std::string& prefix) {
+std::string create_unique_directory(const std::string& prefix, unsigned mode) {
   for (int attempt = 0; attempt < 64; ++attempt) {
     std::string path = prefix + random_suffix();
-    if (::mkdir(path.c_str(), 0777) == 0) return path;
+    if (::mkdir(path.c_str(), static_cast<mode_t>(mode)) == 0) return path;
     if (errno != EEXIST) throw_unwritable(path, "cannot create the folder", errno);
   }
   throw_unwritable(prefix, "cannot create the folder", EEXIST);

@@ -103,8 +103,8 @@ bool has_zstd_magic(std::string_view bytes);
 // and an InputError (kOutputUnwritable) names path and the system's reason.
 void write_file_atomically(const std::string& path, std::string_view content);
 
-// Creates a new folder prefix + random suffix (mkdir, never an existing folder or link) and
-// returns its path; throws InputError (kOutputUnwritable).
-std::string create_unique_directory(const std::string& prefix);
+// Creates a new folder prefix + random suffix (mkdir with `mode`, less the umask; never an
+// existing folder or link) and returns its path; throws InputError (kOutputUnwritable).
+std::string create_unique_directory(const std::string& prefix, unsigned mode = 0777);
 
 }  // namespace kprof

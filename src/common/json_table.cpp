@@ -227,15 +227,105 @@ const ParsedSchema& parsed_schema(const char* schema_json) {
   return *entry;
 }
 
+// nlohmann's DOM parser, its events forwarded, keeping where parsing failed: a number out of
+// double's range is reported to the handler as out_of_range.406, which the plain json::parse
+// throws without a position (and which no caller expected: "internal error").
+class PositionedDomParser {
+ public:
+  explicit PositionedDomParser(json& root) : dom_(root, /*allow_exceptions_=*/false) {}
+
+  bool null() { return dom_.null(); }
+  bool boolean(bool value) { return dom_.boolean(value); }
+  bool number_integer(json::number_integer_t value) { return dom_.number_integer(value); }
+  bool number_unsigned(json::number_unsigned_t value) { return dom_.number_unsigned(value); }
+  bool number_float(json::number_float_t value, const std::string& text) {
+    return dom_.number_float(value, text);
+  }
+  bool string(std::string& value) { return dom_.string(value); }
+  bool binary(json::binary_t& value) { return dom_.binary(value); }
+  bool start_object(std::size_t size) { return dom_.start_object(size); }
+  bool key(std::string& value) { return dom_.key(value); }
+  bool end_object() { return dom_.end_object(); }
+  bool start_array(std::size_t size) { return dom_.start_array(size); }
+  bool end_array() { return dom_.end_array(); }
+
+  template <class Exception>
+  bool parse_error(std::size_t position, const std::string& token, const Exception& error) {
+    position_ = position;
+    if (error.id == 406) {  // out_of_range.406: "number overflow parsing '…'"
+      constexpr size_t kShown = 40;
+      message_ = fmt::format("not JSON kprof can read: a number out of double's range ({}{})",
+                             token.substr(0, kShown), token.size() > kShown ? "…" : "");
+    } else {
+      message_ = fmt::format("not valid JSON: {}", error.what());
+    }
+    return false;
+  }
+
+  std::size_t position() const { return position_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  nlohmann::detail::json_sax_dom_parser<json> dom_;
+  std::size_t position_ = 0;
+  std::string message_;
+};
+
+// Parses text (its depth checked before); false with the parser's position and message.
+bool parse_positioned(std::string_view text, json& out, PositionedDomParser& parser) {
+  const bool parsed = json::sax_parse(text.begin(), text.end(), &parser,
+                                      nlohmann::detail::input_format_t::json, /*strict=*/true,
+                                      /*ignore_comments=*/false);
+  if (!parsed || out.is_discarded()) {
+    out = json(json::value_t::discarded);
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
-json parse_json_table(const std::string& path, std::string_view text) {
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& error) {
-    throw_invalid(path, InputPosition::byte(error.byte),
-                  fmt::format("not valid JSON: {}", error.what()));
+std::optional<std::size_t> json_too_deep_at(std::string_view text) {
+  std::size_t depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) return i + 1;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
   }
+  return std::nullopt;
+}
+
+json parse_json_or_discarded(std::string_view text) {
+  json document;
+  if (json_too_deep_at(text)) return json(json::value_t::discarded);
+  PositionedDomParser parser(document);
+  parse_positioned(text, document, parser);
+  return document;
+}
+
+json parse_json_table(const std::string& path, std::string_view text) {
+  if (std::optional<std::size_t> at = json_too_deep_at(text)) {
+    throw_invalid(path, InputPosition::byte(*at),
+                  fmt::format("arrays and objects nested deeper than {} levels", kMaxJsonDepth));
+  }
+  json document;
+  PositionedDomParser parser(document);
+  if (!parse_positioned(text, document, parser)) {
+    throw_invalid(path, InputPosition::byte(parser.position()), parser.message());
+  }
+  return document;
 }
 
 std::string quote_json_value(const json& value) {

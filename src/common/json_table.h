@@ -4,13 +4,31 @@
 // silently ignored or an "internal error".
 #pragma once
 
+#include <cstddef>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace kprof {
 
-// Parses text as JSON; InputError (kInputInvalid, the byte offset) when it is not JSON.
+// The deepest nesting of arrays and objects in any JSON kprof parses (user tables, predictions,
+// cleanup receipts, kubectl's output, MCP messages). Deeper text is refused before it is parsed:
+// the code that walks a document (the schema check, copies, destructors) recurses once a level,
+// and 200,000 nested arrays overflowed the stack. No document kprof reads nests beyond ten.
+inline constexpr std::size_t kMaxJsonDepth = 128;
+
+// The 1-based byte (as the JSON parser counts) of the first '[' or '{' that opens a level deeper
+// than kMaxJsonDepth, strings skipped; nullopt when the text nests no deeper.
+std::optional<std::size_t> json_too_deep_at(std::string_view text);
+
+// Text as JSON, a discarded value (is_discarded()) when it is not JSON, nests deeper than
+// kMaxJsonDepth or holds a number out of double's range: for JSON that is no user file (kubectl's
+// output, MCP messages), whose callers answer "not JSON" in their own way.
+nlohmann::json parse_json_or_discarded(std::string_view text);
+
+// Parses text as JSON; InputError (kInputInvalid, the byte offset) when it is not JSON, nests
+// deeper than kMaxJsonDepth or holds a number out of double's range (1e400, 400 digits).
 nlohmann::json parse_json_table(const std::string& path, std::string_view text);
 
 // Checks document against schema_json (draft 7). Throws InputError (kInputInvalid) for the

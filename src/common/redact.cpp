@@ -116,8 +116,10 @@ enum class Next { kNothing, kSecret, kSecretAfterScheme };
 Next redact_key_colon(std::string& word) {
   size_t colon = word.find(':');
   while (colon != std::string::npos) {
-    // A URL's scheme ("http://") is no key.
-    if (colon > 0 && !(colon + 1 < word.size() && word[colon + 1] == '/')) {
+    // A URL's scheme ("http://") is no key, nor a C++ scope ("sort_key::kernel<int>").
+    const bool scope = (colon + 1 < word.size() && word[colon + 1] == ':') ||
+                       (colon > 0 && word[colon - 1] == ':');
+    if (colon > 0 && !scope && !(colon + 1 < word.size() && word[colon + 1] == '/')) {
       size_t start = colon;
       while (start > 0 &&
              (is_name_char(word[start - 1]) || word[start - 1] == '"' || word[start - 1] == '\'')) {

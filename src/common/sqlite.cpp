@@ -45,6 +45,19 @@ void throw_error(sqlite3* db, int rc, const std::string& path, const OpenOptions
   throw_invalid(path, InputPosition::none(), options.invalid_prefix + ": " + message);
 }
 
+std::string immutable_uri(const std::string& path) {
+  // An absolute path after an empty authority ("file:///abs"): "file://x" would name a host.
+  std::string uri = !path.empty() && path.front() == '/' ? "file://" : "file:";
+  for (char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    } else {
+      uri += c;
+    }
+  }
+  return uri + "?mode=ro&immutable=1";
+}
+
 Database::Database(std::string path, OpenOptions options, const std::string& name)
     : path_(std::move(path)), options_(std::move(options)) {
   const std::string& opened = name.empty() ? path_ : name;
@@ -147,6 +160,13 @@ std::string Statement::text(int column) {
 std::optional<double> Statement::real(int column) {
   if (sqlite3_column_type(statement_, column) == SQLITE_NULL) return std::nullopt;
   return sqlite3_column_double(statement_, column);
+}
+
+int Statement::type(int column) { return sqlite3_column_type(statement_, column); }
+
+std::string Statement::column_name(int column) {
+  const char* name = sqlite3_column_name(statement_, column);
+  return name ? to_valid_utf8(name) : std::to_string(column);
 }
 
 std::int64_t Statement::integer(int column) { return sqlite3_column_int64(statement_, column); }

@@ -31,6 +31,13 @@ struct OpenOptions {
 [[noreturn]] void throw_error(sqlite3* db, int rc, const std::string& path,
                               const OpenOptions& options);
 
+// The URI that opens `path` read-only and immutable (file:PATH?mode=ro&immutable=1, '%', '?' and
+// '#' escaped; open it with SQLITE_OPEN_READONLY | SQLITE_OPEN_URI): SQLite then takes no lock,
+// reads no journal and creates no -wal, -shm or -journal file, so a read never writes and works
+// in a folder the reader cannot write. For files nobody is writing: an export, or a database
+// with no -wal beside it.
+std::string immutable_uri(const std::string& path);
+
 class Database {
  public:
   // Opens `name` (the path itself unless a URI is wanted) with extended result codes and a 30 s
@@ -81,6 +88,11 @@ class Statement {
   std::optional<double> real(int column);
   std::int64_t integer(int column);
   std::optional<std::int64_t> optional_integer(int column);
+  // SQLite's storage class of the column's value in this row (SQLITE_INTEGER, SQLITE_FLOAT,
+  // SQLITE_TEXT, SQLITE_BLOB, SQLITE_NULL): a column's declared type binds nothing.
+  int type(int column);
+  // The column's name as the query names it.
+  std::string column_name(int column);
 
  private:
   Database& db_;

@@ -115,8 +115,12 @@ std::string_view path_basename(std::string_view path) {
 std::string quoted_command(const std::vector<std::string>& argv) {
   std::string out;
   for (const std::string& arg : argv) {
-    bool plain =
-        !arg.empty() && arg.find_first_of(" \t\n'\"\\$`;&|<>()*?[]{}!#~") == std::string::npos;
+    // Only words of characters no shell (sh, bash, zsh) reads specially stay bare; any other is
+    // single-quoted, a quote inside written '\''.
+    bool plain = !arg.empty() &&
+                 arg.find_first_not_of(
+                     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=,+@%") ==
+                     std::string::npos;
     std::string shown = plain ? arg : "'" + [&] {
       std::string escaped;
       for (char c : arg) escaped += c == '\'' ? std::string("'\\''") : std::string(1, c);

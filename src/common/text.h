@@ -50,8 +50,9 @@ std::string utc_time(const char* format = "%Y-%m-%dT%H:%M:%SZ");
 // The last component of a path ("python3" for "/usr/bin/python3").
 std::string_view path_basename(std::string_view path);
 
-// argv shown quoted where a shell would need it, for messages and logs (reading only: nothing is
-// ever run this way): `ncu --kernel-name 'regex:a|b'`.
+// argv shown quoted where a shell would need it: every command kprof prints for a person to run
+// or read (the fix list's `kprof source …`, ncu's export, kubectl's calls) goes through this one
+// function (nothing is ever run this way): `ncu --kernel-name 'regex:a|b'`.
 std::string quoted_command(const std::vector<std::string>& argv);
 
 }  // namespace kprof

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_table.h"
 #include "k8s/workload.h"
 
 namespace kprof::k8s {
@@ -20,7 +21,7 @@ CleanupStep delete_deployment(const Kubectl& kubectl, const ReceiptObject& objec
             fmt::format("`{}` failed: {}", shown_call(read.argv), condense_message(read.err)),
             kind};
   }
-  nlohmann::json found = nlohmann::json::parse(read.out, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json found = parse_json_or_discarded(read.out);
   if (found.is_discarded()) {
     return {object, Result::kFailed, fmt::format("`{}` printed no JSON", shown_call(read.argv)),
             "other"};

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/file_bytes.h"
+#include "common/json_table.h"
 #include "common/redact.h"
 #include "common/text.h"
 #include "k8s/workload.h"
@@ -184,15 +185,14 @@ CleanupReceipt CleanupReceipt::load(const std::string& path) {
 CleanupReceipt CleanupReceipt::parse(const std::string& path, std::string_view bytes) {
   json document;
   try {
-    document = json::parse(bytes);
-  } catch (const json::parse_error& error) {
-    throw InputError(ExitCode::kInputInvalid, path, InputPosition::byte(error.byte),
-                     fmt::format("not a valid receipt: not JSON ({})", error.what()));
-  } catch (const json::exception& error) {
-    // A number too large for any C++ type (out_of_range.406) is not a parse_error.
-    throw InputError(
-        ExitCode::kInputInvalid, path, InputPosition::none(),
-        fmt::format("not a valid receipt: not JSON kprof can read ({})", error.what()));
+    // Depth and numbers bounded as in every JSON kprof reads (common/json_table.h).
+    document = parse_json_table(path, bytes);
+  } catch (const InputError& error) {
+    std::string what = error.message();
+    constexpr std::string_view kSyntax = "not valid JSON: ";
+    if (what.rfind(kSyntax, 0) == 0) what = "not JSON (" + what.substr(kSyntax.size()) + ")";
+    throw InputError(ExitCode::kInputInvalid, path, error.position(),
+                     "not a valid receipt: " + what);
   }
   CleanupReceipt receipt;
   receipt.path_ = path;

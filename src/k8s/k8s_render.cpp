@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "common/redact.h"
 #include "common/text.h"
 #include "render/envelope.h"
 
@@ -85,8 +86,11 @@ json preflight_json(const PreflightView& view, const std::vector<std::string>& a
   for (const auto& p : t.pods)
     pods.push_back(
         {{"name", p.name}, {"node", p.node}, {"phase", p.phase}, {"image_ids", p.image_ids}});
+  // The server's command line and environment are where a key enters this view (its --api-key,
+  // HF_TOKEN): shown redacted; the sister kubectl creates keeps them whole (common/redact.h).
   json env = json::object();
-  for (const auto& [k, v] : container.env) env[k] = v;
+  for (const auto& [k, v] : container.env)
+    env[k] = is_secret_name(k) && !v.empty() ? std::string(kRedacted) : redact_secrets(v);
   json services = json::array();
   for (const auto& s : t.services) services.push_back(s.name);
   return with_envelope(
@@ -104,8 +108,8 @@ json preflight_json(const PreflightView& view, const std::vector<std::string>& a
        {"container",
         {{"name", container.name},
          {"image", container.image},
-         {"command", container.command},
-         {"args", container.args},
+         {"command", redact_secrets(container.command)},
+         {"args", redact_secrets(container.args)},
          {"env", env},
          {"gpus", container.gpus},
          {"gpu_memory_utilization", container.gpu_memory_utilization
@@ -135,7 +139,7 @@ std::string preflight_text(const PreflightView& view) {
   command.insert(command.end(), container.args.begin(), container.args.end());
   text += fmt::format(
       "container {}: {}\n  command: {}\n  gpus: {}{}\n", container.name, container.image,
-      quoted_command(command), container.gpus.empty() ? "none" : container.gpus,
+      quoted_command(redact_secrets(command)), container.gpus.empty() ? "none" : container.gpus,
       container.gpu_memory_utilization
           ? fmt::format(", GPU memory fraction {:.2f}", *container.gpu_memory_utilization)
           : "");

@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "common/child_process.h"
+#include "common/json_table.h"
+#include "common/redact.h"
 #include "common/text.h"
 
 namespace kprof::k8s {
@@ -76,6 +78,7 @@ std::string condense_message(const std::string& stderr_text) {
     seen.push_back(text);
     out += (out.empty() ? "" : "; ") + text;
   }
+  out = redact_secrets(out);  // kubectl's words may quote a pod's args: where a key enters
   constexpr size_t kLimit = 600;
   if (out.size() > kLimit) {
     size_t cut = kLimit;
@@ -88,7 +91,7 @@ std::string condense_message(const std::string& stderr_text) {
 std::string shown_call(const std::vector<std::string>& argv) {
   std::vector<std::string> shown = {"kubectl"};
   if (argv.size() > 1) shown.insert(shown.end(), argv.begin() + 1, argv.end());
-  return quoted_command(shown);
+  return quoted_command(redact_secrets(shown));  // an exec's command line may carry a key
 }
 
 Kubectl::Kubectl(std::string path, std::string context, std::string kubeconfig)
@@ -163,11 +166,12 @@ KubectlResult Kubectl::check(std::vector<std::string> args,
 
 nlohmann::json Kubectl::get_json(std::vector<std::string> args) const {
   KubectlResult result = check(std::move(args));
-  try {
-    return nlohmann::json::parse(result.out);
-  } catch (const nlohmann::json::exception& error) {
-    throw KubectlError("other", fmt::format("kubectl printed no JSON: {}", error.what()));
+  nlohmann::json document = parse_json_or_discarded(result.out);
+  if (document.is_discarded()) {
+    throw KubectlError("other",
+                       fmt::format("`{}` printed no JSON kprof can read", shown_call(result.argv)));
   }
+  return document;
 }
 
 KubectlVersions parse_versions(const nlohmann::json& version_json) {

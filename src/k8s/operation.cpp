@@ -12,6 +12,7 @@
 #include "common/child_process.h"
 #include "common/error.h"
 #include "common/file_bytes.h"
+#include "common/json_table.h"
 #include "common/redact.h"
 #include "common/text.h"
 #include "k8s/workload.h"
@@ -64,9 +65,11 @@ Cluster read_cluster(Kubectl kubectl, const ClusterRequest& request) {
   Cluster cluster{std::move(kubectl), {}, {}};
   const std::string& ns = request.namespace_name;
   KubectlResult version = cluster.kubectl.run({"version", "-o", "json"});
-  try {
-    cluster.versions = parse_versions(json::parse(version.out));
-  } catch (const json::exception&) {
+  if (json versions = parse_json_or_discarded(version.out); !versions.is_discarded()) {
+    try {
+      cluster.versions = parse_versions(versions);
+    } catch (const json::exception&) {
+    }
   }
   json deployment;
   if (!request.deployment.empty()) {

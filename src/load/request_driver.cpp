@@ -248,11 +248,11 @@ std::string normalize_base_url(const std::string& base_url) {
   const bool https = url.rfind("https://", 0) == 0;
   const std::size_t host_at = http ? 7 : https ? 8 : 0;
   if (host_at == 0 || url.size() == host_at || url[host_at] == '/') {
-    throw LoadError("'" + to_valid_utf8(base_url) +
+    throw LoadError("'" + to_valid_utf8(redact_url(base_url)) +
                     "' is not an http:// or https:// URL with a host");
   }
   if (url.find_first_of(" \t\r\n?#") != std::string::npos) {
-    throw LoadError("'" + to_valid_utf8(base_url) +
+    throw LoadError("'" + to_valid_utf8(redact_url(base_url)) +
                     "': a base URL has no spaces, query or fragment");
   }
   while (!url.empty() && url.back() == '/') url.pop_back();
@@ -577,17 +577,17 @@ std::string read_served_model(const std::string& base_url, const std::string& ap
   const std::string url = normalize_base_url(base_url) + "/v1/models";
   CurlHandle handle(api_key);
   const HttpResult reply = perform(handle, url, nullptr, std::min(timeout_s, 30.0));
-  if (reply.code != CURLE_OK) throw LoadError(url + ": " + shorten(reply.curl_error));
+  if (reply.code != CURLE_OK) throw LoadError(redact_url(url) + ": " + shorten(reply.curl_error));
   if (reply.status != 200) {
-    throw LoadError(url + ": HTTP " + std::to_string(reply.status) + ": " +
+    throw LoadError(redact_url(url) + ": HTTP " + std::to_string(reply.status) + ": " +
                     error_detail(reply.body));
   }
   if (!read_completion_reply(reply.body).is_json) {
-    throw LoadError(url + ": the reply is not JSON (or nested deeper than " +
+    throw LoadError(redact_url(url) + ": the reply is not JSON (or nested deeper than " +
                     std::to_string(kMaxReplyDepth) + " levels)");
   }
   std::optional<std::string> model = first_model_id(reply.body);
-  if (!model) throw LoadError(url + ": lists no model (no data[0].id)");
+  if (!model) throw LoadError(redact_url(url) + ": lists no model (no data[0].id)");
   return to_valid_utf8(*model);
 }
 

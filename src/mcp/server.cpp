@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "common/json_table.h"
+
 namespace kprof::mcp {
 namespace {
 
@@ -54,7 +56,7 @@ std::optional<std::string> Server::handle(std::string_view line) {
     line.remove_suffix(1);
   }
   if (line.find_first_not_of(" \t") == std::string_view::npos) return std::nullopt;
-  json message = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  json message = parse_json_or_discarded(line);
   if (message.is_discarded()) return error_reply(nullptr, kParseError, "Parse error");
   if (!message.is_object()) {
     return error_reply(nullptr, kInvalidRequest,

@@ -237,20 +237,17 @@ void require_some_in_trace(const std::vector<render::AnalyzedKernel>& analyzed,
       render::nothing_joined(analyzed, report_paths, trace_path, trace.longest_kernels(3)));
 }
 
-// An output file never replaces an input: `--annotate trace.json` of that trace would lose it.
-void refuse_overwriting_input(const std::string& output_path, const char* option,
-                              const AnalyzeOptions& options) {
-  if (output_path.empty() || output_path == "-") return;
-  std::vector<std::string> inputs = options.paths;
-  if (!options.trace_path.empty()) inputs.push_back(options.trace_path);
-  std::error_code error;
-  for (const std::string& input : inputs) {
-    if (std::filesystem::exists(output_path, error) &&
-        std::filesystem::equivalent(output_path, input, error)) {
-      throw UsageError(fmt::format("{} {}: that is an input of this command; write elsewhere",
-                                   option, output_path));
-    }
-  }
+// An output file never replaces an input (`--annotate trace.json` of that trace, --html over
+// the --gpus table or the capture in a bundle folder) nor the other output.
+void refuse_analyze_collisions(const AnalyzeOptions& options) {
+  std::vector<CommandFile> inputs;
+  for (const std::string& path : options.paths) inputs.push_back({"REPORT", path});
+  inputs.push_back({"--trace", options.trace_path});
+  inputs.push_back({"--gpus", options.gpus_path});
+  inputs.push_back({"--stages", options.stages_path});
+  inputs.push_back({"--expectations", options.expectations_path});
+  refuse_output_collisions({{"--html", options.html_path}, {"--annotate", options.annotate_path}},
+                           inputs);
 }
 
 }  // namespace
@@ -260,6 +257,14 @@ Answer analyze(const AnalyzeOptions& options, const std::vector<std::string>& ar
   if (options.json + options.csv + options.summary + !options.html_path.empty() > 1) {
     throw UsageError("--json, --csv, --summary and --html are alternatives; give one");
   }
+  if (options.annotate_path == "-" &&
+      (options.json || options.csv || options.per_launch || !options.html_path.empty())) {
+    throw UsageError(
+        "--annotate - writes the annotated trace to standard output: it takes neither --json, "
+        "--csv, --per-launch nor --html");
+  }
+  // Before anything is read: an output over an input is a usage error, whatever the inputs hold.
+  refuse_analyze_collisions(options);
   std::unique_ptr<RE2> kernel_filter;
   if (!options.kernel_regex.empty()) {
     kernel_filter = compile_user_regex(options.kernel_regex, "--kernel");
@@ -287,8 +292,6 @@ Answer analyze(const AnalyzeOptions& options, const std::vector<std::string>& ar
   if (!options.annotate_path.empty() && (options.trace_path.empty() || !options.fix_list)) {
     throw UsageError("--annotate writes a trace's timeline: it needs kprof report --trace");
   }
-  refuse_overwriting_input(options.annotate_path, "--annotate", options);
-  refuse_overwriting_input(options.html_path, "--html", options);
   std::optional<timeline::TraceTimeIndex> trace;
   timeline::BudgetBuilder steps_of_trace;
   // The annotated timeline and the HTML page's step draw the timeline the budget was taken over.
@@ -329,6 +332,10 @@ Answer analyze(const AnalyzeOptions& options, const std::vector<std::string>& ar
     input.argv = argv;
     render::AnnotatedTraceCounts counts;
     std::string annotated = render::annotated_trace_json(input, &counts);
+    if (options.annotate_path == "-") {  // the trace on standard output, as `--html -`
+      output.out = std::move(annotated);
+      return output;
+    }
     write_file_atomically(options.annotate_path, annotated);
     output.notes += fmt::format(
         "kprof: wrote {}: {} GPU slices ({} kernels with a captured group's findings), {} steps, "

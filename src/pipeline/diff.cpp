@@ -122,7 +122,36 @@ ExitCode trace_diff(const DiffOptions& options, const std::vector<std::string>& 
   timeline::TraceDiff diff = timeline::diff_traces(before, after, diff_options);
   ExitCode code = diff.regressed() && !options.no_fail ? ExitCode::kRegression : ExitCode::kOk;
   std::optional<timeline::PredictionCheck> check;
-  if (prediction) check = timeline::check_prediction(*prediction, before, after, diff);
+  // A prediction applies to the trace it was made from: scored against another program's trace
+  // it read "882 % of the prediction realised". None of its groups in BEFORE: refused; some
+  // missing: said, and no outcome stored.
+  bool prediction_matches = true;
+  if (prediction) {
+    check = timeline::check_prediction(*prediction, before, after, diff);
+    std::size_t missing = 0;
+    std::string first_missing;
+    for (const timeline::GroupOutcome& g : check->groups) {
+      if (g.in_before) continue;
+      if (missing++ == 0) first_missing = g.predicted.kernel;
+    }
+    if (!check->groups.empty() && missing == check->groups.size()) {
+      throw NothingSelected(fmt::format(
+          "--predicted {}: not one of its kernel groups ({}) ran in {}: a prediction applies to "
+          "the trace it was made from (give that trace, or a trace of the same program, as "
+          "BEFORE)",
+          escape_for_terminal(options.predicted_path), check->groups.size(),
+          escape_for_terminal(options.baseline)));
+    }
+    if (missing > 0) {
+      prediction_matches = false;
+      output.notes += fmt::format(
+          "kprof: warning: --predicted {}: {} of its {} kernel groups did not run in {} (first "
+          "\"{}\"): it may come from another trace{}\n",
+          escape_for_terminal(options.predicted_path), missing, check->groups.size(),
+          escape_for_terminal(options.baseline), escape_for_terminal(first_missing),
+          outcomes ? "; no outcome stored in --outcomes-db" : "");
+    }
+  }
   if (options.json) {
     nlohmann::json answer =
         render::trace_diff_json(diff, options.baseline, options.candidate, diff_options, argv);
@@ -136,7 +165,7 @@ ExitCode trace_diff(const DiffOptions& options, const std::vector<std::string>& 
           "\n" + render::prediction_text(*check, *prediction, options.top, options.name_width);
     }
   }
-  if (outcomes) {
+  if (outcomes && prediction_matches) {
     std::size_t stored = outcomes->store_prediction_outcomes(outcome_rows(*check, options));
     output.notes += fmt::format("kprof: stored {} outcomes in {}\n", stored,
                                 escape_for_terminal(options.outcomes_db));

@@ -1,6 +1,7 @@
 #include "pipeline/disassembler.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -10,6 +11,7 @@
 #include "common/child_process.h"
 #include "common/error.h"
 #include "common/file_bytes.h"
+#include "common/utf8.h"
 
 namespace kprof::pipeline {
 namespace {
@@ -19,12 +21,14 @@ bool is_executable(const std::string& path) {
   return std::filesystem::is_regular_file(path, error) && ::access(path.c_str(), X_OK) == 0;
 }
 
-// The temporary folder holding the cubin while nvdisasm reads it; removed on every path.
+// The temporary folder holding the cubin while nvdisasm reads it, private to the user (mode
+// 700: the cubin is the user's code); removed on every path.
 class TemporaryFolder {
  public:
   TemporaryFolder() {
     const char* tmp = std::getenv("TMPDIR");
-    path_ = create_unique_directory(std::string(tmp && *tmp ? tmp : "/tmp") + "/kprof-source-");
+    path_ =
+        create_unique_directory(std::string(tmp && *tmp ? tmp : "/tmp") + "/kprof-source-", 0700);
   }
   ~TemporaryFolder() {
     std::error_code ignored;
@@ -50,6 +54,7 @@ class Nvdisasm : public Disassembler {
     TemporaryFolder folder;
     std::string file = folder.path() + "/module.cubin";
     write_file_atomically(file, cubin);
+    ::chmod(file.c_str(), 0600);  // inside the private folder: no other user reaches it anyway
     ChildRequest request;
     request.argv = {path_, "-c", "-fun", std::to_string(symbol_index), file};
     request.timeout = std::chrono::seconds(60);
@@ -59,7 +64,10 @@ class Nvdisasm : public Disassembler {
       return std::nullopt;
     }
     if (result.timed_out || result.interrupted || result.exit_code != 0) {
-      std::string said = result.err.substr(0, result.err.find('\n'));
+      // nvdisasm's own words reach the terminal: escaped (a title change, a screen clear, a
+      // carriage return over the line are shown, not acted on).
+      std::string said =
+          escape_for_terminal(to_valid_utf8(result.err.substr(0, result.err.find('\n'))));
       failure = result.timed_out     ? std::string("timed out after 60 s")
                 : result.interrupted ? std::string("interrupted")
                                      : fmt::format("exit status {}{}{}", result.exit_code,

@@ -1,6 +1,7 @@
 #include "pipeline/reports.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <cstring>
 #include <filesystem>
@@ -16,8 +17,7 @@
 
 namespace kprof::pipeline {
 
-// An evidence bundle is a folder holding one capture; accept it wherever a report is expected.
-static std::string report_in(const std::string& path) {
+std::string report_in(const std::string& path) {
   if (is_stdin_path(path)) return path;
   std::error_code error;
   if (!std::filesystem::is_directory(path, error)) return path;
@@ -39,6 +39,66 @@ static std::string report_in(const std::string& path) {
   return found.front();
 }
 
+namespace {
+
+// Whether two paths name the same file: by device and inode where both exist, else by their
+// absolute, normalised spelling (an output not written yet).
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {};
+  struct stat sb {};
+  if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0) {
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  }
+  std::error_code error;
+  std::filesystem::path pa = std::filesystem::weakly_canonical(a, error);
+  if (error) pa = std::filesystem::absolute(a, error).lexically_normal();
+  std::filesystem::path pb = std::filesystem::weakly_canonical(b, error);
+  if (error) pb = std::filesystem::absolute(b, error).lexically_normal();
+  return pa == pb;
+}
+
+}  // namespace
+
+void refuse_output_collisions(const std::vector<CommandFile>& outputs,
+                              const std::vector<CommandFile>& inputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const CommandFile& output = outputs[i];
+    if (output.path.empty()) continue;
+    for (size_t j = 0; j < i; ++j) {
+      const CommandFile& earlier = outputs[j];
+      if (earlier.path.empty()) continue;
+      const bool both_stdout = output.path == "-" && earlier.path == "-";
+      if (both_stdout ||
+          (output.path != "-" && earlier.path != "-" && same_file(output.path, earlier.path))) {
+        throw UsageError(fmt::format("{} {} and {} {} are one file: give each output its own",
+                                     earlier.option, escape_for_terminal(earlier.path),
+                                     output.option, escape_for_terminal(output.path)));
+      }
+    }
+    if (output.path == "-") continue;
+    for (const CommandFile& input : inputs) {
+      if (input.path.empty() || is_stdin_path(input.path)) continue;
+      std::string file = input.path;
+      std::error_code error;
+      if (std::filesystem::is_directory(file, error)) {
+        // A bundle folder: its capture is the input (and the folder itself no file to write).
+        try {
+          file = report_in(file);
+        } catch (const InputError&) {
+          continue;  // read (and refused) as an input later
+        }
+      }
+      if (same_file(output.path, file) || same_file(output.path, input.path)) {
+        throw UsageError(
+            fmt::format("{} {}: that is an input of this command ({} {}); write "
+                        "elsewhere",
+                        output.option, escape_for_terminal(output.path), input.option,
+                        escape_for_terminal(input.path)));
+      }
+    }
+  }
+}
+
 // The report as ncu itself exports it (`ncu --import PATH --csv --page raw`), read by the CSV
 // importer: for a format version kprof's schema does not cover, ncu's own reader is the
 // reference. The CSV is labelled with the report's path and how it was read.
@@ -56,7 +116,9 @@ static model::Report exported_by_ncu(const model::Report& partial,
                      "--fallback-ncu needs the report as a file: ncu cannot read stdin");
   }
   ChildRequest request;
-  request.argv = {ncu.path, "--import", path, "--csv", "--page", "raw"};
+  // A relative path that starts with '-' would be read by ncu as an option: "./-x.ncu-rep".
+  const std::string import_path = path.rfind('-', 0) == 0 ? "./" + path : path;
+  request.argv = {ncu.path, "--import", import_path, "--csv", "--page", "raw"};
   request.timeout = std::chrono::minutes(30);
   ChildResult result = run_child(request);
   if (!result.started || result.exit_code != 0 || result.out.empty()) {

@@ -22,6 +22,26 @@ struct ReadPolicy {
   bool fallback_ncu = false;
 };
 
+// The report a path names: itself, or the one .ncu-rep report of an evidence bundle's folder (a
+// bundle is accepted wherever a report is expected); InputError for a folder with none or several.
+std::string report_in(const std::string& path);
+
+// An output of a command with the option that names it ("--annotate"), or an input ("--gpus",
+// "REPORT").
+struct CommandFile {
+  std::string option;
+  std::string path;
+};
+
+// No output may replace an input of the same command or another of its outputs (`--annotate
+// trace.json` of that trace, `--html X --annotate X` losing one while saying both were written,
+// --html over the --gpus table): UsageError naming both. Files are compared by identity (device
+// and inode, so links and other spellings of a path are caught) where the output exists, by
+// their absolute, normalised paths where it does not yet; "-" (standard output) collides with
+// another "-" output only. Empty paths are ignored.
+void refuse_output_collisions(const std::vector<CommandFile>& outputs,
+                              const std::vector<CommandFile>& inputs);
+
 // All reports are read before anything is printed; the first bad file stops the command. A
 // fallback without an ncu is an InputError naming the report with kNotReady (exit 9), one whose
 // ncu fails kInputInvalid (exit 4).

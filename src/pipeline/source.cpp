@@ -5,6 +5,9 @@
 
 #include <map>
 
+#include "common/child_process.h"
+#include "common/error.h"
+#include "common/utf8.h"
 #include "importers/cubin/cubin.h"
 #include "importers/cubin/line_table.h"
 #include "pipeline/reports.h"
@@ -172,17 +175,31 @@ Answer source(const SourceOptions& options, const std::vector<std::string>& argv
   if (disassembler) sass.disassembler = disassembler->describe();
   sass.skipped = options.no_sass && !options.disassembler;
 
+  // Ctrl-C or SIGTERM while nvdisasm runs stopped only that nvdisasm: the next kernel's started
+  // (24 signals for 24 kernels; exit 0 with one). From here a signal only sets the flag, the
+  // running nvdisasm is stopped at once, and the command ends interrupted (exit 8), printing
+  // nothing of its partial answer.
+  keep_interrupts();
+  auto interrupted = [&] {
+    Answer stopped;
+    stopped.notes = "kprof: interrupted: no source printed\n";
+    stopped.code = ExitCode::kIncomplete;
+    return stopped;
+  };
   std::vector<analysis::KernelSource> views;
   for (size_t r = 0; r < reports.size(); ++r) {
     for (size_t k : selected[r]) {
+      if (interrupt_received()) return interrupted();
       std::string failure;
       analysis::KernelSource view =
           kernel_source(options.paths[r], reports[r], k, options.top, disassembler.get(), failure);
       view.report = r;
+      if (interrupt_received()) return interrupted();
       if (!failure.empty()) {
         output.notes +=
             fmt::format("kprof: warning: {} on {} ({}): {}; no SASS text for it\n",
-                        sass.disassembler, view.mangled, file_name(options.paths[r]), failure);
+                        escape_for_terminal(sass.disassembler), escape_for_terminal(view.mangled),
+                        escape_for_terminal(file_name(options.paths[r])), failure);
       }
       views.push_back(std::move(view));
     }

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/redact.h"
+#include "common/text.h"
 #include "model/kernel_names.h"
 
 namespace kprof::render {
@@ -62,11 +64,8 @@ json group_args(const timeline::FixGroup& group, std::size_t rank) {
   args["replay_fidelity"] = number_or_null(group.replay_fidelity);
   args["capture"] = group.capture;
   if (!group.hot_spots_argv.empty()) {
-    std::string command;
-    for (const std::string& word : group.hot_spots_argv) {
-      command += (command.empty() ? "" : " ") + word;
-    }
-    args["hot_spots"] = command;
+    // Pasted into a shell by a person: quoted as every command kprof prints (common/text.h).
+    args["hot_spots"] = quoted_command(group.hot_spots_argv);
   }
   return args;
 }
@@ -143,7 +142,7 @@ std::string annotated_trace_json(const AnnotatedTraceInput& input, AnnotatedTrac
         {{"schema", "kprof.annotated-trace/1"},
          {"trace", input.trace_path},
          {"reports", input.report_paths},
-         {"argv", input.argv},
+         {"argv", redact_secrets(input.argv)},  // where a key may enter (common/redact.h)
          {"step_selector", budget.step_selector},
          {"note",
           "slices: the trace's GPU activities (pid = device, tid = stream) with "

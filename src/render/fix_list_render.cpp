@@ -18,26 +18,6 @@ std::string dims(const model::Dim3& d) { return fmt::format("{},{},{}", d.x, d.y
 
 std::string fix_ms(double us) { return format_number(us / 1000); }
 
-// argv as a user would type it: words with characters a shell reads specially in single quotes.
-std::string shell_words(const std::vector<std::string>& argv) {
-  std::string text;
-  for (const std::string& word : argv) {
-    if (!text.empty()) text += ' ';
-    bool plain = !word.empty() &&
-                 word.find_first_not_of(
-                     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=,+@%") ==
-                     std::string::npos;
-    if (plain) {
-      text += word;
-      continue;
-    }
-    text += '\'';
-    for (char c : word) text += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    text += '\'';
-  }
-  return text;
-}
-
 json optional_number(const std::optional<double>& value) {
   return value ? json(*value) : json(nullptr);
 }
@@ -229,7 +209,7 @@ std::string fix_list_text(const timeline::FixList& list, size_t top, size_t name
   }
   if (!list.groups.empty() && !list.groups.front().hot_spots_argv.empty()) {
     out += "where in the kernel (1): " +
-           escape_for_terminal(shell_words(list.groups.front().hot_spots_argv)) +
+           escape_for_terminal(quoted_command(list.groups.front().hot_spots_argv)) +
            " (the instructions with the most stall samples; the capture needs --set full)\n";
   }
   out +=
@@ -368,7 +348,7 @@ std::string fix_list_html(const timeline::FixList& list) {
                      : "—");
     html += g.hot_spots_argv.empty()
                 ? std::string("<td class=\"name\">—</td>")
-                : "<td class=\"name\"><code>" + html_escape(shell_words(g.hot_spots_argv)) +
+                : "<td class=\"name\"><code>" + html_escape(quoted_command(g.hot_spots_argv)) +
                       "</code></td>";
     html += "</tr>\n";
   }

@@ -187,22 +187,21 @@ FindingsDb::FindingsDb(const std::string& path, Access access) : path_(path), ac
 FindingsDb::~FindingsDb() = default;
 
 void FindingsDb::open_read_only() {
+  // With no -wal beside it nobody is writing the database (a writer's WAL is checkpointed and
+  // removed when its last connection closes): read as immutable, so a query creates no -wal or
+  // -shm file and takes no lock, and works in a folder the reader cannot write.
+  struct stat wal {};
+  if (::stat((path_ + "-wal").c_str(), &wal) != 0) {
+    open(sqlite::immutable_uri(path_), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+    return;
+  }
   open(path_, SQLITE_OPEN_READONLY);
   int rc = db_->exec_status("PRAGMA schema_version");
-  if ((rc & 0xFF) == SQLITE_CANTOPEN && !folder_writable(path_)) {
-    // A WAL database on read-only media with no -wal/-shm beside it: SQLite cannot create its
-    // shared-memory file there, and nobody can be writing the database through this folder, so
-    // it is read as immutable.
+  if ((rc & 0xFF) == SQLITE_CANTOPEN || (rc & 0xFF) == SQLITE_READONLY) {
+    // A -wal left beside it in a folder SQLite cannot create its shared-memory file in: nobody
+    // can be writing the database through this folder; read what the main file holds.
     db_.reset();
-    std::string uri = "file:";
-    for (char c : path_) {
-      if (c == '%' || c == '?' || c == '#') {
-        uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
-      } else {
-        uri += c;
-      }
-    }
-    open(uri + "?immutable=1", SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+    open(sqlite::immutable_uri(path_), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
   }
 }
 

@@ -332,11 +332,16 @@ std::vector<std::string> hot_spots_argv(const std::string& report_path,
   std::string name = kernel_name;
   if (name.rfind("void ", 0) == 0) name = name.substr(5);
   name = name.substr(0, name.find_first_of("<("));
-  std::string regex;
+  std::string escaped;
   for (char c : name) {
-    if (std::string_view(".[]{}()*+?^$|\\").find(c) != std::string_view::npos) regex += '\\';
-    regex += c;
+    if (std::string_view(".[]{}()*+?^$|\\").find(c) != std::string_view::npos) escaped += '\\';
+    escaped += c;
   }
+  // Anchored: -k matches part of a name, so an unanchored reduce_kernel selected
+  // splitKreduce_kernel first. A bare function name (what ncu records) is the whole name; a
+  // longer one (a demangled name, when no function name was recorded) is matched from a word's
+  // start (the line's, after a space or a scope's ::) to its template arguments or parameters.
+  std::string regex = name == kernel_name ? "^" + escaped + "$" : "(^|[ :])" + escaped + "([<(]|$)";
   return {"kprof", "source", report_path, "-k", regex};
 }
 

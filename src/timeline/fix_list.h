@@ -80,8 +80,9 @@ struct StepGate {
   bool host_bound() const { return steps > 0 && host_bound_steps * 2 > steps; }
 };
 
-// The command that lists a kernel's hot spots: kprof source REPORT -k NAME (the kernel's function
-// name up to its template arguments, regex characters escaped; -k matches part of a name).
+// The command that lists a kernel's hot spots: kprof source REPORT -k REGEX, the kernel's function
+// name up to its template arguments, regex characters escaped and anchored (-k matches part of a
+// name: reduce_kernel must not select splitKreduce_kernel): ^NAME$ for a bare function name.
 std::vector<std::string> hot_spots_argv(const std::string& report_path,
                                         const std::string& kernel_name);
 

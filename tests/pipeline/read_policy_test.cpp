@@ -113,6 +113,25 @@ TEST_F(ReadPolicy, FallbackNcuReadsNcusOwnExport) {
   EXPECT_EQ(inspect.exit_code, 0) << inspect.err;
 }
 
+// Issue 39 problem 18: a relative path that starts with '-' went to ncu as a word of its own
+// after --import, where ncu reads it as an option; it goes as ./-NAME.
+TEST_F(ReadPolicy, FallbackNcuPassesADashLeadingPathAsAPath) {
+  with_fake_ncu();
+  const std::string folder = testing::scratch_dir() + "/dash";
+  std::filesystem::create_directories(folder);
+  std::filesystem::copy_file(fixture().report, folder + "/-v8.ncu-rep",
+                             std::filesystem::copy_options::overwrite_existing);
+  const std::filesystem::path was = std::filesystem::current_path();
+  std::filesystem::current_path(folder);
+  testing::ProcessResult run =
+      testing::run_process({KPROF_BINARY, "analyze", "--fallback-ncu", "--", "-v8.ncu-rep"});
+  std::filesystem::current_path(was);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  std::string calls = read_file(fixture().log);
+  EXPECT_EQ(count_lines(calls), 1u) << calls;
+  EXPECT_NE(calls.find("\"--import\", \"./-v8.ncu-rep\", \"--csv\""), std::string::npos) << calls;
+}
+
 TEST_F(ReadPolicy, FallbackWithoutAnNcuIsNotReady) {
   without_ncu();
   testing::ProcessResult run =

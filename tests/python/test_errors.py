@@ -89,3 +89,52 @@ def test_names_reach_kprof_as_they_are_never_through_a_shell(tmp_path, monkeypat
     with pytest.raises(kprof.KprofError) as caught:
         kprof.analyze(H200 / "big_full.ncu-rep.zst", kernel="-x")
     assert caught.value.exit_code == 5  # matched nothing: it was taken as the regex
+
+
+# Issue 39, problem 19: KPROF_BINARY=kprof checked ./kprof but ran the kprof on PATH.
+def test_kprof_binary_as_a_bare_name_runs_the_file_it_checked(monkeypatch, tmp_path, kprof_binary):
+    here = tmp_path / "here"
+    elsewhere = tmp_path / "elsewhere"
+    here.mkdir()
+    elsewhere.mkdir()
+    os.symlink(os.path.abspath(kprof_binary), here / "kprof")
+    impostor = elsewhere / "kprof"
+    impostor.write_text("#!/bin/sh\necho impostor >&2\nexit 99\n")
+    impostor.chmod(0o755)
+    monkeypatch.chdir(here)
+    monkeypatch.setenv("KPROF_BINARY", "kprof")
+    monkeypatch.setenv("PATH", str(elsewhere))
+    assert kprof.find_binary() == str(here / "kprof")
+    assert len(kprof.rank(H200 / "budget_eager_b1.json.gz").df) == 9
+
+
+# Issue 39, problem 19: a usage error's message was "Run 'kprof --help'…", the reason only in
+# .stderr.
+def test_a_usage_errors_message_says_the_reason():
+    with pytest.raises(kprof.KprofError) as caught:
+        kprof.analyze(H200 / "big_full.ncu-rep.zst", compute_threshold=250)
+    e = caught.value
+    assert e.exit_code == 2
+    assert e.message.startswith("kprof: --compute-threshold: "), e.message
+    assert "Run 'kprof --help'" in e.stderr
+
+
+# Issue 39, problem 19: a NUL in a path raised ValueError, not KprofError.
+def test_a_nul_in_a_path_is_a_kprof_error():
+    with pytest.raises(kprof.KprofError) as caught:
+        kprof.analyze("report\0.ncu-rep")
+    assert "NUL" in caught.value.message
+    assert caught.value.exit_code is None
+
+
+# Issue 39, problem 15: a newline or ESC in a file path forged a line of kprof's stderr, and of
+# KprofError.message.
+def test_a_newline_in_a_path_forges_no_line(tmp_path):
+    missing = tmp_path / "x\nkprof: forged\x1b[2J.ncu-rep"
+    with pytest.raises(kprof.KprofError) as caught:
+        kprof.analyze(missing)
+    e = caught.value
+    assert e.exit_code == 3
+    assert "\n" not in e.message and "\x1b" not in e.message, e.message
+    assert e.stderr.count("\n") == 1, e.stderr
+    assert "forged" in e.message

@@ -59,12 +59,17 @@ void set_thread(TraceEvent& event, std::optional<std::int64_t> global_tid) {
   event.pid = event.process.value_or(0);
 }
 
-// nsys timestamps are integer nanoseconds; trace events use microseconds.
-void set_times(TraceEvent& event, sqlite::Statement& row) {
-  double start = static_cast<double>(row.integer(0));
-  double end = static_cast<double>(row.integer(1));
-  event.timestamp_us = start / 1000;
-  event.duration_us = (end - start) / 1000;
+const char* storage_class(int type) {
+  switch (type) {
+    case SQLITE_FLOAT:
+      return "a real number";
+    case SQLITE_TEXT:
+      return "text";
+    case SQLITE_BLOB:
+      return "a blob";
+    default:
+      return "a value";
+  }
 }
 
 }  // namespace
@@ -74,9 +79,13 @@ bool looks_like_sqlite(std::string_view head) {
 }
 
 TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
-  sqlite::Database db(path, {.flags = SQLITE_OPEN_READONLY,
-                             .writing = false,
-                             .invalid_prefix = "not a readable Nsight Systems export"});
+  // An export is a finished file: read immutable, so a WAL-mode export or one with a leftover
+  // hot journal is read in a folder the reader cannot write, and nothing is created beside it.
+  sqlite::Database db(path,
+                      {.flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
+                       .writing = false,
+                       .invalid_prefix = "not a readable Nsight Systems export"},
+                      sqlite::immutable_uri(path));
   std::vector<std::string> names = db.table_names();
   std::set<std::string> tables(names.begin(), names.end());
   if (!tables.count("StringIds")) {
@@ -91,10 +100,43 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
   }
   TraceReadStats stats;
   std::string name_storage;
-  // Each row of `sql` to `row`.
-  auto each = [&](const std::string& sql, auto&& row) {
+  // Where a row is read from, for an error naming it: the table, the row's position in the
+  // query's order (by start time).
+  std::string table_read;
+  std::uint64_t row_read = 0;
+  // Each row of `sql` (over `table`) to `row`.
+  auto each = [&](const std::string& table, const std::string& sql, auto&& row) {
     sqlite::Statement query(db, sql);
-    while (query.step()) row(query);
+    table_read = table;
+    row_read = 0;
+    while (query.step()) {
+      ++row_read;
+      row(query);
+    }
+  };
+  // A column nsys writes as an integer (nanoseconds, ids, dimensions), NULL where absent. SQLite
+  // binds no type to a column: text read as an integer was 0 (54 s of GPU time instead of
+  // 273 ms), 1e300 saturated to a 292-year span. Anything else is refused, naming the place.
+  auto integer_at = [&](sqlite::Statement& row, int column) -> std::optional<std::int64_t> {
+    const int type = row.type(column);
+    if (type == SQLITE_NULL) return std::nullopt;
+    if (type == SQLITE_INTEGER) return row.integer(column);
+    throw_invalid(path, InputPosition::none(),
+                  fmt::format("table {}, row {} (by start time), column {}: {} where nsys writes "
+                              "an integer",
+                              table_read, row_read, row.column_name(column), storage_class(type)));
+  };
+  // nsys timestamps are integer nanoseconds; trace events use microseconds.
+  auto set_times = [&](TraceEvent& event, sqlite::Statement& row) {
+    auto start = integer_at(row, 0);
+    auto end = integer_at(row, 1);
+    if (!start || !end) {
+      throw_invalid(path, InputPosition::none(),
+                    fmt::format("table {}, row {} (by start time): no {} time", table_read,
+                                row_read, start ? "end" : "start"));
+    }
+    event.timestamp_us = static_cast<double>(*start) / 1000;
+    event.duration_us = (static_cast<double>(*end) - static_cast<double>(*start)) / 1000;
   };
   auto deliver = [&](const TraceEvent& event) {
     // The same time rule as for Chrome traces (an unfinished range can end before it starts).
@@ -115,7 +157,7 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
   };
   auto has_column = [&](const std::string& table, std::string_view column) {
     bool found = false;
-    each("SELECT name FROM pragma_table_info('" + table + "')",
+    each(table, "SELECT name FROM pragma_table_info('" + table + "')",
          [&](sqlite::Statement& row) { found = found || row.text(0) == column; });
     return found;
   };
@@ -128,23 +170,24 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
   stats.format = "Nsight Systems SQLite export";
   if (tables.count("META_DATA_EXPORT")) {
     std::string schema, product;
-    each(
-        "SELECT name, value FROM META_DATA_EXPORT WHERE name IN ('EXPORT_SCHEMA_VERSION', "
-        "'EXPORT_PRODUCT_VERSION')",
-        [&](sqlite::Statement& row) {
-          (row.text(0) == "EXPORT_SCHEMA_VERSION" ? schema : product) =
-              escape_for_terminal(to_valid_utf8(row.text(1).substr(0, 40)));
-        });
+    each("META_DATA_EXPORT",
+         "SELECT name, value FROM META_DATA_EXPORT WHERE name IN ('EXPORT_SCHEMA_VERSION', "
+         "'EXPORT_PRODUCT_VERSION')",
+         [&](sqlite::Statement& row) {
+           (row.text(0) == "EXPORT_SCHEMA_VERSION" ? schema : product) =
+               escape_for_terminal(to_valid_utf8(row.text(1).substr(0, 40)));
+         });
     if (!schema.empty()) stats.format += ", schema " + schema;
     if (!product.empty()) stats.format += " (nsys " + product + ")";
   }
   if (tables.count("TARGET_INFO_GPU") && has_column("TARGET_INFO_GPU", "id") &&
       has_column("TARGET_INFO_GPU", "name")) {
-    each("SELECT id, name FROM TARGET_INFO_GPU ORDER BY id", [&](sqlite::Statement& row) {
-      if (auto id = row.optional_integer(0)) {
-        stats.device_names.emplace_back(*id, to_valid_utf8(row.text(1).substr(0, 200)));
-      }
-    });
+    each("TARGET_INFO_GPU", "SELECT id, name FROM TARGET_INFO_GPU ORDER BY id",
+         [&](sqlite::Statement& row) {
+           if (auto id = integer_at(row, 0)) {
+             stats.device_names.emplace_back(*id, to_valid_utf8(row.text(1).substr(0, 200)));
+           }
+         });
   }
   // What nsys says it dropped (CUPTI buffers full, events lost): its diagnostics, warnings and
   // errors only (severity 2 and 3; 4 is Verbose), the lines that speak of records dropped or lost.
@@ -157,7 +200,8 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
       }
       return false;
     };
-    each("SELECT text FROM DIAGNOSTIC_EVENT WHERE severity IN (2, 3) ORDER BY timestamp",
+    each("DIAGNOSTIC_EVENT",
+         "SELECT text FROM DIAGNOSTIC_EVENT WHERE severity IN (2, 3) ORDER BY timestamp",
          [&](sqlite::Statement& row) {
            std::string text = to_valid_utf8(row.text(0).substr(0, 300));
            if (stats.producer_drops.size() < 8 && speaks_of_loss(text)) {
@@ -172,6 +216,7 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
   const std::string runtime_table = resolve_table(tables, "CUPTI_ACTIVITY_KIND_RUNTIME");
   if (!runtime_table.empty()) {
     each(
+        runtime_table,
         fmt::format("SELECT r.start, r.end, r.correlationId, COALESCE(s.value, ''), {} "
                     "FROM {} r LEFT JOIN StringIds s ON s.id = r.nameId ORDER BY r.start",
                     has_column(runtime_table, "globalTid") ? "r.globalTid" : "NULL", runtime_table),
@@ -179,9 +224,9 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
           TraceEvent event;
           event.category = "cuda_runtime";
           set_times(event, row);
-          event.correlation = row.optional_integer(2);
+          event.correlation = integer_at(row, 2);
           event.name = row.text_view(3, name_storage);
-          set_thread(event, row.optional_integer(4));
+          set_thread(event, integer_at(row, 4));
           deliver(event);
         });
   }
@@ -190,7 +235,8 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
   const std::string sync_table = resolve_table(tables, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION");
   if (!sync_table.empty() && tables.count("ENUM_CUPTI_SYNC_TYPE") &&
       has_column(sync_table, "syncType") && has_column(sync_table, "streamId")) {
-    each(fmt::format("SELECT y.start, y.end, y.deviceId, y.streamId, y.correlationId, {} FROM {} "
+    each(sync_table,
+         fmt::format("SELECT y.start, y.end, y.deviceId, y.streamId, y.correlationId, {} FROM {} "
                      "y JOIN ENUM_CUPTI_SYNC_TYPE e ON e.id = y.syncType WHERE e.name LIKE "
                      "'%STREAM_WAIT_EVENT' ORDER BY y.start",
                      column_or_null(sync_table, "globalPid"), sync_table),
@@ -199,10 +245,10 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
            event.category = "cuda_sync";
            event.name = "Stream Wait Event";
            set_times(event, row);
-           event.device = row.optional_integer(2);
-           event.stream = row.optional_integer(3);
-           event.correlation = row.optional_integer(4);
-           event.process = process_of(row.optional_integer(5));
+           event.device = integer_at(row, 2);
+           event.stream = integer_at(row, 3);
+           event.correlation = integer_at(row, 4);
+           event.process = process_of(integer_at(row, 5));
            deliver(event);
          });
   }
@@ -211,7 +257,8 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
   // demangled here when the export has one (and a name that arrives mangled anyway is too).
   const bool has_mangled = has_column(kernel_table, "mangledName");
   std::string demangled_storage;
-  each(fmt::format("SELECT k.start, k.end, k.deviceId, k.streamId, k.correlationId, "
+  each(kernel_table,
+       fmt::format("SELECT k.start, k.end, k.deviceId, k.streamId, k.correlationId, "
                    "COALESCE(d.value, s.value, ''), k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY, "
                    "k.blockZ, {}, {}, {}, "
                    "{}, {}, {} FROM {} k LEFT JOIN StringIds d ON d.id = "
@@ -232,9 +279,9 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
          TraceEvent event;
          event.category = "kernel";
          set_times(event, row);
-         event.device = row.optional_integer(2);
-         event.stream = row.optional_integer(3);
-         event.correlation = row.optional_integer(4);
+         event.device = integer_at(row, 2);
+         event.stream = integer_at(row, 3);
+         event.correlation = integer_at(row, 4);
          event.name = row.text_view(5, name_storage);
          std::string mangled_storage;
          std::string_view mangled = row.text_view(14, mangled_storage);
@@ -243,17 +290,16 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
            event.name = demangled_storage;
          }
          for (int i = 0; i < 3; ++i) {
-           event.grid[i] = row.optional_integer(6 + i);
-           event.block[i] = row.optional_integer(9 + i);
+           event.grid[i] = integer_at(row, 6 + i);
+           event.block[i] = integer_at(row, 9 + i);
          }
-         if (auto registers = row.optional_integer(12))
+         if (auto registers = integer_at(row, 12))
            event.registers_per_thread = static_cast<double>(*registers);
-         if (auto shared = row.optional_integer(13))
-           event.shared_memory = static_cast<double>(*shared);
-         event.process = process_of(row.optional_integer(15));
+         if (auto shared = integer_at(row, 13)) event.shared_memory = static_cast<double>(*shared);
+         event.process = process_of(integer_at(row, 15));
          // 0 is "not in a graph" in CUPTI's records.
-         if (auto graph = row.optional_integer(16); graph && *graph != 0) event.graph_id = graph;
-         if (auto node = row.optional_integer(17); node && *node > 0) {
+         if (auto graph = integer_at(row, 16); graph && *graph != 0) event.graph_id = graph;
+         if (auto node = integer_at(row, 17); node && *node > 0) {
            event.graph_node_id = static_cast<std::uint64_t>(*node);
          }
          deliver(event);
@@ -268,7 +314,8 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
         CopyTable{"CUPTI_ACTIVITY_KIND_MEMSET", "gpu_memset", "CUDA memset"}}) {
     const std::string table = resolve_table(tables, copies.table);
     if (table.empty()) continue;
-    each(fmt::format("SELECT start, end, deviceId, streamId, correlationId, {} FROM {} ORDER BY "
+    each(table,
+         fmt::format("SELECT start, end, deviceId, streamId, correlationId, {} FROM {} ORDER BY "
                      "start",
                      column_or_null(table, "globalPid"), table),
          [&](sqlite::Statement& row) {
@@ -276,10 +323,10 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
            event.category = copies.category;
            event.name = copies.name;
            set_times(event, row);
-           event.device = row.optional_integer(2);
-           event.stream = row.optional_integer(3);
-           event.correlation = row.optional_integer(4);
-           event.process = process_of(row.optional_integer(5));
+           event.device = integer_at(row, 2);
+           event.stream = integer_at(row, 3);
+           event.correlation = integer_at(row, 4);
+           event.process = process_of(integer_at(row, 5));
            deliver(event);
          });
   }
@@ -289,7 +336,8 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
   if (!graph_table.empty() && has_column(graph_table, "graphId") &&
       has_column(graph_table, "streamId") && has_column(graph_table, "correlationId")) {
     std::string graph_name;
-    each(fmt::format("SELECT start, end, {}, streamId, correlationId, {}, graphId FROM {} ORDER "
+    each(graph_table,
+         fmt::format("SELECT start, end, {}, streamId, correlationId, {}, graphId FROM {} ORDER "
                      "BY start",
                      column_or_null(graph_table, "deviceId"),
                      column_or_null(graph_table, "globalPid"), graph_table),
@@ -297,11 +345,11 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
            TraceEvent event;
            event.category = "kernel";
            set_times(event, row);
-           event.device = row.optional_integer(2);
-           event.stream = row.optional_integer(3);
-           event.correlation = row.optional_integer(4);
-           event.process = process_of(row.optional_integer(5));
-           event.graph_id = row.optional_integer(6);
+           event.device = integer_at(row, 2);
+           event.stream = integer_at(row, 3);
+           event.correlation = integer_at(row, 4);
+           event.process = process_of(integer_at(row, 5));
+           event.graph_id = integer_at(row, 6);
            graph_name = fmt::format("CUDA graph {} [whole replay: --cuda-graph-trace=graph]",
                                     event.graph_id.value_or(-1));
            event.name = graph_name;
@@ -311,7 +359,8 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
   const std::string nvtx_table = resolve_table(tables, "NVTX_EVENTS");
   if (!nvtx_table.empty()) {
     // 59: push/pop range, 60: start/end range (NVTX event types in nsys exports).
-    each(fmt::format(
+    each(nvtx_table,
+         fmt::format(
              "SELECT n.start, n.end, COALESCE(n.text, s.value, ''), {} FROM {} n "
              "LEFT JOIN StringIds s ON s.id = n.textId WHERE n.eventType IN (59, 60) AND n.end IS "
              "NOT NULL ORDER BY n.start",
@@ -321,7 +370,7 @@ TraceReadStats read_nsys_sqlite(const std::string& path, TraceEventSink& sink) {
            event.category = "user_annotation";
            set_times(event, row);
            event.name = row.text_view(2, name_storage);
-           set_thread(event, row.optional_integer(3));
+           set_thread(event, integer_at(row, 3));
            deliver(event);
          });
   }
