@@ -22,6 +22,12 @@ struct ReadPolicy {
   bool fallback_ncu = false;
 };
 
+// The report a bundle folder holds, of the names of its entries: its one .ncu-rep (.ncu-rep.zst,
+// .ncu-repz), as `folder / name`; InputError (kInputUnreadable) naming the folder when it holds
+// none or several. load_reports reads a folder as this report; kprof mcp opens it beneath its
+// root first.
+std::string bundle_report(const std::string& folder, const std::vector<std::string>& names);
+
 // All reports are read before anything is printed; the first bad file stops the command. A
 // fallback without an ncu is an InputError naming the report with kNotReady (exit 9), one whose
 // ncu fails kInputInvalid (exit 4).
