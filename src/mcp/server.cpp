@@ -430,8 +430,8 @@ void Server::serve(int in, int out) {
         continue;
       }
       call.prepared.files.close_all();  // the call's process holds its own
-      running.push_back(
-          Running{std::move(call), std::move(process), Clock::now() + settings_.call_timeout});
+      running.push_back(Running{std::move(call), std::move(process),
+                                Clock::now() + settings_.call_timeout, false});
     }
     std::vector<pollfd> fds;
     if (reading) fds.push_back({in, POLLIN, 0});
