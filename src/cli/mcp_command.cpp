@@ -1,14 +1,13 @@
 // kprof mcp: the Model Context Protocol server for coding agents, on stdin/stdout (mcp/server).
-// This file parses the options and runs the loop: one JSON-RPC message per line in, one reply
-// per request out.
+// This file parses the options and runs the server (mcp::Server::serve) on stdin and stdout.
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstdio>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
 #include <memory>
-#include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "cli/command.h"
@@ -22,55 +21,21 @@ struct McpOptions {
   std::vector<std::string> roots;
   std::size_t max_tokens = mcp::kDefaultTokenBudget;
   bool no_doctor = false;
+  double call_timeout_s = 300;
 };
 
-// Reads stdin as it arrives, a line longer than the message limit skipped to its end and
-// refused (never held whole), each reply written and flushed at once.
 ExitCode serve(const McpOptions& options) {
   std::vector<std::string> roots = options.roots;
   if (roots.empty()) roots.push_back(".");
   mcp::ToolSettings settings;
   settings.token_budget = options.max_tokens;
   settings.doctor = !options.no_doctor;
+  settings.call_timeout = std::chrono::milliseconds(
+      std::max<long long>(1, std::llround(options.call_timeout_s * 1000.0)));
   mcp::Server server(mcp::Roots(roots), settings);
-  std::string line;
-  bool too_long = false;
-  char buffer[1 << 16];
-  auto write_line = [](std::string reply) {
-    reply.push_back('\n');
-    std::fwrite(reply.data(), 1, reply.size(), stdout);
-    std::fflush(stdout);
-  };
-  auto answer = [&server, &write_line](std::string_view message) {
-    if (std::optional<std::string> reply = server.handle(message)) write_line(std::move(*reply));
-  };
-  // read(2), not fread: a client waits for the reply to each line, so whatever has arrived is
-  // handled at once rather than once a buffer is full.
-  for (;;) {
-    const ssize_t got = ::read(STDIN_FILENO, buffer, sizeof buffer);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    std::string_view chunk(buffer, static_cast<std::size_t>(got));
-    while (!chunk.empty()) {
-      std::size_t end = chunk.find('\n');
-      std::string_view part = chunk.substr(0, end);
-      if (!too_long) line.append(part);
-      if (line.size() > mcp::kMaxMessageBytes) {
-        too_long = true;
-        line.clear();
-      }
-      if (end == std::string_view::npos) break;
-      if (too_long) {
-        write_line(mcp::Server::too_long_reply());
-      } else {
-        answer(line);
-      }
-      line.clear();
-      too_long = false;
-      chunk.remove_prefix(end + 1);
-    }
-  }
-  if (!too_long && !line.empty()) answer(line);
+  // A client that goes away while a reply is written ends the server (write fails), not a signal.
+  std::signal(SIGPIPE, SIG_IGN);
+  server.serve(STDIN_FILENO, STDOUT_FILENO);
   return ExitCode::kOk;
 }
 
@@ -88,9 +53,16 @@ void define_mcp(CLI::App& parent, Runner& runner) {
       "tokens counted as characters / 4, the last line saying how many rows were left out; the\n"
       "argument detail=full gives all) and structuredContent, its --json document. A tool's\n"
       "failure is a result with isError and kprof's one-line message.\n\n"
-      "Every path a tool is given is resolved with realpath (links followed) and must lie in a\n"
-      "--root folder (relative paths: from the first); nothing else is read, and nothing is\n"
-      "written. doctor reads the system's own files and runs `ncu --version` and `nvidia-smi\n"
+      "Each tool call runs in a process of its own while the server goes on reading: a ping is\n"
+      "answered at once, notifications/cancelled stops the call it names (it is not answered),\n"
+      "and a call that runs longer than --call-timeout is stopped and answered with a tool\n"
+      "error that says so (exit code 8 in its structuredContent). At most 4 calls run at once.\n\n"
+      "Every path a tool is given is resolved with realpath (links inside the roots followed)\n"
+      "and must lie in a --root folder (relative paths: from the first), and so must a bundle\n"
+      "folder's report; each is then opened from its root without following any link, and\n"
+      "only a regular file or folder is read (a FIFO or device never is), through the\n"
+      "descriptor that was checked. Nothing else is read, and nothing is written.\n"
+      "doctor reads the system's own files and runs `ncu --version` and `nvidia-smi\n"
       "--query-gpu` (queries, no GPU work); --no-doctor leaves it out. No tool captures, traces\n"
       "or reaches Kubernetes: a server that can start work on a GPU machine would need an\n"
       "explicit option, and this one has none.\n\n"
@@ -103,6 +75,11 @@ void define_mcp(CLI::App& parent, Runner& runner) {
       ->check(CLI::Range(256, 10000000))
       ->capture_default_str();
   command->add_flag("--no-doctor", options->no_doctor, "Do not offer the doctor tool");
+  command
+      ->add_option("--call-timeout", options->call_timeout_s,
+                   "Seconds a tool call may run before it is stopped")
+      ->check(CLI::Range(0.001, 86400.0))
+      ->capture_default_str();
   command->callback(
       [&runner, options] { runner = [options](Output&) { return serve(*options); }; });
 }

@@ -24,6 +24,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/opened_inputs.h"
 
 namespace kprof {
 namespace {
@@ -307,11 +308,16 @@ std::string describe_input(const std::string& path) {
 class InputFd {
  public:
   explicit InputFd(const std::string& path) : path_(path) {
-    if (is_stdin_path(path)) {
+    const OpenedInputs* inputs = OpenedInputs::current();
+    if (is_stdin_path(path) && inputs == nullptr) {
       claim_stdin(path);
       fd_ = STDIN_FILENO;
     } else {
-      fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      // Where the request's files were opened before it ran (kprof mcp), the descriptor of the
+      // one checked, reopened through /proc for an offset of its own; a name it was not given is
+      // refused (opened_inputs.h).
+      const std::string opened = inputs != nullptr ? inputs->reopen_name(path) : path;
+      fd_ = ::open(opened.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd_ < 0) throw_unreadable(path, fmt::format("cannot open: {}", std::strerror(errno)));
       owned_ = true;
     }

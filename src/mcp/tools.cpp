@@ -1,23 +1,30 @@
 #include "mcp/tools.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <new>
 #include <stdexcept>
 #include <utility>
 
-#include "capture/verbs.h"
+#include "capture/capture_render.h"
+#include "capture/tools_render.h"
 #include "common/error.h"
-#include "common/redact.h"
+#include "common/file_bytes.h"
 #include "common/text.h"
 #include "common/utf8.h"
 #include "mcp/compact.h"
 #include "pipeline/analyze.h"
 #include "pipeline/diff.h"
 #include "pipeline/inspect.h"
+#include "pipeline/reports.h"
 #include "pipeline/traces.h"
 
 namespace kprof::mcp {
@@ -67,8 +74,8 @@ using Kind = Param::Kind;
 // The checked arguments: paths resolved inside the roots, everything else as given.
 using Values = json;
 
-using Run =
-    std::function<pipeline::Answer(const Values&, bool json, const std::vector<std::string>& argv)>;
+// Runs the verb once: its --json document in out, its text answer in text (text_too).
+using Run = std::function<pipeline::Answer(const Values&, const std::vector<std::string>& argv)>;
 
 struct Tool {
   std::string name, title, description;
@@ -85,6 +92,11 @@ std::vector<std::string> words_of(const Values& v, const char* name) {
 template <typename T>
 void set_if(const Values& v, const char* name, T& target) {
   if (v.contains(name)) target = v[name].get<T>();
+}
+
+// A JSON document as the CLI prints it (render::json_text).
+std::string json_text(const json& document) {
+  return document.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 const char* kDetail =
@@ -143,13 +155,14 @@ std::vector<Tool> make_tools(const ToolSettings& settings) {
                         {"duration", "pipeline", "id"}});
     t.params.push_back({"trace", Kind::kPath, "--trace",
                         "A profiler trace of the same program: each kernel's share of it"});
-    t.run = [](const Values& v, bool json, const std::vector<std::string>& argv) {
+    t.run = [](const Values& v, const std::vector<std::string>& argv) {
       pipeline::AnalyzeOptions o;
       o.paths = words_of(v, "reports");
       set_verdict_options(v, o);
       set_if(v, "sort", o.sort);
       set_if(v, "trace", o.trace_path);
-      o.json = json;
+      o.json = true;
+      o.text_too = true;
       return pipeline::analyze(o, argv);
     };
     tools.push_back(std::move(t));
@@ -168,7 +181,7 @@ std::vector<Tool> make_tools(const ToolSettings& settings) {
             {"session", Kind::kBoolean, "--session",
              "Only the session and devices (not with kernel, metrics, rules, instances)"}},
            {}};
-    t.run = [](const Values& v, bool json, const std::vector<std::string>& argv) {
+    t.run = [](const Values& v, const std::vector<std::string>& argv) {
       pipeline::InspectOptions o;
       o.paths = words_of(v, "reports");
       set_if(v, "kernel", o.kernel_regex);
@@ -183,7 +196,8 @@ std::vector<Tool> make_tools(const ToolSettings& settings) {
           }
         }
       }
-      o.json = json;
+      o.json = true;
+      o.text_too = true;
       return pipeline::inspect(o, argv);
     };
     tools.push_back(std::move(t));
@@ -214,7 +228,7 @@ std::vector<Tool> make_tools(const ToolSettings& settings) {
              "With by op or module: the trace of the CUDA/HIP graphs' capture, whose operators "
              "a graph replay's kernels take"}},
            {}};
-    t.run = [](const Values& v, bool json, const std::vector<std::string>& argv) {
+    t.run = [](const Values& v, const std::vector<std::string>& argv) {
       pipeline::RankOptions o;
       o.paths = words_of(v, "traces");
       set_if(v, "top", o.top);
@@ -224,7 +238,8 @@ std::vector<Tool> make_tools(const ToolSettings& settings) {
       set_if(v, "raw_names", o.raw_names);
       set_if(v, "stages", o.stages_path);
       set_if(v, "graph_capture", o.graph_capture);
-      o.json = json;
+      o.json = true;
+      o.text_too = true;
       return pipeline::rank(o, argv);
     };
     tools.push_back(std::move(t));
@@ -243,13 +258,14 @@ std::vector<Tool> make_tools(const ToolSettings& settings) {
             {"kernel_bound_from", Kind::kNumber, "--kernel-bound-from",
              "GPU busy % from which a step is kernel-bound (default 90)", false, 0, 100}},
            {}};
-    t.run = [](const Values& v, bool json, const std::vector<std::string>& argv) {
+    t.run = [](const Values& v, const std::vector<std::string>& argv) {
       pipeline::BudgetOptions o;
       o.paths = words_of(v, "traces");
       set_if(v, "step", o.step_regex);
       set_if(v, "host_bound_below", o.host_bound_below_pct);
       set_if(v, "kernel_bound_from", o.kernel_bound_from_pct);
-      o.json = json;
+      o.json = true;
+      o.text_too = true;
       return pipeline::budget(o, argv);
     };
     tools.push_back(std::move(t));
@@ -269,7 +285,7 @@ std::vector<Tool> make_tools(const ToolSettings& settings) {
         {"top", Kind::kInteger, "--top", "Fix-list groups to show (0: all; 15)", false, 0, 1e9});
     t.params.push_back({"per_launch", Kind::kBoolean, "--per-launch",
                         "After the fix list, every captured launch with its verdict and share"});
-    t.run = [](const Values& v, bool json, const std::vector<std::string>& argv) {
+    t.run = [](const Values& v, const std::vector<std::string>& argv) {
       pipeline::AnalyzeOptions o;
       o.sort = "pipeline";
       o.fix_list = true;
@@ -278,7 +294,8 @@ std::vector<Tool> make_tools(const ToolSettings& settings) {
       set_verdict_options(v, o);
       set_if(v, "top", o.top);
       set_if(v, "per_launch", o.per_launch);
-      o.json = json;
+      o.json = true;
+      o.text_too = true;
       return pipeline::analyze(o, argv);
     };
     tools.push_back(std::move(t));
@@ -311,7 +328,7 @@ std::vector<Tool> make_tools(const ToolSettings& settings) {
             {"step", Kind::kString, "--step", "Traces: step annotations matching this regex"},
             {"top", Kind::kInteger, "-n", "Traces: kernels to list (default 20)", false, 0, 1e9}},
            {}};
-    t.run = [](const Values& v, bool json, const std::vector<std::string>& argv) {
+    t.run = [](const Values& v, const std::vector<std::string>& argv) {
       pipeline::DiffOptions o;
       o.baseline = text_of(v, "baseline");
       o.candidate = text_of(v, "candidate");
@@ -324,7 +341,8 @@ std::vector<Tool> make_tools(const ToolSettings& settings) {
       set_if(v, "alpha", o.alpha);
       set_if(v, "step", o.step_regex);
       set_if(v, "top", o.top);
-      o.json = json;
+      o.json = true;
+      o.text_too = true;
       return pipeline::diff(o, argv);
     };
     tools.push_back(std::move(t));
@@ -340,13 +358,19 @@ std::vector<Tool> make_tools(const ToolSettings& settings) {
              -2147483648.0, 2147483647.0},
             {"ncu_argv", Kind::kWords, "--", "The ncu command line, one word per item"}},
            {}};
-    t.run = [](const Values& v, bool json, const std::vector<std::string>& argv) {
-      capture::ExplainOptions o;
-      o.log_path = text_of(v, "log");
-      set_if(v, "exit_code", o.exit_code);
-      o.ncu_argv = words_of(v, "ncu_argv");
-      o.json = json;
-      return capture::explain(o, argv);
+    t.run = [](const Values& v, const std::vector<std::string>& argv) {
+      // capture::explain's steps, once for both answers.
+      int exit_code = 0;
+      set_if(v, "exit_code", exit_code);
+      FileBytes log = read_input_file(text_of(v, "log"));
+      capture::ExplainedRun run =
+          capture::explain_ncu_run(words_of(v, "ncu_argv"), std::move(log.bytes), exit_code);
+      pipeline::Answer answer;
+      answer.out = json_text(capture::explain_json(run, argv));
+      answer.text = capture::explain_text(run);
+      answer.notes = capture::diagnoses_text(run.diagnoses);
+      answer.code = run.failed() ? ExitCode::kCaptureFailed : ExitCode::kOk;
+      return answer;
     };
     tools.push_back(std::move(t));
   }
@@ -360,10 +384,14 @@ std::vector<Tool> make_tools(const ToolSettings& settings) {
            "is `kprof doctor --json` (kprof.doctor/1).",
            {},
            {}};
-    t.run = [](const Values&, bool json, const std::vector<std::string>& argv) {
-      capture::DoctorOptions o;
-      o.json = json;
-      return capture::doctor(o, argv);
+    t.run = [](const Values&, const std::vector<std::string>& argv) {
+      // capture::doctor's steps, once for both answers (it runs ncu and nvidia-smi).
+      capture::DoctorReport report = capture::check_this_machine("", "");
+      pipeline::Answer answer;
+      answer.out = json_text(capture::doctor_json(report, argv));
+      answer.text = capture::doctor_text(report);
+      answer.code = report.ready() ? ExitCode::kOk : ExitCode::kNotReady;
+      return answer;
     };
     tools.push_back(std::move(t));
   }
@@ -464,8 +492,9 @@ std::string range_text(const Param& p) {
   return "";
 }
 
-// The arguments checked against the tool's parameters, paths resolved; UsageError naming the
-// argument otherwise. The value itself is never quoted back (it may be anything).
+// The arguments checked against the tool's parameters, paths resolved (not opened yet: every
+// argument is checked before any file is); UsageError naming the argument otherwise. The value
+// itself is never quoted back (it may be anything).
 Values check_arguments(const Tool& tool, const json& arguments, const Roots& roots, bool& full) {
   if (!arguments.is_object()) {
     throw UsageError(fmt::format("arguments: expected an object, got {}", type_name(arguments)));
@@ -568,6 +597,73 @@ Values check_arguments(const Tool& tool, const json& arguments, const Roots& roo
   return values;
 }
 
+// What a path argument reads: a capture (a bundle folder holding one is read as it), a trace, or
+// any other file (a table, a log).
+enum class Reads { kCapture, kTrace, kFile };
+
+Reads what_it_reads(const Param& p) {
+  if (p.name == "reports" || p.name == "baseline" || p.name == "candidate") return Reads::kCapture;
+  if (p.name == "trace" || p.name == "traces" || p.name == "graph_capture") return Reads::kTrace;
+  return Reads::kFile;
+}
+
+// The names of a folder's entries, listed through its descriptor (not its name).
+std::vector<std::string> entries_of(const Roots::Opened& folder) {
+  std::vector<std::string> names;
+  int fd = ::fcntl(folder.fd.get(), F_DUPFD_CLOEXEC, 0);
+  DIR* dir = fd < 0 ? nullptr : ::fdopendir(fd);
+  if (dir == nullptr) {
+    if (fd >= 0) ::close(fd);
+    throw InputError(ExitCode::kInputUnreadable, folder.path, InputPosition::none(),
+                     fmt::format("cannot read the folder: {}", std::strerror(errno)));
+  }
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  ::closedir(dir);
+  return names;
+}
+
+// One path argument opened beneath the roots and added to the call's files. A bundle folder,
+// where a capture is read, stands for its one report: found by pipeline::bundle_report over the
+// folder's entries, then opened as an argument is (a link out of the roots refused as a path
+// outside them). Any other folder is refused as the reader would.
+void open_input(const Param& p, const std::string& path, const Roots& roots, OpenedInputs& files) {
+  Roots::Opened opened = roots.open(path, p.name);
+  if (opened.folder) {
+    if (what_it_reads(p) != Reads::kCapture) {
+      throw InputError(ExitCode::kInputUnreadable, opened.path, InputPosition::none(),
+                       what_it_reads(p) == Reads::kTrace ? "is a directory, expected a trace file"
+                                                         : "is a directory, expected a file");
+    }
+    const std::string report = pipeline::bundle_report(opened.path, entries_of(opened));
+    Roots::Opened file = roots.open(report, p.name);
+    if (file.folder) {
+      throw InputError(ExitCode::kInputUnreadable, report, InputPosition::none(),
+                       "is a directory, expected a report file");
+    }
+    files.add(report, file.fd.release());
+    files.add_bundle(opened.path, report);
+    return;
+  }
+  files.add(opened.path, opened.fd.release());
+}
+
+// Every path of the call opened, in the order of the tool's parameters.
+void open_inputs(const Tool& tool, const Values& values, const Roots& roots, OpenedInputs& files) {
+  for (const Param& p : tool.params) {
+    if (!values.contains(p.name)) continue;
+    if (p.kind == Kind::kPath) {
+      open_input(p, values[p.name].get<std::string>(), roots, files);
+    } else if (p.kind == Kind::kPaths) {
+      for (const json& item : values[p.name]) {
+        open_input(p, item.get<std::string>(), roots, files);
+      }
+    }
+  }
+}
+
 // The command line the call equals: positional paths, then options in the tool's order, then
 // --json (when asked) and the words after "--".
 std::vector<std::string> argv_of(const Tool& tool, const Values& values, bool json_output) {
@@ -620,44 +716,100 @@ std::string exit_meaning(ExitCode code) {
   }
 }
 
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  if (from.empty() || from == to) return text;
+  for (std::size_t at = 0; (at = text.find(from, at)) != std::string::npos; at += to.size()) {
+    text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
+// The call's paths as a terminal shows them: where a verb's text shows one raw (a line break,
+// an escape in a file name), it shows it escaped.
+std::string with_paths_escaped(std::string text, const Tool& tool, const Values& values) {
+  for (const Param& p : tool.params) {
+    if (!values.contains(p.name) || (p.kind != Kind::kPath && p.kind != Kind::kPaths)) continue;
+    const json& value = values[p.name];
+    for (const json& item : value.is_array() ? value : json::array({value})) {
+      const std::string& path = item.get_ref<const std::string&>();
+      text = replace_all(std::move(text), path, escape_for_terminal(path));
+    }
+  }
+  return text;
+}
+
 // The compact text: the command line, the verb's own text answer inside the budget, what "—"
-// means, the exit status where it is not 0, the notes.
-std::string compose(const Tool& tool, const std::vector<std::string>& argv,
-                    const pipeline::Answer& text, std::size_t budget_chars, bool full) {
-  std::string head = "$ " + quoted_command(argv) + "\n";
+// means, the exit status where it is not 0, the notes. Every user string escaped: the command
+// line whole, the paths wherever the text shows them.
+std::string compose(const Tool& tool, const std::vector<std::string>& argv, const Values& values,
+                    const pipeline::Answer& answer, std::size_t budget_chars, bool full) {
+  std::string head = "$ " + escape_for_terminal(quoted_command(argv)) + "\n";
+  const std::string out = with_paths_escaped(answer.text, tool, values);
   std::string tail;
-  if (text.out.find("—") != std::string::npos) {
+  if (out.find("—") != std::string::npos) {
     tail +=
         "— : not in this report: the recording does not hold what the figure needs, or holds "
         "too little to support one; kprof never estimates it\n";
   }
-  if (text.code != ExitCode::kOk) {
-    tail += fmt::format("exit {}: {} (kprof {} exits {})\n", static_cast<int>(text.code),
-                        exit_meaning(text.code), tool.name, static_cast<int>(text.code));
+  if (answer.code != ExitCode::kOk) {
+    tail += fmt::format("exit {}: {} (kprof {} exits {})\n", static_cast<int>(answer.code),
+                        exit_meaning(answer.code), tool.name, static_cast<int>(answer.code));
   }
-  std::string notes = text.notes.empty() ? "" : "notes:\n" + text.notes;
-  if (full) return head + text.out + tail + notes;
+  std::string notes =
+      answer.notes.empty() ? "" : "notes:\n" + with_paths_escaped(answer.notes, tool, values);
+  if (full) return head + out + tail + notes;
   const std::size_t fixed = head.size() + tail.size();
   const std::size_t room = budget_chars > fixed ? budget_chars - fixed : 0;
   notes = cut_to_budget(notes, room / 4);
   const std::size_t body = room > notes.size() ? room - notes.size() : 0;
-  return head + cut_to_budget(text.out, body) + tail + notes;
-}
-
-// kprof's one line for a failure, as the CLI prints it on stderr.
-std::string failure_line(const std::string& message) {
-  return "kprof: " + redact_secrets(escape_for_terminal(message, true));
+  return head + cut_to_budget(out, body) + tail + notes;
 }
 
 ToolResult failure(const std::string& message, ExitCode code) {
-  ToolResult result;
-  result.is_error = true;
-  result.text = failure_line(message);
-  result.structured = json{{"exit_code", static_cast<int>(code)}, {"message", result.text}};
-  return result;
+  return tool_failure(message, static_cast<int>(code));
+}
+
+// Runs `body`, mapping what it throws as run_cli does: a failure result with kprof's line.
+template <typename Body>
+ToolResult answered(Body&& body) {
+  try {
+    return body();
+  } catch (const InputError& error) {
+    return failure(error.what(), error.code());
+  } catch (const UsageError& error) {
+    return failure(error.what(), ExitCode::kUsage);
+  } catch (const std::invalid_argument& error) {
+    return failure(error.what(), ExitCode::kUsage);
+  } catch (const NothingSelected& error) {
+    return failure(error.what(), ExitCode::kNothingSelected);
+  } catch (const NotReady& error) {
+    return failure(error.what(), ExitCode::kNotReady);
+  } catch (const std::bad_alloc&) {
+    return failure("out of memory", ExitCode::kInternal);
+  } catch (const std::exception& error) {
+    return failure(fmt::format("internal error (please report it): {}", error.what()),
+                   ExitCode::kInternal);
+  }
 }
 
 }  // namespace
+
+ToolResult tool_failure(const std::string& message, int exit_code) {
+  ToolResult result;
+  result.is_error = true;
+  // kprof's one line, as the CLI prints it on stderr — and one line whatever the message holds:
+  // a line break in a file name is shown as \n, never as a line of its own.
+  result.text = "kprof: " + escape_for_terminal(message);
+  result.structured = json{{"exit_code", exit_code}, {"message", result.text}};
+  return result;
+}
+
+nlohmann::json result_json(ToolResult result) {
+  json reply = {{"content", json::array({{{"type", "text"}, {"text", std::move(result.text)}}})},
+                {"isError", result.is_error}};
+  if (result.structured) reply["structuredContent"] = std::move(*result.structured);
+  return reply;
+}
 
 nlohmann::json tool_list(const ToolSettings& settings) {
   json list = json::array();
@@ -690,8 +842,10 @@ std::vector<std::string> cli_argv(const std::string& name, const nlohmann::json&
   return argv_of(*tool, check_arguments(*tool, arguments, roots, full), true);
 }
 
-ToolResult call_tool(const std::string& name, const nlohmann::json& arguments, const Roots& roots,
-                     const ToolSettings& settings) {
+std::variant<ToolResult, PreparedCall> prepare_call(const std::string& name,
+                                                    const nlohmann::json& arguments,
+                                                    const Roots& roots,
+                                                    const ToolSettings& settings) {
   const Tool* tool = find_tool(name, settings);
   if (tool == nullptr) {
     std::string names;
@@ -700,34 +854,41 @@ ToolResult call_tool(const std::string& name, const nlohmann::json& arguments, c
         fmt::format("unknown tool \"{}\"; the tools are {}", escape_for_terminal(name), names),
         ExitCode::kUsage);
   }
-  try {
-    bool full = false;
-    const Values values = check_arguments(*tool, arguments, roots, full);
-    const std::vector<std::string> json_argv = argv_of(*tool, values, true);
-    // The structured answer is the verb's --json output exactly as the CLI prints it (redacted)
-    // and parsed back; the text answer is its text output.
-    pipeline::Answer structured = tool->run(values, true, json_argv);
-    pipeline::Answer text = tool->run(values, false, argv_of(*tool, values, false));
+  PreparedCall call;
+  call.tool = tool->name;
+  ToolResult refused = answered([&] {
+    call.values = check_arguments(*tool, arguments, roots, call.full);
+    open_inputs(*tool, call.values, roots, call.files);
+    return ToolResult{};
+  });
+  if (refused.is_error) return refused;
+  return call;
+}
+
+ToolResult run_call(const PreparedCall& call, const ToolSettings& settings) {
+  const Tool* tool = find_tool(call.tool, settings);
+  if (tool == nullptr) return failure("unknown tool", ExitCode::kUsage);
+  return answered([&] {
+    InputScope scope(call.files);
+    const std::vector<std::string> json_argv = argv_of(*tool, call.values, true);
+    // One run: the structured answer is the verb's --json output exactly as the CLI prints it,
+    // parsed back; the text answer is its text output, from the same run. Secrets were redacted
+    // where they entered (the argv of the envelope, command lines, environments, URLs): no
+    // pattern runs over the finished answer, which would corrupt a kernel's name or the JSON.
+    pipeline::Answer answer = tool->run(call.values, json_argv);
     ToolResult result;
-    result.structured = json::parse(redact_secrets(structured.out));
-    result.text = redact_secrets(compose(*tool, json_argv, text, settings.token_budget * 4, full));
+    result.structured = json::parse(answer.out);
+    result.text =
+        compose(*tool, json_argv, call.values, answer, settings.token_budget * 4, call.full);
     return result;
-  } catch (const InputError& error) {
-    return failure(error.what(), error.code());
-  } catch (const UsageError& error) {
-    return failure(error.what(), ExitCode::kUsage);
-  } catch (const std::invalid_argument& error) {
-    return failure(error.what(), ExitCode::kUsage);
-  } catch (const NothingSelected& error) {
-    return failure(error.what(), ExitCode::kNothingSelected);
-  } catch (const NotReady& error) {
-    return failure(error.what(), ExitCode::kNotReady);
-  } catch (const std::bad_alloc&) {
-    return failure("out of memory", ExitCode::kInternal);
-  } catch (const std::exception& error) {
-    return failure(fmt::format("internal error (please report it): {}", error.what()),
-                   ExitCode::kInternal);
-  }
+  });
+}
+
+ToolResult call_tool(const std::string& name, const nlohmann::json& arguments, const Roots& roots,
+                     const ToolSettings& settings) {
+  std::variant<ToolResult, PreparedCall> prepared = prepare_call(name, arguments, roots, settings);
+  if (ToolResult* refused = std::get_if<ToolResult>(&prepared)) return std::move(*refused);
+  return run_call(std::get<PreparedCall>(prepared), settings);
 }
 
 }  // namespace kprof::mcp

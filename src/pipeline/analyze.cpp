@@ -16,6 +16,7 @@
 #include "hardware/gpu_specs.h"
 #include "importers/common/read_trace.h"
 #include "pipeline/reports.h"
+#include "pipeline/trace_files.h"
 #include "render/annotated_trace.h"
 #include "render/fix_list_render.h"
 #include "render/html_report.h"
@@ -80,7 +81,7 @@ AnalyzedReports analyze_loaded(const std::vector<model::Report>& reports,
         return x > y;
       });
     }
-    if (!options.json && !options.csv) {
+    if ((!options.json && !options.csv) || options.text_too) {
       if (r != 0) text += "\n";
       text += render::report_header(report, these.size());
       text += these.empty() && report.kernels.empty()
@@ -300,8 +301,7 @@ Answer analyze(const AnalyzeOptions& options, const std::vector<std::string>& ar
   if (!options.trace_path.empty()) {
     trace.emplace();
     TeeSink both(*trace, steps_of_trace);
-    render::TraceSource source{options.trace_path, argv,
-                               importers::read_trace(options.trace_path, both)};
+    render::TraceSource source{options.trace_path, argv, read_trace_file(options.trace_path, both)};
     trace_stats = source.stats;
     output.notes += render::trace_warnings(source);
     if (trace->gpu_span_us() <= 0) {
@@ -347,7 +347,7 @@ Answer analyze(const AnalyzeOptions& options, const std::vector<std::string>& ar
   std::vector<const model::Report*>& report_list = result.reports;
   std::string& text = result.table;
   // With a trace the answer is the fix list; the per-launch verdicts follow on request.
-  if (fixes && !options.json && !options.csv) {
+  if (fixes && ((!options.json && !options.csv) || options.text_too)) {
     text = render::fix_list_text(*fixes, options.top, options.name_width) +
            (options.per_launch ? "\n" + text : "");
   }
@@ -367,6 +367,7 @@ Answer analyze(const AnalyzeOptions& options, const std::vector<std::string>& ar
     nlohmann::json answer = render::verdict_json(analyzed, report_list, config, argv);
     if (fixes) answer["fix_list"] = render::fix_list_json(*fixes);
     output.out = render::json_text(answer);
+    if (options.text_too) output.text = std::move(text);
   } else if (options.csv) {
     output.out = render::verdict_csv(analyzed, options.thresholds);
   } else {

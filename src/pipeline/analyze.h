@@ -19,6 +19,7 @@ struct AnalyzeOptions {
   std::string kernel_regex;
   std::string sort = "duration";  // duration, pipeline, id
   bool json = false;
+  bool text_too = false;  // with json: the text answer too (Answer::text), from one run
   bool csv = false;
   bool summary = false;
   size_t name_width = 48;

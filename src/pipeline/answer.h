@@ -14,6 +14,20 @@ struct Answer {
   std::string out;
   std::string notes;
   ExitCode code = ExitCode::kOk;
+  // With json and text_too in the request (kprof mcp, which answers both): the text answer of
+  // the same run, out being the JSON.
+  std::string text;
 };
+
+// Puts the answer in the format asked for; with text_too beside json, the text too.
+template <typename Json, typename Text>
+void put_answer(Answer& answer, bool json, bool text_too, Json&& json_out, Text&& text_out) {
+  if (json) {
+    answer.out = json_out();
+    if (text_too) answer.text = text_out();
+  } else {
+    answer.out = text_out();
+  }
+}
 
 }  // namespace kprof::pipeline

@@ -11,6 +11,7 @@
 #include "common/utf8.h"
 #include "importers/common/read_trace.h"
 #include "pipeline/reports.h"
+#include "pipeline/trace_files.h"
 #include "render/diff_render.h"
 #include "render/report_json.h"
 #include "render/trace_diff_render.h"
@@ -25,7 +26,7 @@ timeline::TraceProfile read_profile(const std::string& path, const analysis::Sta
                                     const std::string& step_regex,
                                     importers::TraceReadStats* stats) {
   timeline::TraceProfileBuilder builder(stages);
-  *stats = importers::read_trace(path, builder);
+  *stats = read_trace_file(path, builder);
   try {
     timeline::TraceProfile profile = builder.finish(step_regex);
     if (profile.gpu_events == 0) {
@@ -152,19 +153,23 @@ ExitCode trace_diff(const DiffOptions& options, const std::vector<std::string>& 
           outcomes ? "; no outcome stored in --outcomes-db" : "");
     }
   }
-  if (options.json) {
-    nlohmann::json answer =
-        render::trace_diff_json(diff, options.baseline, options.candidate, diff_options, argv);
-    if (check) answer["predicted"] = render::prediction_json(*check, *prediction);
-    output.out = render::json_text(answer);
-  } else {
-    output.out = render::trace_diff_text(diff, options.baseline, options.candidate, diff_options,
-                                         options.top, options.name_width);
-    if (check) {
-      output.out +=
-          "\n" + render::prediction_text(*check, *prediction, options.top, options.name_width);
-    }
-  }
+  put_answer(
+      output, options.json, options.text_too,
+      [&] {
+        nlohmann::json answer =
+            render::trace_diff_json(diff, options.baseline, options.candidate, diff_options, argv);
+        if (check) answer["predicted"] = render::prediction_json(*check, *prediction);
+        return render::json_text(answer);
+      },
+      [&] {
+        std::string text = render::trace_diff_text(diff, options.baseline, options.candidate,
+                                                   diff_options, options.top, options.name_width);
+        if (check) {
+          text +=
+              "\n" + render::prediction_text(*check, *prediction, options.top, options.name_width);
+        }
+        return text;
+      });
   if (outcomes && prediction_matches) {
     std::size_t stored = outcomes->store_prediction_outcomes(outcome_rows(*check, options));
     output.notes += fmt::format("kprof: stored {} outcomes in {}\n", stored,
@@ -179,7 +184,7 @@ ExitCode trace_diff(const DiffOptions& options, const std::vector<std::string>& 
         "include the hardware's\n",
         options.baseline, gpus_before, options.candidate, gpus_after);
   }
-  if (code == ExitCode::kRegression && !options.json) {
+  if (code == ExitCode::kRegression && (!options.json || options.text_too)) {
     output.notes += fmt::format("kprof: the step regressed by {:.1f}% (exit {})\n",
                                 *diff.step.change_pct, static_cast<int>(code));
   }
@@ -207,8 +212,8 @@ Answer diff(const DiffOptions& options, const std::vector<std::string>& argv) {
   for (const std::string& text : options.pairs) capture_options.pairs.push_back(parse_pair(text));
   if (options.no_auto_pair) capture_options.auto_pair = false;
   if (options.db_path.empty()) {
-    bool before_trace = importers::looks_like_trace_file(options.baseline);
-    bool after_trace = importers::looks_like_trace_file(options.candidate);
+    bool before_trace = looks_like_trace(options.baseline);
+    bool after_trace = looks_like_trace(options.candidate);
     if (before_trace && after_trace) {
       if (!options.pairs.empty()) {
         throw UsageError(
@@ -267,11 +272,17 @@ Answer diff(const DiffOptions& options, const std::vector<std::string>& argv) {
   } else if (!options.no_fail && !diff.coverage.sufficient()) {
     code = ExitCode::kCoverageLow;
   }
-  output.out = options.json ? render::json_text(render::diff_json(
-                                  diff, options.baseline, options.candidate, capture_options, argv))
-                            : render::diff_text(diff, options.baseline, options.candidate,
-                                                capture_options, options.name_width);
-  if (code == ExitCode::kRegression && !options.json) {
+  put_answer(
+      output, options.json, options.text_too,
+      [&] {
+        return render::json_text(
+            render::diff_json(diff, options.baseline, options.candidate, capture_options, argv));
+      },
+      [&] {
+        return render::diff_text(diff, options.baseline, options.candidate, capture_options,
+                                 options.name_width);
+      });
+  if (code == ExitCode::kRegression && (!options.json || options.text_too)) {
     output.notes +=
         diff.regressions > 0
             ? fmt::format("kprof: {} kernel{} regressed (exit {})\n", diff.regressions,

@@ -20,6 +20,7 @@ struct DiffOptions {
   std::vector<std::string> pairs;
   bool no_auto_pair = false;  // --no-auto-pair: diff.auto_pair off
   bool json = false;
+  bool text_too = false;  // with json: the text answer too (Answer::text), from one run
   bool no_fail = false;
   size_t name_width = 48;
   double alpha = 0.01;     // traces: significance level of Welch's t-test

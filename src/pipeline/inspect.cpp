@@ -24,7 +24,8 @@ Answer inspect(const InspectOptions& options, const std::vector<std::string>& ar
       options.paths,
       [&] {
         importers::ImportOptions import;
-        import.instances = options.instances || !options.json;  // the text counts instances
+        // the text counts instances
+        import.instances = options.instances || !options.json || options.text_too;
         return import;
       }(),
       ReadPolicy{options.fallback_ncu});
@@ -46,7 +47,7 @@ Answer inspect(const InspectOptions& options, const std::vector<std::string>& ar
     }
     json_options.include_instances = options.instances;
     output.out = render::report_document_text(argv, reports, selected, json_options);
-    return output;
+    if (!options.text_too) return output;
   }
   render::KernelTextOptions text_options;
   if (metric_filter) {
@@ -56,7 +57,8 @@ Answer inspect(const InspectOptions& options, const std::vector<std::string>& ar
   }
   text_options.rules = options.rules;
   text_options.instances = options.instances;
-  output.out = render::inspect_text(reports, selected, text_options, options.session);
+  (options.json ? output.text : output.out) =
+      render::inspect_text(reports, selected, text_options, options.session);
   return output;
 }
 

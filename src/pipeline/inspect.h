@@ -17,6 +17,7 @@ struct InspectOptions {
   bool rules = false;
   bool instances = false;
   bool json = false;
+  bool text_too = false;      // with json: the text answer too (Answer::text), from one run
   bool fallback_ncu = false;  // a report of an unknown format version: ncu's export (ReadPolicy)
 };
 

@@ -11,32 +11,44 @@
 #include "common/error.h"
 #include "common/file_bytes.h"
 #include "common/ncu_locator.h"
+#include "common/opened_inputs.h"
 #include "common/text.h"
 #include "common/utf8.h"
 #include "importers/importer.h"
 
 namespace kprof::pipeline {
 
-std::string report_in(const std::string& path) {
-  if (is_stdin_path(path)) return path;
-  std::error_code error;
-  if (!std::filesystem::is_directory(path, error)) return path;
+std::string bundle_report(const std::string& folder, const std::vector<std::string>& names) {
   std::vector<std::string> found;
-  for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
-    std::string name = entry.path().filename().string();
+  for (const std::string& name : names) {
     for (const char* suffix : {".ncu-rep", ".ncu-rep.zst", ".ncu-repz"}) {
       if (name.size() > std::strlen(suffix) &&
           name.compare(name.size() - std::strlen(suffix), std::string::npos, suffix) == 0) {
-        found.push_back(entry.path().string());
+        found.push_back((std::filesystem::path(folder) / name).string());
       }
     }
   }
   if (found.size() != 1) {
-    throw InputError(ExitCode::kInputUnreadable, path, InputPosition::none(),
+    throw InputError(ExitCode::kInputUnreadable, folder, InputPosition::none(),
                      found.empty() ? "a folder without an .ncu-rep report in it"
                                    : "a folder with several .ncu-rep reports: name one");
   }
   return found.front();
+}
+
+// An evidence bundle is a folder holding one capture; accept it wherever a report is expected.
+// Where the request's files were opened before it ran (kprof mcp), its report was found then:
+// nothing is looked up by name here.
+std::string report_in(const std::string& path) {
+  if (const OpenedInputs* inputs = OpenedInputs::current()) return inputs->report_of(path);
+  if (is_stdin_path(path)) return path;
+  std::error_code error;
+  if (!std::filesystem::is_directory(path, error)) return path;
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
+    names.push_back(entry.path().filename().string());
+  }
+  return bundle_report(path, names);
 }
 
 namespace {

@@ -22,6 +22,12 @@ struct ReadPolicy {
   bool fallback_ncu = false;
 };
 
+// The report a bundle folder holds, of the names of its entries: its one .ncu-rep (.ncu-rep.zst,
+// .ncu-repz), as `folder / name`; InputError (kInputUnreadable) naming the folder when it holds
+// none or several. load_reports reads a folder as this report; kprof mcp opens it beneath its
+// root first.
+std::string bundle_report(const std::string& folder, const std::vector<std::string>& names);
+
 // The report a path names: itself, or the one .ncu-rep report of an evidence bundle's folder (a
 // bundle is accepted wherever a report is expected); InputError for a folder with none or several.
 std::string report_in(const std::string& path);

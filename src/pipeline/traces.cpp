@@ -4,6 +4,7 @@
 
 #include "analysis/stages.h"
 #include "importers/common/read_trace.h"
+#include "pipeline/trace_files.h"
 #include "render/op_render.h"
 #include "render/report_json.h"
 #include "render/trace_render.h"
@@ -72,7 +73,7 @@ timeline::GraphCapture read_graph_capture(const std::string& path,
                                           const std::vector<std::string>& argv,
                                           timeline::AttributeBy by, std::string& notes) {
   timeline::OpAttributionBuilder capture_builder(by);
-  render::TraceSource capture{path, argv, importers::read_trace(path, capture_builder)};
+  render::TraceSource capture{path, argv, read_trace_file(path, capture_builder)};
   notes += render::trace_warnings(capture);
   timeline::GraphCapture graphs = capture_builder.finish_capture();
   if (graphs.launches == 0) {
@@ -99,7 +100,7 @@ RankedTrace rank_trace(const std::string& path, const std::vector<std::string>& 
                        const analysis::StageTable& stages, bool raw_names,
                        std::optional<timeline::GraphCapture> capture = std::nullopt) {
   timeline::RankingBuilder builder(stages, !raw_names);
-  render::TraceSource source{path, argv, importers::read_trace(path, builder)};
+  render::TraceSource source{path, argv, read_trace_file(path, builder)};
   timeline::Ranking ranking = builder.finish();
   if (ranking.gpu_events == 0) throw no_gpu_events(source);
   ranking.launch_records.producer_counts_drops = source.stats.producer_counts_drops;
@@ -136,7 +137,7 @@ RankedTrace rank_trace(const std::string& path, const std::vector<std::string>& 
     timeline::OpAttributionBuilder operators(timeline::AttributeBy::kOp);
     operators.keep_launched_kernels(std::move(open_kernels));
     if (capture) operators.use_graph_capture(std::move(*capture));
-    importers::read_trace(path, operators);
+    read_trace_file(path, operators);
     timeline::restage_by_launches(ranking, operators.finish().launched_kernels, stages);
   }
   return {std::move(source), std::move(ranking), std::move(notes)};
@@ -146,12 +147,13 @@ RankedTrace rank_trace(const std::string& path, const std::vector<std::string>& 
 ExitCode rank_per_step(const RankOptions& options, const std::string& path,
                        const std::vector<std::string>& argv, Answer& output) {
   timeline::BudgetBuilder builder;
-  render::TraceSource source{path, argv, importers::read_trace(path, builder)};
+  render::TraceSource source{path, argv, read_trace_file(path, builder)};
   timeline::Budget budget = finished_budget(builder, source, options.step_regex, {});
   output.notes += render::trace_warnings(source, &budget.launch_records);
-  output.out = options.json
-                   ? render::json_text(render::step_ranking_json(budget, source))
-                   : render::step_ranking_text(budget, source, options.top, options.name_width);
+  put_answer(
+      output, options.json, options.text_too,
+      [&] { return render::json_text(render::step_ranking_json(budget, source)); },
+      [&] { return render::step_ranking_text(budget, source, options.top, options.name_width); });
   return ExitCode::kOk;
 }
 
@@ -163,14 +165,15 @@ ExitCode rank_by_op(const RankOptions& options, const std::string& path,
   if (!options.graph_capture.empty()) {
     builder.use_graph_capture(read_graph_capture(options.graph_capture, argv, by, output.notes));
   }
-  render::TraceSource source{path, argv, importers::read_trace(path, builder)};
+  render::TraceSource source{path, argv, read_trace_file(path, builder)};
   timeline::OpAttribution ops = builder.finish();
   if (ops.gpu_events == 0) throw no_gpu_events(source);
   if (ops.replay) ops.replay->capture_trace = options.graph_capture;
   output.notes += render::trace_warnings(source) + render::shared_ids_warning(path, ops.shared_ids);
-  output.out = options.json
-                   ? render::json_text(render::op_attribution_json(ops, source))
-                   : render::op_attribution_text(ops, source, options.top, options.name_width);
+  put_answer(
+      output, options.json, options.text_too,
+      [&] { return render::json_text(render::op_attribution_json(ops, source)); },
+      [&] { return render::op_attribution_text(ops, source, options.top, options.name_width); });
   return ExitCode::kOk;
 }
 
@@ -187,10 +190,13 @@ ExitCode rank_over_ranks(const RankOptions& options, const std::vector<std::stri
     rankings.push_back(std::move(ranked.ranking));
   }
   timeline::RankComparison comparison = timeline::compare_rankings(rankings);
-  output.out = options.json
-                   ? render::json_text(render::ranks_ranking_json(sources, rankings, comparison))
-                   : render::ranks_ranking_text(sources, rankings, comparison, options.top,
-                                                options.name_width);
+  put_answer(
+      output, options.json, options.text_too,
+      [&] { return render::json_text(render::ranks_ranking_json(sources, rankings, comparison)); },
+      [&] {
+        return render::ranks_ranking_text(sources, rankings, comparison, options.top,
+                                          options.name_width);
+      });
   return ExitCode::kOk;
 }
 
@@ -202,7 +208,7 @@ ExitCode budget_over_ranks(const BudgetOptions& options,
   std::vector<timeline::Budget> budgets;
   for (const std::string& path : options.paths) {
     timeline::BudgetBuilder builder(&stages);
-    render::TraceSource source{path, argv, importers::read_trace(path, builder)};
+    render::TraceSource source{path, argv, read_trace_file(path, builder)};
     timeline::Budget budget = finished_budget(builder, source, options.step_regex, thresholds);
     if (!budgets.empty() && budget.steps.size() != budgets.front().steps.size()) {
       throw InputError(ExitCode::kInputInvalid, path, InputPosition::none(),
@@ -217,10 +223,12 @@ ExitCode budget_over_ranks(const BudgetOptions& options,
     budgets.push_back(std::move(budget));
   }
   std::vector<timeline::StepComparison> steps = timeline::compare_budgets(budgets);
-  output.out =
-      options.json
-          ? render::json_text(render::ranks_budget_json(sources, budgets, steps, thresholds))
-          : render::ranks_budget_text(sources, budgets, steps, thresholds);
+  put_answer(
+      output, options.json, options.text_too,
+      [&] {
+        return render::json_text(render::ranks_budget_json(sources, budgets, steps, thresholds));
+      },
+      [&] { return render::ranks_budget_text(sources, budgets, steps, thresholds); });
   return ExitCode::kOk;
 }
 
@@ -264,9 +272,12 @@ Answer rank(const RankOptions& options, const std::vector<std::string>& argv) {
                                   options.raw_names, std::move(capture));
   output.notes +=
       render::trace_warnings(ranked.source, &ranked.ranking.launch_records) + ranked.notes;
-  output.out = options.json ? render::json_text(render::ranking_json(ranked.ranking, ranked.source))
-                            : render::ranking_text(ranked.ranking, ranked.source, options.top,
-                                                   options.name_width);
+  put_answer(
+      output, options.json, options.text_too,
+      [&] { return render::json_text(render::ranking_json(ranked.ranking, ranked.source)); },
+      [&] {
+        return render::ranking_text(ranked.ranking, ranked.source, options.top, options.name_width);
+      });
   return output;
 }
 
@@ -284,11 +295,13 @@ Answer budget(const BudgetOptions& options, const std::vector<std::string>& argv
   const std::string& path = options.paths.front();
   analysis::StageTable stages = analysis::load_stage_table("");
   timeline::BudgetBuilder builder(&stages);
-  render::TraceSource source{path, argv, importers::read_trace(path, builder)};
+  render::TraceSource source{path, argv, read_trace_file(path, builder)};
   timeline::Budget budget = finished_budget(builder, source, options.step_regex, thresholds);
   output.notes += render::trace_warnings(source, &budget.launch_records);
-  output.out = options.json ? render::json_text(render::budget_json(budget, thresholds, source))
-                            : render::budget_text(budget, thresholds, source);
+  put_answer(
+      output, options.json, options.text_too,
+      [&] { return render::json_text(render::budget_json(budget, thresholds, source)); },
+      [&] { return render::budget_text(budget, thresholds, source); });
   return output;
 }
 

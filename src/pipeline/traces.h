@@ -17,6 +17,7 @@ struct RankOptions {
   std::vector<std::string> paths;  // several: one trace per tensor-parallel rank
   std::size_t top = 20;
   bool json = false;
+  bool text_too = false;  // with json: the text answer too (Answer::text), from one run
   bool raw_names = false;
   std::size_t name_width = 70;
   std::string stages_path;
@@ -37,6 +38,7 @@ struct BudgetOptions {
   double host_bound_below_pct = 60;
   double kernel_bound_from_pct = 90;
   bool json = false;
+  bool text_too = false;  // with json: the text answer too (Answer::text), from one run
 };
 // Also InputError (exit 4) for a rank's trace whose step count differs from the first's.
 Answer budget(const BudgetOptions& options, const std::vector<std::string>& argv);

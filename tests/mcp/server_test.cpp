@@ -4,12 +4,18 @@
 // kprof's message.
 #include "mcp/server.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "common/redact.h"
 #include "pipeline/analyze.h"
@@ -295,6 +301,167 @@ TEST(McpServer, ExplainTakesTheNcuCommandLineAfterItsOptions) {
   const std::string text = result["content"][0]["text"];
   EXPECT_NE(text.find("exit 7: the ncu run failed or profiled nothing"), std::string::npos);
   EXPECT_NE(text.find("notes:\n"), std::string::npos) << text;
+}
+
+// A FIFO inside a root: the server must not wait for a writer that never comes (before the fix
+// rank and explain blocked in open() for ever, and survived stdin closing). Refused, at once, as
+// not a regular file or folder.
+TEST(McpServer, FifoInRootIsRefusedNotHung) {
+  const std::string root = testing::fresh_dir("mcp_fifo");
+  ASSERT_EQ(mkfifo((root + "/trace.json").c_str(), 0600), 0);
+  ToolSettings settings;
+  settings.doctor = false;
+  Server server(Roots({root}), settings);
+  for (const auto& [tool, arguments] :
+       std::vector<std::pair<std::string, json>>{{"rank", {{"traces", {"trace.json"}}}},
+                                                 {"explain", {{"log", "trace.json"}}},
+                                                 {"analyze", {{"reports", {"trace.json"}}}}}) {
+    std::future<json> answer = std::async(
+        std::launch::async,
+        [&server, tool = tool, arguments = arguments] { return call(server, tool, arguments); });
+    bool hung = answer.wait_for(std::chrono::seconds(20)) != std::future_status::ready;
+    // Unblock a hung reader (a writer that opens and closes: end of file), so the test ends.
+    for (int i = 0;
+         i < 60 && answer.wait_for(std::chrono::milliseconds(500)) != std::future_status::ready;
+         ++i) {
+      int writer = open((root + "/trace.json").c_str(), O_WRONLY | O_NONBLOCK);
+      if (writer >= 0) close(writer);
+    }
+    ASSERT_EQ(answer.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+    EXPECT_FALSE(hung) << tool << " waited on the FIFO";
+    json result = answer.get();
+    EXPECT_EQ(result["isError"], true) << tool;
+    EXPECT_NE(result["content"][0]["text"].get<std::string>().find("not a regular file or folder"),
+              std::string::npos)
+        << tool << ": " << result.dump();
+  }
+}
+
+// Ids are echoed as the client wrote them: an integer past 64 bits came back as a float
+// (1.2345678901234568e+29), which no client can match to its request.
+TEST(McpServer, HugeRequestIdEchoedExactly) {
+  Server server = data_server();
+  for (const std::string id :
+       {"123456789012345678901234567890", "-98765432109876543210987654321", "18446744073709551616",
+        "1.50", "-0", "1e400", "2E+3", R"("a\u0062\/c")", R"("\ud83d\ude00")"}) {
+    for (const std::string& method : {std::string("ping"), std::string("no/such")}) {
+      const std::string request =
+          R"({"jsonrpc":"2.0","id":)" + id + R"(,"method":")" + method + R"("})";
+      std::optional<std::string> reply = server.handle(request);
+      ASSERT_TRUE(reply) << request;
+      EXPECT_EQ(reply->rfind("{\"id\":" + id + ",", 0), 0u) << *reply;
+    }
+    const std::string call_request =
+        R"({"jsonrpc":"2.0","id":)" + id +
+        R"(,"method":"tools/call","params":{"name":"rank","arguments":{"traces":["no_such.json"]}}})";
+    std::optional<std::string> reply = server.handle(call_request);
+    ASSERT_TRUE(reply);
+    EXPECT_EQ(reply->rfind("{\"id\":" + id + ",", 0), 0u) << *reply;
+  }
+}
+
+// A file name with a line break and a terminal escape: the answer's command line and every error
+// show them escaped (\n, \x1b), never a second line or an escape the terminal acts on.
+TEST(McpMessages, NewlineInPathIsEscaped) {
+  const std::string root = testing::fresh_dir("mcp_newline");
+  const std::string name = "a\nkprof: forged line\x1b[2J.json";
+  testing::write_chrome_trace(
+      root + "/" + name,
+      R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 100, "dur": 50, "args": {"device": 0, "stream": 7, "correlation": 1}})");
+  std::ofstream(root + "/" + name + ".ncu-rep") << "not a report";
+  ToolSettings settings;
+  settings.doctor = false;
+  Server server(Roots({root}), settings);
+  auto check = [](const json& result, bool error) {
+    EXPECT_EQ(result["isError"], error) << result.dump();
+    const std::string text = result["content"][0]["text"];
+    EXPECT_EQ(text.find("\nkprof: forged"), std::string::npos) << text;
+    EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+    EXPECT_NE(text.find("a\\nkprof: forged line\\x1b[2J.json"), std::string::npos) << text;
+    if (error) {
+      EXPECT_EQ(text.find('\n'), std::string::npos) << text;
+    }
+  };
+  check(call(server, "rank", {{"traces", {name}}}), false);
+  check(call(server, "analyze", {{"reports", {name + ".ncu-rep"}}}), true);
+  check(call(server, "analyze", {{"reports", {name + ".missing"}}}), true);
+  check(call(server, "diff", {{"baseline", name}, {"candidate", name + ".ncu-rep"}}), true);
+}
+
+// serve() on pipes, as kprof mcp runs it on stdin and stdout: the lines given, then the end of
+// input; what it wrote, and how long it took to return.
+struct Served {
+  std::string out;
+  double seconds = 0;
+};
+
+Served serve_lines(Server& server, const std::string& lines) {
+  int in[2], out[2];
+  EXPECT_EQ(pipe(in), 0);
+  EXPECT_EQ(pipe(out), 0);
+  const auto began = std::chrono::steady_clock::now();
+  std::thread loop([&] {
+    server.serve(in[0], out[1]);
+    close(out[1]);
+  });
+  EXPECT_EQ(write(in[1], lines.data(), lines.size()), static_cast<ssize_t>(lines.size()));
+  close(in[1]);
+  Served served;
+  char buffer[65536];
+  for (ssize_t n; (n = read(out[0], buffer, sizeof buffer)) > 0;) {
+    served.out.append(buffer, static_cast<std::size_t>(n));
+  }
+  loop.join();
+  served.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  close(in[0]);
+  close(out[0]);
+  return served;
+}
+
+// A cancelled call's work stops there: its process is killed, so the server, which waits for
+// the calls it started once its input ends, returns at once rather than after the call's minute.
+TEST(McpServer, ACancelledCallsWorkStops) {
+  ToolSettings settings;
+  settings.doctor = false;
+  settings.test_delay = std::chrono::seconds(60);
+  Server server(Roots({std::string(KPROF_DATA_DIR)}), settings);
+  Served served = serve_lines(
+      server,
+      R"({"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"rank","arguments":{"traces":["h200/trace_eager.json.gz"]}}})"
+      "\n"
+      R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c"}})"
+      "\n"
+      R"({"jsonrpc":"2.0","id":2,"method":"ping"})"
+      "\n");
+  EXPECT_EQ(served.out, R"({"id":2,"jsonrpc":"2.0","result":{}})"
+                        "\n");
+  EXPECT_LT(served.seconds, 30);
+}
+
+// A call past its time limit is stopped and answered with a tool error naming the limit; the
+// calls beside it are not held up.
+TEST(McpServer, ACallPastItsTimeLimitIsStopped) {
+  ToolSettings settings;
+  settings.doctor = false;
+  settings.test_delay = std::chrono::seconds(60);
+  settings.call_timeout = std::chrono::milliseconds(300);
+  Server server(Roots({std::string(KPROF_DATA_DIR)}), settings);
+  json result = call(server, "rank", {{"traces", {"h200/trace_eager.json.gz"}}});
+  EXPECT_EQ(result["isError"], true);
+  EXPECT_EQ(result["content"][0]["text"],
+            "kprof: rank stopped after 0.3 s, the time limit of a call (kprof mcp "
+            "--call-timeout)");
+  EXPECT_EQ(result["structuredContent"]["exit_code"], 8);
+  Served served = serve_lines(
+      server,
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"rank","arguments":{"traces":["h200/trace_eager.json.gz"]}}})"
+      "\n"
+      R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})"
+      "\n");
+  ASSERT_EQ(std::count(served.out.begin(), served.out.end(), '\n'), 2) << served.out;
+  EXPECT_EQ(served.out.rfind(R"({"id":2,)", 0), 0u) << served.out;
+  EXPECT_NE(served.out.find("stopped after 0.3 s"), std::string::npos);
+  EXPECT_LT(served.seconds, 30);
 }
 
 }  // namespace
