@@ -74,7 +74,9 @@ LaunchRecords RankingBuilder::launch_records() const {
     auto own = process_work_ids_.find(process);
     const CorrelationBits& own_work = own == process_work_ids_.end() ? kNone : own->second;
     auto spans = captures.find(process);
-    for (const auto& [word, bits] : launches.words) {
+    for (const auto& [word_index, bits] : launches.words) {
+      // A copy: clang 14 captures no structured binding in a lambda.
+      const std::int64_t word = word_index;
       auto word_of = [&](const CorrelationBits& b) {
         auto found = b.words.find(word);
         return found == b.words.end() ? std::uint64_t{0} : found->second;
