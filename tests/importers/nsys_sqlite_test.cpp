@@ -201,12 +201,7 @@ TEST(NsysSqlite, TheSchemaTheGpuAndTheStreamWaitsAreRead) {
 // Newer exports revise a table's name (NVTX_EVENTS_V2…): the highest revision is read where the
 // plain name is absent.
 TEST(NsysSqlite, ARevisedTableNameIsRead) {
-  std::string copy = ::testing::TempDir() + "/revised.sqlite";
-  {
-    std::ifstream in(data_path(kExport), std::ios::binary);
-    std::ofstream out(copy, std::ios::binary | std::ios::trunc);
-    out << in.rdbuf();
-  }
+  std::string copy = testing::copy_of_data(kExport, ::testing::TempDir() + "/revised.sqlite");
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(copy.c_str(), &db), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(db,
@@ -266,12 +261,7 @@ TEST(NsysSqlite, WholeGraphReplaysCountAsOneActivityEach) {
 // no resource columns) was refused ("no such column: k.registersPerThread"); it reads as the
 // full one does, without the registers and shared memory it does not record.
 TEST(NsysSqlite, AnExportWithoutTheKernelResourceColumnsIsRead) {
-  std::string copy = ::testing::TempDir() + "/minimal.sqlite";
-  {
-    std::ifstream in(data_path(kExport), std::ios::binary);
-    std::ofstream out(copy, std::ios::binary | std::ios::trunc);
-    out << in.rdbuf();
-  }
+  std::string copy = testing::copy_of_data(kExport, ::testing::TempDir() + "/minimal.sqlite");
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(copy.c_str(), &db), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(db,

@@ -25,6 +25,14 @@ inline std::string read_gzip_text(const std::string& path) {
   return text;
 }
 
+// A copy of data/`relative` at `copy`, for a test that alters a real capture (rows deleted,
+// columns dropped) without touching the original. The copy's path.
+inline std::string copy_of_data(const std::string& relative, const std::string& copy) {
+  std::ifstream in(data_path(relative), std::ios::binary);
+  std::ofstream(copy, std::ios::binary | std::ios::trunc) << in.rdbuf();
+  return copy;
+}
+
 // A Chrome trace of `events` (JSON objects, comma-separated) written to `path`: the small traces
 // tests build by hand. The path.
 inline std::string write_chrome_trace(const std::string& path, const std::string& events) {

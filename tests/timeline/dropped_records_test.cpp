@@ -82,12 +82,7 @@ TEST(DroppedRecords, ACompleteExportHasEveryLaunchsWork) {
 }
 
 TEST(DroppedRecords, KernelRowsLostInBuffersAreCountedAndTheDiagnosticIsRead) {
-  std::string copy = ::testing::TempDir() + "/dropped.sqlite";
-  {
-    std::ifstream in(data_path(kExport), std::ios::binary);
-    std::ofstream out(copy, std::ios::binary | std::ios::trunc);
-    out << in.rdbuf();
-  }
+  std::string copy = testing::copy_of_data(kExport, ::testing::TempDir() + "/dropped.sqlite");
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(copy.c_str(), &db), SQLITE_OK);
   // A lost buffer: the kernel rows of the middle third of the correlation ids.
