@@ -215,13 +215,11 @@ TEST_F(TraceCommand, EveryProcessOfTheProgramGetsItsOwnFile) {
 
 TEST_F(TraceCommand, TimeoutStopsTheWholeProcessGroup) {
   std::string pidfile = dir_ + "/grandchild.pid";
+  // The program is a shell, not Python: on a loaded machine (CI's two cores running two tests)
+  // Python's start-up alone took longer than the 1-second timeout, which then stopped it before
+  // it had started the child this test is about.
   auto result = kprof({"trace", "-o", out_, "--tracer-lib", KPROF_TRACER_LIBRARY, "--timeout", "1",
-                       "--", "python3", "-c",
-                       "import subprocess,sys,time\n"
-                       "p=subprocess.Popen(['sleep','60'])\n"
-                       "open(sys.argv[1],'w').write(str(p.pid))\n"
-                       "time.sleep(60)\n",
-                       pidfile});
+                       "--", "sh", "-c", "sleep 60 & echo $! > \"$1\"; sleep 60", "sh", pidfile});
   EXPECT_EQ(result.exit_code, 8) << result.err;
   EXPECT_NE(result.err.find("ran past --timeout 1 s"), std::string::npos) << result.err;
   pid_t grandchild = wait_for_pid(pidfile);
