@@ -102,7 +102,12 @@ std::string summary_json(const TraceHeader& header, const WindowSummary& s) {
     add_field(out, "gpu_before_launch", check.gpu_before_launch);
     out += '}';
   }
-  out += "]}";
+  out += ']';
+  if (!s.graph_nodes.empty()) {
+    out += ",\n\"graph_nodes\": ";
+    out += s.graph_nodes;
+  }
+  out += '}';
   return out;
 }
 
@@ -133,6 +138,14 @@ std::string summary_line(const std::string& path, const TraceHeader& header,
   if (s.records_lost) {
     dropped.push_back(std::to_string(s.records_lost) +
                       " records lost (the tracer ran out of memory queueing them)");
+  }
+  if (s.graph_nodes_not_kept) {
+    dropped.push_back(std::to_string(s.graph_nodes_not_kept) +
+                      " graph nodes not kept in the node table (its bound, or out of memory)");
+  }
+  if (s.graph_clones_not_kept) {
+    dropped.push_back(std::to_string(s.graph_clones_not_kept) +
+                      " graph node clones not kept in the node table");
   }
   if (dropped.empty()) return line + "; nothing dropped";
   line += "; DROPPED: ";

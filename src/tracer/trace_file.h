@@ -42,6 +42,11 @@ struct WindowSummary {
   std::uint64_t buffers_refused = 0;  // requests met with an empty buffer pool
   std::uint64_t late_records = 0;     // records that arrived when no window was open
   std::uint64_t records_lost = 0;     // records the tracer could not queue (out of memory)
+  // The capture-time node table (tracer/graph_node_table), serialised: "" leaves the key out (the
+  // tracer could not follow graph nodes in this process).
+  std::string graph_nodes;
+  std::uint64_t graph_nodes_not_kept = 0;  // its counts, said in the window's line too
+  std::uint64_t graph_clones_not_kept = 0;
 };
 
 // The "kprof" object closing the file (documented in docs/tracer.md).

@@ -21,6 +21,7 @@
 #include "timeline/step_budget.h"
 #include "tracer/cupti_buffer.h"
 #include "tracer/cupti_support.h"
+#include "tracer/graph_node_table.h"
 #include "tracer/raw_dump.h"
 #include "tracer/record_converter.h"
 #include "tracer/trace_file.h"
@@ -462,6 +463,32 @@ TEST(TraceSummary, TheStderrLineNamesEveryDropAndSaysWhenThereIsNone) {
   EXPECT_EQ(json["dropped"]["buffer_requests_refused"], 2);
   EXPECT_EQ(json["dropped"]["late_records"], 3);
   EXPECT_EQ(json["dropped"]["lost_records"], 4);
+  EXPECT_FALSE(json.contains("graph_nodes"));  // a tracer that did not follow graph nodes
+}
+
+TEST(TraceSummary, TheGraphNodeTableClosesTheSummaryAndWhatItLostIsSaid) {
+  TraceHeader header{0, 0, 12, "h", 2};
+  WindowSummary summary;
+  summary.stop_reason = "control file";
+  summary.counts.events = 10;
+  GraphNodeTable table;
+  CreatedNode node;
+  node.node = 5;
+  node.graph = 1;
+  node.kind = GraphNodeKind::kMemset;
+  table.node_created(node, nullptr);
+  summary.graph_nodes = graph_nodes_json(table.snapshot());
+  summary.graph_nodes_not_kept = 3;
+  summary.graph_clones_not_kept = 1;
+  auto json = nlohmann::json::parse(summary_json(header, summary));
+  EXPECT_EQ(json["graph_nodes"]["nodes"], nlohmann::json::parse("[[5, 1, 0, 0, 0, 0, 0, 0, 0, 0, "
+                                                                "0, 0, 0]]"));
+  EXPECT_EQ(json["graph_nodes"]["kernels"], nlohmann::json::parse(R"(["[memset]"])"));
+  EXPECT_EQ(json["window"], 2);
+  EXPECT_EQ(summary_line("/t/x.json.gz", header, summary),
+            "pid 12 window 2 (stopped by control file): /t/x.json.gz: 10 events; DROPPED: 3 graph "
+            "nodes not kept in the node table (its bound, or out of memory), 1 graph node clones "
+            "not kept in the node table");
 }
 
 }  // namespace
