@@ -4,10 +4,13 @@
 // it: buffers are asked for on the thread that produces records (one per thread), handed back
 // when full or on cuptiActivityFlushAll, records dropped and counted when no buffer is given,
 // API records only for the callback ids enabled. The program driving it (fake_app.cpp) "launches"
-// kernels through fake_cupti_launch() and NVTX ranges through fake_cupti_range().
+// kernels through fake_cupti_launch() and NVTX ranges through fake_cupti_range(); it makes graph
+// nodes through fake_cupti_graph_node() and plays NVTX through fake_cupti_nvtx(), which call the
+// subscriber back as CUPTI does, for the callback ids it enabled only.
 //
 // Its behaviour is set by environment variables: FAKE_CUPTI_VERSION (what cuptiGetVersion says),
-// FAKE_CUPTI_HOLDER (another subscriber holds the slot, under this name).
+// FAKE_CUPTI_HOLDER (another subscriber holds the slot, under this name),
+// FAKE_CUPTI_REFUSE_RESOURCE_CALLBACKS (enabling a resource-domain callback fails).
 #include <cupti.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -18,7 +21,10 @@
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <utility>
 #include <vector>
+
+#include "fake_cuda_objects.h"
 
 namespace {
 
@@ -37,6 +43,9 @@ CUpti_BuffersCallbackRequestFunc g_request = nullptr;
 CUpti_BuffersCallbackCompleteFunc g_complete = nullptr;
 std::atomic<std::size_t> g_dropped{0};
 std::atomic<std::uint32_t> g_correlation{0};
+CUpti_CallbackFunc g_callback = nullptr;
+void* g_callback_data = nullptr;
+std::set<std::pair<int, std::uint32_t>> g_enabled_callbacks;  // (domain, id)
 
 std::uint64_t now_ns() {
   timespec t{};
@@ -123,8 +132,8 @@ CUptiResult cuptiGetResultString(CUptiResult result, const char** text) {
   return CUPTI_SUCCESS;
 }
 
-CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc, void*,
-                              CUpti_SubscriberParams* params) {
+CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
+                              void* data, CUpti_SubscriberParams* params) {
   if (const char* holder = std::getenv("FAKE_CUPTI_HOLDER")) {
     if (params && params->oldSubscriberName && params->oldSubscriberSize > 0) {
       std::strncpy(params->oldSubscriberName, holder, params->oldSubscriberSize - 1);
@@ -132,11 +141,47 @@ CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber, CUpti_Callback
     }
     return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   }
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_callback = callback;
+  g_callback_data = data;
   *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(&g_mutex);
   return CUPTI_SUCCESS;
 }
 
-CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle) { return CUPTI_SUCCESS; }
+CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_callback = nullptr;
+  g_enabled_callbacks.clear();
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                                CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  if (subscriber != reinterpret_cast<CUpti_SubscriberHandle>(&g_mutex)) {
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  }
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE && std::getenv("FAKE_CUPTI_REFUSE_RESOURCE_CALLBACKS")) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (enable)
+    g_enabled_callbacks.emplace(domain, cbid);
+  else
+    g_enabled_callbacks.erase({domain, cbid});
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiGetGraphNodeId(CUgraphNode node, uint64_t* id) {
+  if (!node || !id) return CUPTI_ERROR_INVALID_PARAMETER;
+  *id = node->id;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiGetGraphId(CUgraph graph, uint32_t* id) {
+  if (!graph || !id) return CUPTI_ERROR_INVALID_PARAMETER;
+  *id = graph->id;
+  return CUPTI_SUCCESS;
+}
 CUptiResult cuptiActivitySetAttribute(CUpti_ActivityAttribute, size_t*, void*) {
   return CUPTI_SUCCESS;
 }
@@ -287,6 +332,85 @@ void fake_cupti_range(int start, std::uint32_t id, const char* name) {
   m.objectId.pt.processId = static_cast<uint32_t>(getpid());
   m.objectId.pt.threadId = static_cast<uint32_t>(syscall(SYS_gettid));
   append(m);
+}
+
+// Calls the subscriber back, as CUPTI does, if it enabled this callback id.
+static void call_back(CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
+  CUpti_CallbackFunc callback = nullptr;
+  void* callback_data = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (!g_enabled_callbacks.count({domain, id})) return;
+    callback = g_callback;
+    callback_data = g_callback_data;
+  }
+  if (callback) callback(callback_data, domain, id, data);
+}
+
+// One NVTX call reaching CUPTI (which implements NVTX for a tool): its parameters and what it
+// returns, as CUpti_NvtxData carries them. fake_app builds the parameter structs.
+void fake_cupti_nvtx(std::uint32_t id, const char* function, const void* params,
+                     const void* return_value) {
+  CUpti_NvtxData data{};
+  data.functionName = function;
+  data.functionParams = params;
+  data.functionReturnValue = return_value;
+  call_back(CUPTI_CB_DOMAIN_NVTX, id, &data);
+}
+
+// A graph node made in graph `graph` on the calling thread (GRAPHNODE_CREATED), of `type`; kernel
+// nodes run the function `name` (through a CUkernel handle when by_kernel is set) with
+// dims = grid x, y, z, block x, y, z, dynamic shared bytes. With original != 0 the node is made as
+// a clone of that node instead (instantiation, cudaGraphClone): GRAPHNODE_CREATED for the new
+// node, then GRAPHNODE_CLONED, as CUPTI's graph sample describes them. The nodes live as long as
+// the process, reachable from `made` (the tracer may ask fake_cuda about them).
+void fake_cupti_graph_node(std::uint32_t graph, std::uint64_t node, int type, const char* name,
+                           int by_kernel, const unsigned* dims, std::uint64_t original) {
+  static std::mutex made_mutex;
+  static std::vector<CUgraphNode>& made = *new std::vector<CUgraphNode>;
+  auto* created = new CUgraphNode_st{};
+  created->id = node;
+  created->type = static_cast<CUgraphNodeType>(type);
+  CUgraphNode from = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(made_mutex);
+    for (CUgraphNode earlier : made) {
+      if (original != 0 && earlier->id == original) from = earlier;
+    }
+    made.push_back(created);
+  }
+  if (from) {
+    created->type = from->type;
+    created->params = from->params;
+  } else if (created->type == CU_GRAPH_NODE_TYPE_KERNEL) {
+    if (by_kernel) {
+      created->params.kern = new CUkern_st{name};
+    } else {
+      created->params.func = new CUfunc_st{name};
+    }
+    created->params.gridDimX = dims[0];
+    created->params.gridDimY = dims[1];
+    created->params.gridDimZ = dims[2];
+    created->params.blockDimX = dims[3];
+    created->params.blockDimY = dims[4];
+    created->params.blockDimZ = dims[5];
+    created->params.sharedMemBytes = dims[6];
+  }
+  CUgraph_st in_graph{graph};  // asked about only during the callbacks
+  CUpti_GraphData data{};
+  data.graph = &in_graph;
+  data.node = created;
+  data.nodeType = created->type;
+  CUpti_ResourceData resource{};
+  resource.resourceDescriptor = &data;
+  call_back(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, &resource);
+  if (original != 0) {
+    CUgraphNode_st unknown{};  // an original made before the tracer: only its id is known
+    unknown.id = original;
+    unknown.type = created->type;
+    data.originalNode = from ? from : &unknown;
+    call_back(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, &resource);
+  }
 }
 
 }  // extern "C"
