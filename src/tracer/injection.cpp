@@ -1,9 +1,12 @@
 // libkprof_tracer.so: the CUDA and NVTX injection entry points and everything that needs CUPTI
 // attached to a live process. The design keeps the application's threads free of work:
 //
-//   application threads  only CUPTI's buffer request runs our code there: a pop from a pool of
-//                        buffers allocated, zeroed and faulted in beforehand (an empty pool
-//                        refuses, and the refusal is counted);
+//   application threads  CUPTI's buffer request: a pop from a pool of buffers allocated, zeroed
+//                        and faulted in beforehand (an empty pool refuses, and the refusal is
+//                        counted); NVTX push/pop callbacks: the thread's own range stack, no lock,
+//                        no allocation after its first push; graph node made or cloned: one
+//                        short lock of the node table (tracer/graph_node_table), and for a
+//                        kernel node two driver calls that read its name and shape;
 //   CUPTI's worker       the buffer-completed callback queues the buffer and returns;
 //   control thread       polls the control file every 100 ms, keeps time (delay, duration),
 //                        watches the event cap, enables and disables activity kinds, flushes,
@@ -13,7 +16,8 @@
 //                        buffers.
 //
 // Inactive means no activity kind and no API record enabled. Only kernel, memcpy, memset, NVTX
-// and launch/copy/set API records are collected (never the whole RUNTIME/DRIVER kinds).
+// and launch/copy/set API records are collected (never the whole RUNTIME/DRIVER kinds). The
+// graph node table is kept from the start, windows or not: graphs are captured at start-up.
 #include <cupti.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -22,6 +26,10 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+// NVTX's parameter structs, without NVTX's implementation (this library is a tool, not a user).
+#define NVTX_NO_IMPL
+#include <generated_nvtx_meta.h>
 
 #include <atomic>
 #include <chrono>
@@ -37,6 +45,7 @@
 
 #include "tracer/control_file.h"
 #include "tracer/cupti_support.h"
+#include "tracer/graph_node_table.h"
 #include "tracer/raw_dump.h"
 #include "tracer/record_converter.h"
 #include "tracer/trace_file.h"
@@ -213,6 +222,10 @@ struct Tracer {
   WindowPolicy policy{StartMode::kNow, 0, 0};  // control thread; at exit after it ended
   bool kind_failure_reported[std::size(kActivityKinds)] = {};
 
+  // Made before CUPTI calls back, never freed (CUPTI may call back until the process ends);
+  // nullptr where CUPTI would not report graph nodes: traces then carry no "graph_nodes".
+  GraphNodeTable* graph_nodes = nullptr;
+
   std::unique_ptr<ControlFileWatcher> watcher;
   std::unique_ptr<Writer> writer_state;
   std::thread control, writer;
@@ -293,7 +306,236 @@ void CUPTIAPI on_buffer_completed(CUcontext, std::uint32_t, std::uint8_t* buffer
   }
 }
 
-void CUPTIAPI ignore_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+// ---- graph nodes and NVTX ranges: CUPTI's callbacks, on application threads ---------------
+
+pid_t g_callback_pid = 0;  // set before any callback is enabled
+
+// Each thread's open NVTX ranges, made on its first push and freed when it exits (a pthread key's
+// destructor; the main thread's lives as long as the process). The thread_local is a plain
+// pointer: nothing with a C++ destructor that a late NVTX call of an exiting thread could find
+// already destroyed.
+pthread_key_t g_ranges_key;
+std::atomic<bool> g_ranges_key_made{false};
+thread_local RangeStack* t_ranges = nullptr;
+
+void free_ranges(void* stack) {
+  t_ranges = nullptr;
+  delete static_cast<RangeStack*>(stack);
+}
+
+RangeStack* thread_ranges(bool make) noexcept {
+  if (t_ranges || !make || !g_ranges_key_made.load(std::memory_order_acquire)) return t_ranges;
+  auto* stack = new (std::nothrow) RangeStack();
+  if (!stack) return nullptr;  // out of memory: this push goes unseen
+  if (::pthread_setspecific(g_ranges_key, stack) != 0) {
+    delete stack;
+    return nullptr;
+  }
+  return t_ranges = stack;
+}
+
+void push_attributes(const void* domain, const nvtxEventAttributes_t* attributes) noexcept {
+  RangeStack* stack = thread_ranges(true);
+  if (!stack) return;
+  if (!attributes) return stack->push_text(domain, nullptr);
+  switch (attributes->messageType) {
+    case NVTX_MESSAGE_TYPE_ASCII:
+      return stack->push_text(domain, attributes->message.ascii);
+    case NVTX_MESSAGE_TYPE_UNICODE:
+      return stack->push_wide(domain, attributes->message.unicode);
+    case NVTX_MESSAGE_TYPE_REGISTERED:
+      return stack->push_registered(domain, attributes->message.registered);
+    default:
+      return stack->push_text(domain, nullptr);
+  }
+}
+
+void pop_range(const void* domain) noexcept {
+  if (RangeStack* stack = thread_ranges(false)) stack->pop(domain);
+}
+
+constexpr CUpti_CallbackId kNvtxCallbacks[] = {CUPTI_CBID_NVTX_nvtxRangePushA,
+                                               CUPTI_CBID_NVTX_nvtxRangePushEx,
+                                               CUPTI_CBID_NVTX_nvtxRangePop,
+                                               CUPTI_CBID_NVTX_nvtxDomainRangePushEx,
+                                               CUPTI_CBID_NVTX_nvtxDomainRangePop,
+                                               CUPTI_CBID_NVTX_nvtxDomainCreateA,
+                                               CUPTI_CBID_NVTX_nvtxDomainRegisterStringA};
+
+// Every push and pop of the process comes here, windows or not: a switch and the thread's own
+// stack (copying at most 256 bytes of name), nothing shared.
+void on_nvtx(GraphNodeTable& table, CUpti_CallbackId id, const CUpti_NvtxData& data) noexcept {
+  if (id == CUPTI_CBID_NVTX_nvtxRangePop) return pop_range(nullptr);  // needs no parameters
+  const void* params = data.functionParams;
+  if (!params) return;
+  switch (id) {
+    case CUPTI_CBID_NVTX_nvtxRangePushA:
+      if (RangeStack* stack = thread_ranges(true))
+        stack->push_text(nullptr, static_cast<const nvtxRangePushA_params*>(params)->message);
+      return;
+    case CUPTI_CBID_NVTX_nvtxRangePushEx:
+      return push_attributes(nullptr,
+                             static_cast<const nvtxRangePushEx_params*>(params)->eventAttrib);
+    case CUPTI_CBID_NVTX_nvtxDomainRangePushEx: {
+      const auto* push = static_cast<const nvtxDomainRangePushEx_params*>(params);
+      return push_attributes(push->domain, push->core.eventAttrib);
+    }
+    case CUPTI_CBID_NVTX_nvtxDomainRangePop:
+      return pop_range(static_cast<const nvtxDomainRangePop_params*>(params)->domain);
+    // The handle NVTX returns is CUPTI's functionReturnValue. UNVERIFIED on a GPU: that CUPTI
+    // fills it before calling back (else ranges of that domain read "(unknown domain)" and
+    // registered names "(registered string)"). These take the table's lock: not in a fork child,
+    // where a thread that held it at the fork is gone.
+    case CUPTI_CBID_NVTX_nvtxDomainCreateA:
+      if (const auto* handle = static_cast<const nvtxDomainHandle_t*>(data.functionReturnValue);
+          handle && ::getpid() == g_callback_pid)
+        table.domain_created(*handle, static_cast<const nvtxDomainCreateA_params*>(params)->name);
+      return;
+    case CUPTI_CBID_NVTX_nvtxDomainRegisterStringA:
+      if (const auto* handle = static_cast<const nvtxStringHandle_t*>(data.functionReturnValue);
+          handle && ::getpid() == g_callback_pid)
+        table.string_registered(
+            *handle, static_cast<const nvtxDomainRegisterStringA_params*>(params)->string);
+      return;
+    default:
+      return;
+  }
+}
+
+// The CUDA driver calls that read a kernel node, looked up in the libcuda already loaded (this
+// library never links it) when the driver calls InitializeInjection; absent ones leave names ""
+// (counted "unnamed").
+struct DriverCalls {
+  CUresult (*kernel_node_params)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*) = nullptr;
+  CUresult (*function_name)(const char**, CUfunction) = nullptr;
+  CUresult (*kernel_name)(const char**, CUkernel) = nullptr;
+};
+DriverCalls g_driver_calls;
+std::atomic<bool> g_driver_calls_ready{false};
+std::mutex g_driver_calls_mutex;
+
+void find_driver_calls() noexcept {
+  std::lock_guard<std::mutex> lock(g_driver_calls_mutex);
+  if (g_driver_calls_ready.load(std::memory_order_relaxed)) return;
+  void* driver = ::dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY | RTLD_LOCAL);
+  if (!driver) return;  // not loaded yet (an NVTX call came first): again at cuInit
+  g_driver_calls.kernel_node_params = reinterpret_cast<decltype(DriverCalls::kernel_node_params)>(
+      ::dlsym(driver, "cuGraphKernelNodeGetParams_v2"));
+  g_driver_calls.function_name =
+      reinterpret_cast<decltype(DriverCalls::function_name)>(::dlsym(driver, "cuFuncGetName"));
+  g_driver_calls.kernel_name =
+      reinterpret_cast<decltype(DriverCalls::kernel_name)>(::dlsym(driver, "cuKernelGetName"));
+  g_driver_calls_ready.store(true, std::memory_order_release);  // the handle is kept: never closed
+}
+
+// The one place that asks the driver about a node, inside CUPTI's GRAPHNODE_CREATED callback on
+// the thread that made it. UNVERIFIED on a GPU: that the driver allows these calls there (it
+// holds the node); if not, this moves (e.g. to the writer, by node handle) and nothing else does.
+void read_kernel_node(CUgraphNode handle, CreatedNode* node) noexcept {
+  if (!g_driver_calls_ready.load(std::memory_order_acquire)) return;
+  const DriverCalls& calls = g_driver_calls;
+  if (!calls.kernel_node_params) return;
+  CUDA_KERNEL_NODE_PARAMS params;
+  std::memset(&params, 0, sizeof params);
+  if (calls.kernel_node_params(handle, &params) != CUDA_SUCCESS) return;
+  node->grid = {{params.gridDimX, params.gridDimY, params.gridDimZ}};
+  node->block = {{params.blockDimX, params.blockDimY, params.blockDimZ}};
+  node->shared_bytes = params.sharedMemBytes;
+  const char* name = nullptr;
+  if (params.func && calls.function_name) {
+    if (calls.function_name(&name, params.func) != CUDA_SUCCESS) name = nullptr;
+  } else if (params.kern && calls.kernel_name) {
+    if (calls.kernel_name(&name, params.kern) != CUDA_SUCCESS) name = nullptr;
+  }
+  if (name) node->kernel = name;  // the driver's string, copied by the table before returning
+}
+
+GraphNodeKind node_kind(CUgraphNodeType type) {
+  switch (type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+      return GraphNodeKind::kKernel;
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+      return GraphNodeKind::kMemcpy;
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+      return GraphNodeKind::kMemset;
+    default:
+      return GraphNodeKind::kOther;
+  }
+}
+
+// A node made (stream capture, the graph API, or as a clone) or cloned: on the thread doing it,
+// at capture or instantiation time, never while graphs replay.
+void on_graph_node(GraphNodeTable& table, CUpti_CallbackId id,
+                   const CUpti_ResourceData& resource) noexcept {
+  const auto* graph = static_cast<const CUpti_GraphData*>(resource.resourceDescriptor);
+  if (!graph || !graph->node || ::getpid() != g_callback_pid) return;  // a fork child: not ours
+  GraphNodeKind kind = node_kind(graph->nodeType);
+  std::uint64_t node_id = 0;
+  if (cuptiGetGraphNodeId(graph->node, &node_id) != CUPTI_SUCCESS) {
+    if (id == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) table.node_unread(kind);
+    return;
+  }
+  if (id == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
+    std::uint64_t original_id = 0;
+    if (graph->originalNode &&
+        cuptiGetGraphNodeId(graph->originalNode, &original_id) == CUPTI_SUCCESS) {
+      table.node_cloned(node_id, original_id, kind);
+    } else {
+      table.clone_unread(kind);
+    }
+    return;
+  }
+  CreatedNode node;
+  node.node = node_id;
+  node.kind = kind;
+  std::uint32_t graph_id = 0;
+  if (graph->graph && cuptiGetGraphId(graph->graph, &graph_id) == CUPTI_SUCCESS)
+    node.graph = graph_id;
+  node.tid = static_cast<std::uint32_t>(::gettid());
+  if (kind == GraphNodeKind::kKernel) read_kernel_node(graph->node, &node);
+  table.node_created(node, thread_ranges(false));
+}
+
+void CUPTIAPI on_callback(void* table, CUpti_CallbackDomain domain, CUpti_CallbackId id,
+                          const void* data) {
+  if (!table || !data) return;
+  try {
+    if (domain == CUPTI_CB_DOMAIN_NVTX) {
+      on_nvtx(*static_cast<GraphNodeTable*>(table), id, *static_cast<const CUpti_NvtxData*>(data));
+    } else if (domain == CUPTI_CB_DOMAIN_RESOURCE && (id == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED ||
+                                                      id == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED)) {
+      on_graph_node(*static_cast<GraphNodeTable*>(table), id,
+                    *static_cast<const CUpti_ResourceData*>(data));
+    }
+  } catch (...) {  // nothing above throws; never let anything reach CUPTI or the application
+  }
+}
+
+// After subscribing: node callbacks, then NVTX's. False where the nodes cannot be followed.
+bool enable_graph_callbacks(CUpti_SubscriberHandle subscriber) {
+  for (CUpti_CallbackId id :
+       {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED}) {
+    CUptiResult result = cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, id);
+    if (result != CUPTI_SUCCESS) {
+      say("cannot follow CUDA graph nodes (" + cupti_error_text(result) +
+          "): traces carry no graph node table");
+      cuptiEnableCallback(0, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                          CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
+      return false;
+    }
+  }
+  for (CUpti_CallbackId id : kNvtxCallbacks) {
+    CUptiResult result = cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_NVTX, id);
+    if (result != CUPTI_SUCCESS) {
+      say("cannot follow NVTX ranges (" + cupti_error_text(result) +
+          "): graph nodes are tabled without the ranges they were captured in");
+      for (CUpti_CallbackId enabled : kNvtxCallbacks)
+        cuptiEnableCallback(0, subscriber, CUPTI_CB_DOMAIN_NVTX, enabled);
+      break;
+    }
+  }
+  return true;
+}
 
 // ---- writer thread ------------------------------------------------------------------------
 
@@ -470,6 +712,7 @@ class Writer {
     summary.records_lost = work.records_lost;
     window_open_ = false;
     if (!file_) return;  // already said why
+    add_graph_nodes(summary);
     std::string error;
     if (file_->finish(summary, &error)) {
       say(summary_line(file_->final_path(), header_, summary));
@@ -479,6 +722,23 @@ class Writer {
       say(error + ": window " + std::to_string(header_.window) + " abandoned");
     }
     file_.reset();
+  }
+
+  // The whole node table, every window: copied under its lock, serialised here without it.
+  void add_graph_nodes(WindowSummary& summary) {
+    if (!t_.graph_nodes) return;
+    try {
+      GraphNodeSnapshot snapshot = t_.graph_nodes->snapshot();
+      summary.graph_nodes_not_kept = snapshot.counts.not_kept;
+      summary.graph_clones_not_kept = snapshot.counts.clones_not_kept;
+      summary.graph_nodes = graph_nodes_json(snapshot);
+    } catch (const std::exception& error) {
+      summary.graph_nodes.clear();
+      say_failure(
+          ("window " + std::to_string(header_.window) + ": the graph node table is left out")
+              .c_str(),
+          error);
+    }
   }
 
   Tracer& t_;
@@ -659,7 +919,10 @@ bool start_tracer() {
   }
   // CUPTI has one subscriber slot per process (CUPTI guide §2.2): taken by Nsight Systems or
   // Compute, cuda-gdb, compute-sanitizer or a profiler already running, subscribing fails and
-  // names the holder. Holding the slot costs nothing: no callback domain is enabled.
+  // names the holder. Only graph node and NVTX push/pop callbacks are enabled (below), none of
+  // the API domains.
+  auto graph_nodes = std::make_unique<GraphNodeTable>();
+  g_callback_pid = t.pid;
   CUpti_SubscriberHandle subscriber = nullptr;
   char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
   CUpti_SubscriberParams params{};
@@ -667,7 +930,7 @@ bool start_tracer() {
   params.subscriberName = "kprof tracer";
   params.oldSubscriberName = holder;
   params.oldSubscriberSize = CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN;
-  result = cuptiSubscribe_v2(&subscriber, ignore_callback, nullptr, &params);
+  result = cuptiSubscribe_v2(&subscriber, on_callback, graph_nodes.get(), &params);
   if (result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     say(std::string("another CUPTI client is attached to this process (") +
         (holder[0] ? holder : "it did not give its name") + "): the tracer stays off");
@@ -696,13 +959,20 @@ bool start_tracer() {
     cuptiUnsubscribe(subscriber);
     return false;
   }
+  if (!g_ranges_key_made.load() && ::pthread_key_create(&g_ranges_key, free_ranges) == 0)
+    g_ranges_key_made.store(true, std::memory_order_release);
+  find_driver_calls();  // libcuda is loaded when the driver starts the tracer (cuInit)
+  GraphNodeTable* table = graph_nodes.release();  // CUPTI holds it from here: never freed
+  if (enable_graph_callbacks(subscriber)) t.graph_nodes = table;
 
   const char* nvtx_injection = std::getenv("NVTX_INJECTION64_PATH");
   if (!nvtx_injection || !*nvtx_injection) {
-    say("NVTX_INJECTION64_PATH is not set to this library: NVTX ranges (steps) are not recorded");
+    say("NVTX_INJECTION64_PATH is not set to this library: NVTX ranges (steps, and those graphs "
+        "are captured in) are not recorded");
   } else if (!names_this_library(nvtx_injection, self)) {
     say(std::string("NVTX_INJECTION64_PATH names ") + nvtx_injection +
-        ", not this library: NVTX ranges (steps) are not recorded");
+        ", not this library: NVTX ranges (steps, and those graphs are captured in) are not "
+        "recorded");
   }
   t.api_names = load_api_names();
   if (t.config.api_records) {  // otherwise no API id is ever enabled
@@ -771,7 +1041,7 @@ void start_nvtx(CUptiResult (*initialize)(void*), void* get_export_table) noexce
   if (result != CUPTI_SUCCESS && !reported.exchange(true)) {
     try {
       say("CUPTI does not take NVTX (" + cupti_error_text(result) +
-          "): NVTX ranges (steps) are not recorded");
+          "): NVTX ranges (steps, and those graphs are captured in) are not recorded");
     } catch (...) {
     }
   }
@@ -783,7 +1053,7 @@ void start_nvtx(CUptiResult (*initialize)(void*), void* get_export_table) noexce
 // Called by the CUDA driver inside cuInit when CUDA_INJECTION64_PATH names this library. Always
 // 1: the tracer never fails the application's CUDA initialisation, it stays off and says why.
 KPROF_TRACER_EXPORT int InitializeInjection(void) {
-  kprof::tracer::ensure_started();
+  if (kprof::tracer::ensure_started()) kprof::tracer::find_driver_calls();
   return 1;
 }
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -252,6 +253,184 @@ TEST_F(TracerLive, AFullDiskAbandonsTheWindowAndLeavesNothing) {
   EXPECT_NE(result.err.find("No space left on device"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("window 1 abandoned"), std::string::npos) << result.err;
   EXPECT_TRUE(fs::is_empty(copy_back)) << "a partial trace was left behind";
+}
+
+// ---- the capture-time graph node table ----------------------------------------------------
+
+// The ranges of a row's stack ("domain:name", or "name" in NVTX's default domain), outermost first.
+std::vector<std::string> stack_names(const nlohmann::json& table, const nlohmann::json& row) {
+  std::vector<std::string> out;
+  for (const auto& id : table["stacks"][row[12].get<size_t>()]) {
+    const auto& range = table["ranges"][id.get<size_t>()];
+    std::string domain = range["domain"];
+    out.push_back((domain.empty() ? "" : domain + ":") + range["name"].get<std::string>());
+  }
+  return out;
+}
+
+std::map<std::uint64_t, nlohmann::json> rows_by_node(const nlohmann::json& table) {
+  std::map<std::uint64_t, nlohmann::json> out;
+  for (const auto& row : table["nodes"]) out[row[0].get<std::uint64_t>()] = row;
+  return out;
+}
+
+// A serving engine's start-up in miniature: graphs captured on two threads under NVTX ranges (the
+// default domain, a registered domain, a registered string), instantiated (each node cloned),
+// and windows opened only afterwards, on request. Every window carries the whole table.
+TEST_F(TracerLive, GraphNodesCapturedAtStartUpAreNamedInEveryLaterWindow) {
+  std::string control = dir_ + "/control";
+  auto result = run({"KPROF_TRACE_START=on-control", "KPROF_TRACE_CONTROL=" + control},
+                    {"cuda:" KPROF_FAKE_CUDA,
+                     "init",
+                     "domain:vllm",
+                     "string:vllm:decoder layer",
+                     "push:CUDAGraph bs 8",
+                     "dpush:vllm:model.layers.0",
+                     "kernel:3:11:128,1,1:256,1,1:0:_Z6kernelPf",
+                     "memcpy:3:12",
+                     "dpop:vllm",
+                     "dpushr:vllm:decoder layer",
+                     "kern:3:13:4,2,1:64,1,1:2048:_Z4gemmv",
+                     "memset:3:14",
+                     "host:3:15",
+                     "dpop:vllm",
+                     "thread:w:push:other thread",
+                     "thread:w:kernel:4:21:1,1,1:32,1,1:0:_Z6kernelPf",
+                     "pop",
+                     "clone:9:57:11",
+                     "clone:9:58:12",
+                     "clone:9:59:13",
+                     "clone:9:60:14",
+                     "clone:9:61:15",
+                     "sleep:300",
+                     "control:start",
+                     "wait:on",
+                     "launch:3",
+                     "control:stop",
+                     "wait:off",
+                     "files:1",
+                     "thread:w:pop",
+                     "thread:w:kernel:4:22:1,1,1:32,1,1:0:_Z6kernelPf",
+                     "control:start",
+                     "wait:on",
+                     "control:stop",
+                     "wait:off",
+                     "sleep:300"});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  auto written = files();
+  ASSERT_EQ(written.size(), 2u) << result.err;
+  auto first = load(written[0]), second = load(written[1]);
+  EXPECT_EQ(count(first, "kernel"), 3u);
+  ASSERT_TRUE(first["kprof"].contains("graph_nodes")) << first["kprof"].dump();
+  const auto& table = first["kprof"]["graph_nodes"];
+  EXPECT_EQ(table["version"], 1);
+  auto rows = rows_by_node(table);
+  ASSERT_EQ(rows.size(), 5u) << table.dump();  // 15 is a host node; 57-61 are clones
+  std::uint64_t pid = first["kprof"]["pid"];
+  auto kernel_of = [&](const nlohmann::json& row) {
+    return table["kernels"][row[4].get<size_t>()].get<std::string>();
+  };
+  // node, graph, order, tid (the main thread's is the pid), kernel, grid, block, shared, stack
+  EXPECT_EQ(rows[11][1], 3);
+  EXPECT_EQ(rows[11][2], 0);
+  EXPECT_EQ(rows[11][3], pid);
+  EXPECT_EQ(kernel_of(rows[11]), "_Z6kernelPf");
+  EXPECT_EQ(rows[11],
+            nlohmann::json::parse("[11, 3, 0, " + std::to_string(pid) + ", " + rows[11][4].dump() +
+                                  ", 128, 1, 1, 256, 1, 1, 0, " + rows[11][12].dump() + "]"));
+  EXPECT_EQ(stack_names(table, rows[11]),
+            (std::vector<std::string>{"CUDAGraph bs 8", "vllm:model.layers.0"}));
+  EXPECT_EQ(kernel_of(rows[12]), "[memcpy]");
+  EXPECT_EQ(rows[12][2], 1);
+  EXPECT_EQ(stack_names(table, rows[12]), stack_names(table, rows[11]));
+  EXPECT_EQ(kernel_of(rows[13]), "_Z4gemmv");  // a CUkernel handle: cuKernelGetName
+  EXPECT_EQ(rows[13][2], 2);
+  std::vector<std::uint32_t> shape;
+  for (size_t column = 5; column <= 11; ++column) shape.push_back(rows[13][column]);
+  EXPECT_EQ(shape, (std::vector<std::uint32_t>{4, 2, 1, 64, 1, 1, 2048}));
+  EXPECT_EQ(stack_names(table, rows[13]),
+            (std::vector<std::string>{"CUDAGraph bs 8", "vllm:decoder layer"}));
+  EXPECT_EQ(kernel_of(rows[14]), "[memset]");
+  EXPECT_EQ(rows[14][2], 3);
+  // The other thread: its own tid and its own ranges only.
+  EXPECT_NE(rows[21][3], pid);
+  EXPECT_EQ(rows[21][1], 4);
+  EXPECT_EQ(rows[21][2], 0);
+  EXPECT_EQ(stack_names(table, rows[21]), (std::vector<std::string>{"other thread"}));
+  EXPECT_EQ(table["clones"], nlohmann::json::parse("[[57, 11], [58, 12], [59, 13], [60, 14]]"));
+  EXPECT_EQ(table["counts"], nlohmann::json::parse(R"({"kernel_nodes": 3, "copy_nodes": 2,
+      "other_nodes": 1, "not_kept": 0, "unnamed": 0, "ranges_cut": 0, "clones_not_kept": 0})"));
+
+  // The second window: the same table, and the node made between the windows.
+  ASSERT_TRUE(second["kprof"].contains("graph_nodes"));
+  const auto& later = second["kprof"]["graph_nodes"];
+  auto later_rows = rows_by_node(later);
+  ASSERT_EQ(later_rows.size(), 6u);
+  for (const auto& [node, row] : rows) EXPECT_EQ(later_rows[node], row) << node;
+  EXPECT_EQ(later_rows[22][2], 1);
+  EXPECT_EQ(later_rows[22][12], 0);  // popped before: no range open
+  EXPECT_EQ(later["clones"], table["clones"]);
+  EXPECT_EQ(later["ranges"], table["ranges"]);
+  auto said = lines(result.err);
+  EXPECT_EQ(said.size(), 2u) << result.err;
+}
+
+TEST_F(TracerLive, KernelNamesTheDriverCannotGiveAreEmptyAndCounted) {
+  // A driver without cuFuncGetName/cuKernelGetName: shapes are read, names are not.
+  auto result =
+      run({}, {"cuda:" KPROF_FAKE_CUDA_WITHOUT_NAMES, "init", "wait:on",
+               "kernel:1:1:8,1,1:128,1,1:0:_Z1av", "kern:1:2:8,1,1:128,1,1:0:_Z1bv", "memcpy:1:3"});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  auto written = files();
+  ASSERT_EQ(written.size(), 1u) << result.err;
+  const auto table = load(written[0])["kprof"]["graph_nodes"];
+  EXPECT_EQ(table["kernels"], nlohmann::json::parse(R"(["", "[memcpy]"])"));
+  EXPECT_EQ(table["nodes"][0][5], 8);
+  EXPECT_EQ(table["nodes"][1][8], 128);
+  EXPECT_EQ(table["counts"]["unnamed"], 2);
+  EXPECT_EQ(table["counts"]["kernel_nodes"], 2);
+
+  // No driver loaded at all (the tracer found no libcuda when CUDA started it): neither.
+  fs::remove(written[0]);
+  auto bare = run({}, {"init", "wait:on", "kernel:1:1:8,1,1:128,1,1:0:_Z1av"});
+  ASSERT_EQ(bare.exit_code, 0) << bare.out << bare.err;
+  written = files();
+  ASSERT_EQ(written.size(), 1u) << bare.err;
+  const auto bare_table = load(written[0])["kprof"]["graph_nodes"];
+  ASSERT_EQ(bare_table["nodes"].size(), 1u);
+  EXPECT_EQ(bare_table["nodes"][0],
+            nlohmann::json::parse("[1, 1, 0, " + bare_table["nodes"][0][3].dump() +
+                                  ", 0, 0, 0, 0, 0, 0, 0, 0, 0]"));
+  EXPECT_EQ(bare_table["kernels"], nlohmann::json::parse(R"([""])"));
+  EXPECT_EQ(bare_table["counts"]["unnamed"], 1);
+}
+
+TEST_F(TracerLive, ATraceWithoutGraphsCarriesAnEmptyTable) {
+  auto result = run({}, {"init", "wait:on", "steps:2"});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  auto written = files();
+  ASSERT_EQ(written.size(), 1u) << result.err;
+  const auto table = load(written[0])["kprof"]["graph_nodes"];
+  EXPECT_TRUE(table["nodes"].empty()) << table.dump();
+  EXPECT_EQ(table["stacks"], nlohmann::json::parse("[[]]"));
+  EXPECT_TRUE(table["clones"].empty());
+  EXPECT_EQ(table["counts"]["kernel_nodes"], 0);
+}
+
+TEST_F(TracerLive, WhereCuptiWillNotReportGraphNodesTheTableIsLeftOutAndSaid) {
+  auto result = run({"FAKE_CUPTI_REFUSE_RESOURCE_CALLBACKS=1"},
+                    {"init", "wait:on", "kernel:1:1:1,1,1:1,1,1:0:k", "launch:2"});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  auto written = files();
+  ASSERT_EQ(written.size(), 1u) << result.err;
+  auto trace = load(written[0]);
+  EXPECT_FALSE(trace["kprof"].contains("graph_nodes"));  // not "no graphs": not followed
+  EXPECT_EQ(count(trace, "kernel"), 2u);
+  auto said = lines(result.err);
+  ASSERT_EQ(said.size(), 2u) << result.err;
+  EXPECT_EQ(said[0],
+            "kprof-tracer: cannot follow CUDA graph nodes (CUPTI_ERROR_FAKE): traces carry no "
+            "graph node table");
 }
 
 }  // namespace
