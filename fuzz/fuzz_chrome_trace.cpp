@@ -39,6 +39,18 @@ class RecordingSink final : public kprof::importers::TraceEventSink {
     }
     lines.push_back(std::move(line));
   }
+  // The node table: what a sink sees of it, for both parsings to agree on.
+  void on_graph_nodes(std::shared_ptr<const kprof::importers::GraphNodeTable> t) override {
+    std::string line = "graph_nodes|" + std::to_string(t->nodes.size()) + "|" +
+                       std::to_string(t->clones.size()) + "|" + std::to_string(t->kernels.size()) +
+                       "|" + std::to_string(t->stacks.size()) + "|" +
+                       std::to_string(t->ranges.size());
+    for (const auto& node : t->nodes) {
+      line += "|" + std::to_string(node.node) + ":" + std::to_string(node.graph) + ":" +
+              t->kernels[node.kernel] + ":" + std::to_string(t->stacks[node.stack].size());
+    }
+    lines.push_back(std::move(line));
+  }
   std::vector<std::string> lines;
 };
 
@@ -49,7 +61,8 @@ std::vector<std::string> read(std::string_view bytes, kprof::importers::EventPar
         "fuzz.json", bytes, sink, {}, kprof::importers::kNativeScanIsa, parsing);
     sink.lines.push_back("stats|" + std::to_string(stats.events) + "|" +
                          std::to_string(stats.other_events) + "|" +
-                         std::to_string(stats.skipped_events) + "|" + stats.first_skipped);
+                         std::to_string(stats.skipped_events) + "|" + stats.first_skipped + "|" +
+                         stats.graph_nodes_ignored);
   } catch (const kprof::InputError& error) {
     sink.lines.push_back(std::string("error|") + error.what());
   }

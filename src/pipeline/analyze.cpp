@@ -116,6 +116,10 @@ class TeeSink final : public importers::TraceEventSink {
     first_.on_span(timestamp_us, duration_us);
     second_.on_span(timestamp_us, duration_us);
   }
+  void on_graph_nodes(std::shared_ptr<const importers::GraphNodeTable> table) override {
+    first_.on_graph_nodes(table);
+    second_.on_graph_nodes(std::move(table));
+  }
 
  private:
   importers::TraceEventSink& first_;

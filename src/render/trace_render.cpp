@@ -353,6 +353,12 @@ std::string trace_warnings(const TraceSource& source, const timeline::LaunchReco
                         escape_for_terminal(source.path), escape_for_terminal(drop));
   }
   if (records != nullptr) text += launch_records_warning(source.path, *records);
+  if (!source.stats.graph_nodes_ignored.empty()) {
+    text += fmt::format(
+        "kprof: warning: {}: the tracer's graph node table is ignored ({}): graph replays are "
+        "read as in a trace without one\n",
+        escape_for_terminal(source.path), escape_for_terminal(source.stats.graph_nodes_ignored));
+  }
 
   // Said, as the figures of such a trace rest on the mapping (kineto's tb_plugin maps the same).
   if (source.stats.legacy_categories) {

@@ -25,6 +25,7 @@
 #include "common/file_bytes.h"
 #include "common/text.h"
 #include "common/utf8.h"
+#include "importers/chrome_trace/graph_node_table_reader.h"
 #include "importers/chrome_trace/plain_event.h"
 #include "importers/chrome_trace/structural_scan.h"
 #include "importers/nsys_sqlite/nsys_sqlite_reader.h"
@@ -151,6 +152,10 @@ constexpr int kEnd = -1;
 // shapes, is tens of KB): one is skipped under the time rule's warning, never held, so a small
 // compressed trace cannot make kprof hold gigabytes for one name.
 constexpr size_t kMaxEventBytes = 16u << 20;
+// kprof's tracer's summary (the top-level "kprof") carries the graph node table: at its bounds
+// (a million rows and a million clone pairs, graph_node_table.h) some 100 MB of JSON. Held whole
+// while it is read; past this it is skipped, said once.
+constexpr size_t kMaxTracerSummaryBytes = 256u << 20;
 
 // A value's JSON text as a message quotes it: trimmed, at most 40 bytes, safe for a terminal.
 std::string quoted_token(std::string_view token) {
@@ -696,6 +701,8 @@ class Scanner {
     if (!saw_events_) fail("no \"traceEvents\" array in this JSON: not a profiler trace");
     stats_.bytes = offset();
     describe_format();
+    // After every event, and only for a trace read to its end.
+    if (graph_nodes_) sink_.on_graph_nodes(std::move(graph_nodes_));
     return stats_;
   }
 
@@ -767,7 +774,7 @@ class Scanner {
 
   bool refill() {
     if (capturing_) {  // keep the part of the event being captured that this buffer holds
-      if (spill_.size() + (length_ - capture_start_) > kMaxEventBytes) {
+      if (spill_.size() + (length_ - capture_start_) > capture_limit_) {
         oversized_ = true;  // the rest is skipped, not kept
         std::string().swap(spill_);
       } else if (!oversized_) {
@@ -961,8 +968,17 @@ class Scanner {
         read_events();
       } else if (key == "kprof") {
         skip_space();
+        capture_limit_ = kMaxTracerSummaryBytes;
         std::string_view text = capture_value();
-        if (!text.empty()) read_tracer_summary(text);
+        capture_limit_ = kMaxEventBytes;
+        if (oversized_) {
+          stats_.graph_nodes_ignored = fmt::format(
+              "the tracer's summary (top-level \"kprof\") is over {} MiB: neither its drop "
+              "counts nor a graph node table in it are read",
+              kMaxTracerSummaryBytes >> 20);
+        } else if (!text.empty()) {
+          read_tracer_summary(text);
+        }
       } else if (key == "schemaVersion" || key == "deviceProperties") {
         skip_space();
         std::string_view text = capture_value();
@@ -1178,16 +1194,25 @@ class Scanner {
   }
 
   // kprof's tracer's own summary (top-level "kprof", kprof.trace/1): its "dropped" counts, each
-  // one not zero said as the tracer's ("kprof tracer: 12 cupti dropped records"). Another shape
-  // under that key is ignored, as the rest of the top level is.
+  // one not zero said as the tracer's ("kprof tracer: 12 cupti dropped records"), and its graph
+  // node table ("graph_nodes", read by graph_node_table_reader). Another shape under that key is
+  // ignored, as the rest of the top level is; a table that is not one is said once and ignored.
   void read_tracer_summary(std::string_view text) {
-    event_text_.assign(text);
-    size_t size = event_text_.size();
-    event_text_.append(simdjson::SIMDJSON_PADDING, ' ');
+    // Padded for simdjson in place when the text was gathered over several reads (a large
+    // table), else copied.
+    std::string& padded = text.data() == spill_.data() ? spill_ : event_text_;
+    if (&padded == &event_text_) event_text_.assign(text);
+    size_t size = text.size();
+    padded.append(simdjson::SIMDJSON_PADDING, ' ');
+    read_tracer_drops(padded, size);
+    read_graph_nodes(padded, size);
+    if (&padded == &spill_) std::string().swap(spill_);
+  }
+
+  void read_tracer_drops(const std::string& padded, size_t size) {
     std::vector<std::string> drops;
     try {
-      simdjson::ondemand::document document =
-          parser_.iterate(event_text_.data(), size, event_text_.size());
+      simdjson::ondemand::document document = parser_.iterate(padded.data(), size, padded.size());
       simdjson::ondemand::object summary;
       if (document.get_object().get(summary) != simdjson::SUCCESS) return;
       simdjson::ondemand::object dropped;
@@ -1207,6 +1232,34 @@ class Scanner {
     }
     stats_.producer_counts_drops = true;
     for (std::string& drop : drops) stats_.producer_drops.push_back(std::move(drop));
+  }
+
+  // The summary's "graph_nodes", in a reading of its own: a table that is not one costs the table
+  // alone, never the drop counts.
+  void read_graph_nodes(const std::string& padded, size_t size) {
+    try {
+      simdjson::ondemand::document document = parser_.iterate(padded.data(), size, padded.size());
+      simdjson::ondemand::object summary;
+      if (document.get_object().get(summary) != simdjson::SUCCESS) return;
+      simdjson::ondemand::value value;
+      auto field = summary.find_field_unordered("graph_nodes");
+      if (field.error() == simdjson::NO_SUCH_FIELD) return;  // an older tracer's: none
+      if (field.get(value) != simdjson::SUCCESS) {
+        stats_.graph_nodes_ignored = "the tracer's summary is not valid JSON";
+        return;
+      }
+      auto table = std::make_shared<GraphNodeTable>(read_graph_node_table(value));
+      stats_.has_graph_nodes = true;
+      stats_.graph_node_rows = table->nodes.size();
+      stats_.graph_node_clones = table->clones.size();
+      graph_nodes_ = std::move(table);
+    } catch (const GraphNodeTableError& error) {
+      stats_.graph_nodes_ignored = error.what();
+    } catch (const simdjson::simdjson_error& error) {
+      stats_.graph_nodes_ignored = fmt::format("not valid JSON ({})", error.what());
+    } catch (const std::bad_alloc&) {
+      stats_.graph_nodes_ignored = "out of memory while reading it";
+    }
   }
 
   // After an event: true when another follows, false at the end of traceEvents.
@@ -1255,7 +1308,9 @@ class Scanner {
   std::string time_problem_;  // the event being applied: why its "ts" or "dur" could not be read
   std::string spill_;         // an event that straddles two buffers
   bool capturing_ = false;
-  bool oversized_ = false;  // the event being captured passed kMaxEventBytes
+  bool oversized_ = false;  // the event being captured passed capture_limit_
+  size_t capture_limit_ = kMaxEventBytes;
+  std::shared_ptr<const GraphNodeTable> graph_nodes_;  // read from the tracer's summary
   size_t capture_start_ = 0;
   simdjson::ondemand::parser parser_;  // deviceProperties
   TraceReadStats stats_;

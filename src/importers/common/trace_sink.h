@@ -2,11 +2,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "importers/common/graph_node_table.h"
 #include "importers/common/trace_event.h"
 
 namespace kprof::importers {
@@ -21,6 +23,9 @@ class TraceEventSink {
   // answer must depend on the category alone.
   virtual bool wants_category(std::string_view /*category*/) const { return true; }
   virtual void on_span(double /*timestamp_us*/, double /*duration_us*/) {}
+  // kprof's tracer's table of captured graph nodes (graph_node_table.h), when the trace carries
+  // a valid one: once, after every event. Shared, not copied: it may hold a million rows.
+  virtual void on_graph_nodes(std::shared_ptr<const GraphNodeTable> /*table*/) {}
 };
 
 struct TraceReadStats {
@@ -54,6 +59,12 @@ struct TraceReadStats {
   // Whether the producer counts its drops (kprof's tracer's summary, zeros included): then
   // producer_drops is the whole truth about lost records.
   bool producer_counts_drops = false;
+  // kprof's tracer's graph node table: the rows and clone pairs read (handed to the sink), or
+  // why a table the trace carries was ignored ("" when it was read, or there was none) — said
+  // once as a warning, the trace then read as one without a table.
+  std::uint64_t graph_node_rows = 0, graph_node_clones = 0;
+  bool has_graph_nodes = false;
+  std::string graph_nodes_ignored;
 };
 
 }  // namespace kprof::importers
