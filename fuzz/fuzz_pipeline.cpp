@@ -152,6 +152,9 @@ class FanOut final : public importers::TraceEventSink {
   void on_span(double timestamp_us, double duration_us) override {
     for (auto* sink : sinks_) sink->on_span(timestamp_us, duration_us);
   }
+  void on_graph_nodes(std::shared_ptr<const importers::GraphNodeTable> table) override {
+    for (auto* sink : sinks_) sink->on_graph_nodes(table);
+  }
 
  private:
   std::vector<importers::TraceEventSink*> sinks_;
@@ -209,10 +212,12 @@ void run_trace(const std::string& path, std::string_view bytes, bool through_fil
   check_json(render::ranks_budget_json(sources, budgets, steps, {}), "budget over ranks JSON");
   check_text(render::ranks_budget_text(sources, budgets, steps, {}), "budget over ranks text");
   (void)index.gpu_span_us();
-  // rank --by op|module --graph-capture: the second reading attributes its graph replays through
-  // the first's captured launches.
-  for (timeline::AttributeBy by : {timeline::AttributeBy::kOp, timeline::AttributeBy::kModule}) {
+  // rank --by op|module|range --graph-capture: the second reading attributes its graph replays
+  // through the first's captured launches (or, for a tracer trace, its own graph node table).
+  for (timeline::AttributeBy by : {timeline::AttributeBy::kOp, timeline::AttributeBy::kModule,
+                                   timeline::AttributeBy::kRange}) {
     timeline::OpAttributionBuilder ops_builder(by);
+    ops_builder.use_stage_table(&stages);
     ops_builder.use_graph_capture(capture_builder.finish_capture());
     try {
       if (through_file) {

@@ -24,12 +24,12 @@ _VERDICT_OPTIONS = {
 ANALYZE_OPTIONS = dict(_VERDICT_OPTIONS, trace=("--trace", "value"))
 REPORT_OPTIONS = dict(_VERDICT_OPTIONS)
 RANK_OPTIONS = {
-    "by": ("--by", "value"),                # kernel (default), op, module
+    "by": ("--by", "value"),                # kernel (default), op, module, range
     "per_step": ("--per-step", "switch"),   # rank within each step
     "step": ("--step", "value"),            # regex over the annotations that delimit steps
     "raw_names": ("--raw-names", "switch"),
     "stages": ("--stages", "value"),
-    "graph_capture": ("--graph-capture", "value"),  # with by="op"/"module": the capture's trace
+    "graph_capture": ("--graph-capture", "value"),  # by op/module/range: the capture's trace
 }
 BUDGET_OPTIONS = {
     "step": ("--step", "value"),
@@ -126,11 +126,13 @@ def rank(trace, **options):
 
     trace: a PyTorch profiler trace (.json, .json.gz) or an Nsight Systems SQLite export; a list
         of them (one per rank) compares the ranks.
-    options: by ("kernel", "op", "module"), per_step, step, raw_names, stages, graph_capture
-        (with by="op"/"module": the trace of the graphs' capture, whose operators a graph
-        replay's kernels take).
-    Rows: one per kernel name (`kernels`); with by="op"/"module" one per operator or module
-        (`ops`); with per_step=True one per step (`steps`). result.table("stages") is the stage
+    options: by ("kernel", "op", "module", "range"), per_step, step, raw_names, stages,
+        graph_capture (with by="op"/"module"/"range": the trace of the graphs' capture, whose
+        operators a graph replay's kernels take; a kprof tracer trace carrying its graph node
+        table needs none: its replays take the ranges open at their capture).
+    Rows: one per kernel name (`kernels`); with by="op"/"module"/"range" one per operator, module
+        or range stack (`ops`; `json["graph_nodes"]`: how the graph replays were attributed);
+        with per_step=True one per step (`steps`). result.table("stages") is the stage
         breakdown.
     """
     return _answer("rank", _flags("rank", RANK_OPTIONS, options), _paths(trace, "trace"))

@@ -29,7 +29,8 @@ void define_rank(CLI::App& parent, Runner& runner) {
       "  kprof rank rank0.json.gz rank1.json.gz   # one trace per tensor-parallel rank\n"
       "  kprof rank trace.json.gz --by op      # GPU time per PyTorch operator\n"
       "  kprof rank replay.json.gz --by op --graph-capture capture.json.gz\n"
-      "                                        # a CUDA/HIP graph replay's kernels per operator");
+      "                                        # a CUDA/HIP graph replay's kernels per operator\n"
+      "  kprof rank tracer.json.gz --by range  # kprof trace's graph replays by capture ranges");
   command
       ->add_option(
           "TRACE", options->paths,
@@ -45,8 +46,10 @@ void define_rank(CLI::App& parent, Runner& runner) {
       ->add_option("--by", options->by,
                    "kernel (default), op: GPU time per PyTorch operator (innermost cpu_op around "
                    "each launch, JSON kprof.rank-ops/1), module: per nn.Module path "
-                   "(traces recorded with_modules=True)")
-      ->check(CLI::IsMember({"kernel", "op", "module"}))
+                   "(traces recorded with_modules=True), range: per stack of annotations "
+                   "(NVTX ranges, record_function); a kprof tracer trace's graph replays by the "
+                   "ranges open at their capture")
+      ->check(CLI::IsMember({"kernel", "op", "module", "range"}))
       ->capture_default_str();
   command
       ->add_option("--graph-capture", options->graph_capture,

@@ -215,18 +215,19 @@ std::vector<Tool> make_tools(const ToolSettings& settings) {
             {"by",
              Kind::kChoice,
              "--by",
-             "Rank by kernel (default), operator or module",
+             "Rank by kernel (default), operator, module or range stack (a kprof tracer "
+             "trace's graph replays by the ranges open at their capture)",
              false,
              -kNoLimit,
              kNoLimit,
-             {"kernel", "op", "module"}},
+             {"kernel", "op", "module", "range"}},
             {"per_step", Kind::kBoolean, "--per-step", "Rank kernels within each step"},
             {"step", Kind::kString, "--step", "Step annotations matching this regex are steps"},
             {"raw_names", Kind::kBoolean, "--raw-names", "Rank by the names exactly as traced"},
             {"stages", Kind::kPath, "--stages", "A stage-rule table to use"},
             {"graph_capture", Kind::kPath, "--graph-capture",
-             "With by op or module: the trace of the CUDA/HIP graphs' capture, whose operators "
-             "a graph replay's kernels take"}},
+             "With by op, module or range: the trace of the CUDA/HIP graphs' capture, whose "
+             "operators a graph replay's kernels take (not needed for a kprof tracer trace)"}},
            {}};
     t.run = [](const Values& v, const std::vector<std::string>& argv) {
       pipeline::RankOptions o;

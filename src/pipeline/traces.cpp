@@ -135,6 +135,7 @@ RankedTrace rank_trace(const std::string& path, const std::vector<std::string>& 
   }
   if (!open_kernels.empty()) {
     timeline::OpAttributionBuilder operators(timeline::AttributeBy::kOp);
+    operators.use_stage_table(&stages);
     operators.keep_launched_kernels(std::move(open_kernels));
     if (capture) operators.use_graph_capture(std::move(*capture));
     read_trace_file(path, operators);
@@ -159,9 +160,13 @@ ExitCode rank_per_step(const RankOptions& options, const std::string& path,
 
 ExitCode rank_by_op(const RankOptions& options, const std::string& path,
                     const std::vector<std::string>& argv, Answer& output) {
-  timeline::AttributeBy by =
-      options.by == "module" ? timeline::AttributeBy::kModule : timeline::AttributeBy::kOp;
+  timeline::AttributeBy by = options.by == "module"  ? timeline::AttributeBy::kModule
+                             : options.by == "range" ? timeline::AttributeBy::kRange
+                                                     : timeline::AttributeBy::kOp;
+  // Names the parts of a graph's inferred layers by their kernels' operation class.
+  analysis::StageTable stages = analysis::load_stage_table(options.stages_path);
   timeline::OpAttributionBuilder builder(by);
+  builder.use_stage_table(&stages);
   if (!options.graph_capture.empty()) {
     builder.use_graph_capture(read_graph_capture(options.graph_capture, argv, by, output.notes));
   }

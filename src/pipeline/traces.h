@@ -23,7 +23,7 @@ struct RankOptions {
   std::string stages_path;
   bool per_step = false;
   std::string step_regex;
-  std::string by = "kernel";  // kernel, op, module
+  std::string by = "kernel";  // kernel, op, module, range
   // With --by op|module: the trace of the graphs' capture, through which a graph replay's
   // kernels take the operators that launched them at capture time.
   std::string graph_capture;

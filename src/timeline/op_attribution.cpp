@@ -5,6 +5,7 @@
 #include <limits>
 #include <set>
 
+#include "timeline/graph_node_context.h"
 #include "timeline/kernel_ranking.h"  // normalize_kernel_name
 #include "timeline/launch_join.h"
 #include "timeline/step_budget.h"  // step_batch
@@ -22,11 +23,44 @@ bool is_launch_category(std::string_view category) {
   return category == "cuda_runtime" || category == "cuda_driver";
 }
 
+// The category whose spans name the buckets of eager work: operators, module frames, or the
+// annotations (NVTX ranges, record_function) for --by range.
+std::string_view span_category(AttributeBy by) {
+  switch (by) {
+    case AttributeBy::kOp:
+      return "cpu_op";
+    case AttributeBy::kModule:
+      return "python_function";
+    case AttributeBy::kRange:
+      return "user_annotation";
+  }
+  return "";
+}
+
+// A profiler's or an engine's step marker: an annotation around whole steps, which would split
+// --by range's buckets by step number or batch, not by where in the model.
+bool is_step_marker(std::string_view name) {
+  if (name.rfind("ProfilerStep#", 0) == 0) return true;
+  bool may_name_a_batch = name.rfind("execute_", 0) == 0 || name.rfind("step[", 0) == 0;
+  return may_name_a_batch && step_batch(std::string(name)).has_value();
+}
+
 }  // namespace
 
+std::string_view no_bucket_name(AttributeBy by) {
+  switch (by) {
+    case AttributeBy::kOp:
+      return kNoOperator;
+    case AttributeBy::kModule:
+      return kNoModule;
+    case AttributeBy::kRange:
+      return kNoRange;
+  }
+  return kNoOperator;
+}
+
 bool OpAttributionBuilder::wants_category(std::string_view category) const {
-  return is_gpu_work(category) || is_launch_category(category) ||
-         category == (by_ == AttributeBy::kOp ? "cpu_op" : "python_function") ||
+  return is_gpu_work(category) || is_launch_category(category) || category == span_category(by_) ||
          (keep_kernels_ && category == "user_annotation");
 }
 
@@ -53,6 +87,14 @@ void OpAttributionBuilder::on_event(const importers::TraceEvent& event) {
       items_.push_back({id, kernel_id(event.name), event.timestamp_us, event.duration_us});
     }
     Work& work = event.correlation ? work_[id] : uncorrelated_;
+    if (event.graph_node_id) {
+      NodeWork& node = node_work_[*event.graph_node_id];
+      ++node.count;
+      node.total_us += event.duration_us;
+      if (keep_kernels_ && category == "kernel") node.kernel = kernel_id(event.name);
+      ++work.node_count;
+      work.node_us += event.duration_us;
+    }
     if (work.count == 0 || event.timestamp_us < work.first_start) {
       work.first_start = event.timestamp_us;
     }
@@ -81,7 +123,7 @@ void OpAttributionBuilder::on_event(const importers::TraceEvent& event) {
     return;
   }
   std::string_view name = event.name;
-  if (category == "user_annotation" || (keep_kernels_ && category == "cpu_op")) {
+  if ((category == "user_annotation" && keep_kernels_) || (keep_kernels_ && category == "cpu_op")) {
     // A step annotation that tells its batch (vLLM's is a record_function: a user_annotation;
     // the 1.8/1.9 trace's operators are mapped to one).
     bool may_name_a_batch = name.rfind("execute_", 0) == 0 || name.rfind("step[", 0) == 0;
@@ -89,9 +131,11 @@ void OpAttributionBuilder::on_event(const importers::TraceEvent& event) {
       step_spans_[{event.pid, event.tid}].push_back(
           {event.timestamp_us, event.timestamp_us + event.duration_us, batch->decode_only()});
     }
-    if (category == "user_annotation") return;
+    if (category == "user_annotation" && by_ != AttributeBy::kRange) return;
   }
-  if (by_ == AttributeBy::kModule) {
+  if (by_ == AttributeBy::kRange) {
+    if (category != "user_annotation" || is_step_marker(name)) return;
+  } else if (by_ == AttributeBy::kModule) {
     if (category != "python_function" || name.substr(0, kModulePrefix.size()) != kModulePrefix) {
       return;
     }
@@ -100,15 +144,16 @@ void OpAttributionBuilder::on_event(const importers::TraceEvent& event) {
     return;
   }
   ++spans_read_;
-  auto [it, added] = name_ids_.emplace(name, static_cast<std::uint32_t>(names_.size()));
-  if (added) names_.emplace_back(name);
+  std::string label = by_ == AttributeBy::kRange ? range_label(name) : std::string(name);
+  auto [it, added] = name_ids_.emplace(label, static_cast<std::uint32_t>(names_.size()));
+  if (added) names_.push_back(std::move(label));
   spans_[{event.pid, event.tid}].push_back(
       {event.timestamp_us, event.timestamp_us + event.duration_us, it->second});
 }
 
 std::vector<OpAttributionBuilder::BucketedLaunch> OpAttributionBuilder::bucketed_launches() const {
   std::vector<BucketedLaunch> result;
-  const std::string no_bucket(by_ == AttributeBy::kOp ? kNoOperator : kNoModule);
+  const std::string no_bucket(no_bucket_name(by_));
   for (const auto& [thread, thread_launches] : launches_) {
     std::vector<const Launch*> launches;
     for (const Launch& launch : thread_launches) launches.push_back(&launch);
@@ -138,11 +183,12 @@ std::vector<OpAttributionBuilder::BucketedLaunch> OpAttributionBuilder::bucketed
       if (by_ == AttributeBy::kOp) {
         if (!open.empty()) bucket = names_[open.back()->name];
       } else {
-        // The module path: every enclosing frame still open at the launch, outermost first (a
-        // frame below the top may have ended when the trace's spans do not nest exactly).
+        // The module path (the range stack): every enclosing frame still open at the launch,
+        // outermost first (a frame below the top may have ended when the trace's spans do not
+        // nest exactly).
         for (const Span* span : open) {
           if (span->end < launch->time) continue;
-          if (!bucket.empty()) bucket += '/';
+          if (!bucket.empty()) bucket += by_ == AttributeBy::kRange ? " / " : "/";
           bucket += names_[span->name];
         }
       }
@@ -214,7 +260,7 @@ OpAttribution OpAttributionBuilder::finish() const {
   result.cpu_ops = spans_read_;
   result.launches = launches_read_;
   std::map<std::string, OpStats, std::less<>> buckets;
-  const std::string no_bucket(by_ == AttributeBy::kOp ? kNoOperator : kNoModule);
+  const std::string no_bucket(no_bucket_name(by_));
   // Each launch call's bucket (one sweep per thread), then each GPU work item's launch.
   std::vector<LaunchKey> launch_keys;
   std::vector<BucketedLaunch> launches = bucketed_launches();
@@ -242,27 +288,35 @@ OpAttribution OpAttributionBuilder::finish() const {
       continue;
     }
     const BucketedLaunch& launch = launches[joined[w]];
-    if (capture_ && launch.launch->graph) {
+    if (capture_ && !graph_nodes_ && launch.launch->graph) {
       const WorkKey& key = work_keys[w];
       graph_launch_of[{key.process.value_or(-1), key.device, key.correlation}] = joined[w];
       continue;
     }
+    // With a node table, the work that names its graph node is its node's (below).
+    Work own = eager_part(*work_items[w]);
+    if (own.count == 0) continue;
     OpStats& stats = buckets[launch.bucket];
-    stats.kernels += work_items[w]->count;
-    stats.total_us += work_items[w]->total_us;
-    add_launched(launched, work_items[w]->kernel, launch.bucket, launch.decode_only_step,
-                 work_items[w]->count, work_items[w]->total_us);
+    stats.kernels += own.count;
+    stats.total_us += own.total_us;
+    add_launched(launched, own.kernel, launch.bucket, launch.decode_only_step, own.count,
+                 own.total_us);
   }
-  if (capture_) attribute_replays(graph_launch_of, launches, buckets, result, launched);
+  if (capture_ && !graph_nodes_) {
+    attribute_replays(graph_launch_of, launches, buckets, result, launched);
+  }
   OpStats& none = buckets[no_bucket];
   for (const Work* work : unclaimed) {
-    none.kernels += work->count;
-    none.total_us += work->total_us;
-    add_launched(launched, work->kernel, no_bucket, std::nullopt, work->count, work->total_us);
+    Work own = eager_part(*work);
+    none.kernels += own.count;
+    none.total_us += own.total_us;
+    add_launched(launched, own.kernel, no_bucket, std::nullopt, own.count, own.total_us);
   }
-  none.kernels += uncorrelated_.count;
-  none.total_us += uncorrelated_.total_us;
-  result.unattributed = none.kernels;
+  Work uncorrelated = eager_part(uncorrelated_);
+  none.kernels += uncorrelated.count;
+  none.total_us += uncorrelated.total_us;
+  if (graph_nodes_) attribute_graph_nodes(buckets, result, launched);
+  result.unattributed = buckets[no_bucket].kernels;
   result.shared_ids = shared_ids;
   if (none.kernels == 0) buckets.erase(no_bucket);
   for (auto& [name, stats] : buckets) {
@@ -286,7 +340,7 @@ void OpAttributionBuilder::add_launched(LaunchedMap& to, std::uint32_t kernel,
   LaunchedKernel& entry = to[{kernel, bucket, decode_only}];
   if (entry.count == 0) {
     entry.kernel = kernel_names_[kernel];
-    const std::string no_bucket(by_ == AttributeBy::kOp ? kNoOperator : kNoModule);
+    const std::string no_bucket(no_bucket_name(by_));
     entry.op = bucket == no_bucket ? std::string() : bucket;
     entry.decode_only_step = decode_only;
   }
@@ -389,6 +443,91 @@ void OpAttributionBuilder::attribute_replays(const std::map<WorkId, std::size_t>
     }
   }
   result.replay = match;
+}
+
+OpAttributionBuilder::Work OpAttributionBuilder::eager_part(const Work& work) const {
+  if (!graph_nodes_ || work.node_count == 0) return work;
+  Work own = work;
+  own.count -= work.node_count;
+  own.total_us -= work.node_us;
+  // A work item of several kernels (a graph launch's) names none of them for the stage.
+  if (own.count == 0) own.total_us = 0;
+  return own;
+}
+
+// Each replayed node's GPU work to its captured node's context (graph_node_context.h), and the
+// shares: by ranges, inferred, unattributed.
+void OpAttributionBuilder::attribute_graph_nodes(
+    std::map<std::string, OpStats, std::less<>>& buckets, OpAttribution& result,
+    LaunchedMap& launched) const {
+  GraphNodeAttribution attribution;
+  attribution.table_nodes = graph_nodes_->nodes.size();
+  attribution.table_clones = graph_nodes_->clones.size();
+  attribution.counts = graph_nodes_->counts;
+  attribution.graph_capture_ignored = capture_.has_value();
+  GraphNodeContexts contexts(graph_nodes_, stages_);
+  std::map<std::uint32_t, ReplayedGraph> graphs;
+  for (const auto& entry : node_work_) {
+    // Not a structured binding: the lambda below captures the work (clang 14 refuses a binding).
+    const NodeWork& work = entry.second;
+    NodeContext context = contexts.context(entry.first);
+    std::uint32_t name = by_ == AttributeBy::kOp       ? context.op
+                         : by_ == AttributeBy::kModule ? context.module
+                                                       : context.range;
+    NodePlacement placement = by_ == AttributeBy::kOp       ? context.op_from
+                              : by_ == AttributeBy::kModule ? context.module_from
+                                                            : context.range_from;
+    const std::string& bucket = contexts.name(name);
+    OpStats& stats = buckets[bucket];
+    stats.kernels += work.count;
+    stats.total_us += work.total_us;
+    add_launched(launched, work.kernel, bucket, std::nullopt, work.count, work.total_us);
+    auto add = [&](ReplayShare& share) {
+      share.kernels += work.count;
+      share.total_us += work.total_us;
+    };
+    add(attribution.replayed);
+    switch (placement) {
+      case NodePlacement::kByRanges:
+        add(attribution.by_ranges);
+        break;
+      case NodePlacement::kInferred:
+        add(attribution.inferred);
+        break;
+      case NodePlacement::kNoContext:
+        add(attribution.unattributed);
+        add(attribution.no_context);
+        break;
+      case NodePlacement::kNotInTable:
+        add(attribution.unattributed);
+        add(attribution.not_in_table);
+        break;
+      case NodePlacement::kNotPlaced:
+        add(attribution.unattributed);
+        add(attribution.not_placed);
+        break;
+    }
+    if (context.graph) {
+      ReplayedGraph& graph = graphs[*context.graph];
+      graph.kernels += work.count;
+      graph.total_us += work.total_us;
+      graph.replays = std::max(graph.replays, work.count);
+    }
+  }
+  for (auto& [index, graph] : graphs) {
+    graph.graph = contexts.graphs()[index];
+    attribution.graphs.push_back(std::move(graph));
+  }
+  // Buckets with a batch by batch, then the rest by graph id.
+  std::sort(attribution.graphs.begin(), attribution.graphs.end(),
+            [](const ReplayedGraph& a, const ReplayedGraph& b) {
+              if (a.graph.batch.has_value() != b.graph.batch.has_value()) {
+                return a.graph.batch.has_value();
+              }
+              if (a.graph.batch != b.graph.batch) return *a.graph.batch < *b.graph.batch;
+              return a.graph.graph < b.graph.graph;
+            });
+  result.graphs = std::move(attribution);
 }
 
 }  // namespace kprof::timeline

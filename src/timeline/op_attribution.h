@@ -19,6 +19,13 @@
 // kernel (CUDA's). The captured graph a replay is matched against is the one whose launches share
 // the most names with it (by position: the nearest in size). Graph and node ids are not used:
 // a capture trace's launch calls carry neither.
+//
+// A trace of kprof's own tracer needs no capture trace: it carries the table of every graph node
+// the process captured (on_graph_nodes), and each replayed kernel record its node's id. Such
+// kernels are kept per node id (memory follows the table, not the replays) and at finish() take
+// their captured node's context (graph_node_context.h): its innermost operator range (--by op),
+// its module ranges (--by module) or its whole range stack (--by range), else its layer and part
+// inferred from its graph's repetition. There the node table wins over --graph-capture.
 #pragma once
 
 #include <cstdint>
@@ -30,17 +37,24 @@
 #include <tuple>
 #include <vector>
 
+#include "analysis/stages.h"
 #include "importers/common/trace_sink.h"
+#include "timeline/graph_node_context.h"
 #include "timeline/launch_join.h"
 
 namespace kprof::timeline {
 
-enum class AttributeBy { kOp, kModule };
+// kRange: the whole stack of ranges — a replayed graph node's NVTX ranges at capture, an eager
+// launch's annotations (user_annotation: NVTX ranges, record_function) open around it.
+enum class AttributeBy { kOp, kModule, kRange };
 
-// The bucket of GPU work no operator (module) launched: no launch call with its correlation id,
-// or a launch call outside every cpu_op (module frame) of its thread.
+// The bucket of GPU work no operator (module, range) launched: no launch call with its
+// correlation id, or a launch call outside every cpu_op (module frame, annotation) of its thread;
+// a replayed graph node neither a range nor its graph's repetition places.
 inline constexpr std::string_view kNoOperator = "(no operator)";
 inline constexpr std::string_view kNoModule = "(no module)";
+inline constexpr std::string_view kNoRange = "(no range)";
+std::string_view no_bucket_name(AttributeBy by);
 
 struct OpStats {
   std::string name;           // the op's name; for modules the path "Outer_0/Inner_1"
@@ -92,15 +106,42 @@ struct LaunchedKernel {
   double total_us = 0;
 };
 
+// GPU time and activities of one share of the graph-replayed work.
+struct ReplayShare {
+  std::uint64_t kernels = 0;
+  double total_us = 0;
+};
+
+// One captured graph whose nodes the trace replayed.
+struct ReplayedGraph {
+  CapturedGraph graph;
+  std::uint64_t kernels = 0;  // its replayed GPU activities
+  double total_us = 0;
+  std::uint64_t replays = 0;  // the most times one of its nodes ran: its launches in the trace
+};
+
+// How the replayed kernels of a trace with a node table were attributed (OpAttribution::graphs).
+struct GraphNodeAttribution {
+  std::uint64_t table_nodes = 0, table_clones = 0;
+  importers::GraphNodeCounts counts;  // what the tracer could not table
+  // GPU activities whose record names a graph node: by the view's placement (ranges, inferred
+  // layers, or neither), and why the unattributed ones are (NodePlacement).
+  ReplayShare replayed, by_ranges, inferred, unattributed;
+  ReplayShare no_context, not_in_table, not_placed;
+  std::vector<ReplayedGraph> graphs;   // by bucket, then graph id
+  bool graph_capture_ignored = false;  // --graph-capture was given: the table won
+};
+
 struct OpAttribution {
   AttributeBy by = AttributeBy::kOp;
   std::vector<OpStats> ops;  // largest total first; the no-operator bucket among them
   double gpu_time_us = 0;
   std::uint64_t gpu_events = 0;
-  std::uint64_t cpu_ops = 0;          // cpu_op events (module frames for --by module) read
-  std::uint64_t launches = 0;         // runtime/driver calls with a correlation id
-  std::uint64_t unattributed = 0;     // GPU activities in the no-operator bucket
-  std::optional<ReplayMatch> replay;  // with use_graph_capture() only
+  std::uint64_t cpu_ops = 0;                   // cpu_op events (module frames for --by module) read
+  std::uint64_t launches = 0;                  // runtime/driver calls with a correlation id
+  std::uint64_t unattributed = 0;              // GPU activities in the no-operator bucket
+  std::optional<ReplayMatch> replay;           // with use_graph_capture() only (and no node table)
+  std::optional<GraphNodeAttribution> graphs;  // for a trace carrying a graph node table
   // GPU work naming no process whose correlation id several processes launched: its operator is
   // inferred (launch_join.h), and said so.
   JoinReport shared_ids;
@@ -114,6 +155,12 @@ class OpAttributionBuilder final : public importers::TraceEventSink {
   explicit OpAttributionBuilder(AttributeBy by) : by_(by) {}
   void on_event(const importers::TraceEvent& event) override;
   bool wants_category(std::string_view category) const override;
+  void on_graph_nodes(std::shared_ptr<const importers::GraphNodeTable> table) override {
+    graph_nodes_ = std::move(table);
+  }
+  // The stage table that names an inferred layer's parts by their kernels' operation class
+  // (nullptr: by position alone). It must outlive finish().
+  void use_stage_table(const analysis::StageTable* stages) { stages_ = stages; }
   OpAttribution finish() const;
   // The trace read was one of graph capture: its captured launches, by graph. Empty graphs when
   // it holds none (no launch call whose work did not run).
@@ -147,6 +194,10 @@ class OpAttributionBuilder final : public importers::TraceEventSink {
   struct Work {
     std::uint64_t count = 0;
     double total_us = 0;
+    // Of them, the activities whose record names a graph node: kept per node too (node_work_),
+    // and attributed by it where the trace carries a node table.
+    std::uint64_t node_count = 0;
+    double node_us = 0;
     double first_start = 0;
     // The kernel (index into kernel_names_) all its activities ran; 0: none, or copies and
     // fills; kMixedKernels: several (a graph launch's).
@@ -202,6 +253,20 @@ class OpAttributionBuilder final : public importers::TraceEventSink {
                          OpAttribution& result, LaunchedMap& launched) const;
   double gpu_time_us_ = 0;
   std::uint64_t gpu_events_ = 0, spans_read_ = 0, launches_read_ = 0;
+  // GPU work per graph node id (kernel: index into kernel_names_, kept with
+  // keep_launched_kernels() only), and the trace's node table.
+  struct NodeWork {
+    std::uint64_t count = 0;
+    double total_us = 0;
+    std::uint32_t kernel = 0;
+  };
+  std::map<std::uint64_t, NodeWork> node_work_;
+  std::shared_ptr<const importers::GraphNodeTable> graph_nodes_;
+  const analysis::StageTable* stages_ = nullptr;
+  // The part of a work item launched eagerly (all of it without a node table).
+  Work eager_part(const Work& work) const;
+  void attribute_graph_nodes(std::map<std::string, OpStats, std::less<>>& buckets,
+                             OpAttribution& result, LaunchedMap& launched) const;
 };
 
 }  // namespace kprof::timeline

@@ -44,6 +44,7 @@ DOC_EXAMPLES = [
     ("docs/diff.md", "SciPy's values in the tests.", ["diff_traces_graph_improves_top2"]),
     ("docs/rank.md", "separate Python computation", ["rank_by_op_top4"]),
     ("docs/rank.md", "its own capture, matched by position", ["rank_by_op_graph_capture"]),
+    ("docs/rank.md", "matched by an independent Python computation", ["rank_tracer_graph_by_op"]),
     ("docs/rank.md", "A file that is not a trace, or has no GPU events", ["rank_two_devices"]),
     ("docs/rank.md", "being held. GPU work is joined to its launch", ["rank_b1_top3"]),
     ("docs/budget.md", "the advice says the host's share lies outside", ["budget_graph"]),

@@ -126,7 +126,7 @@ TEST(McpServer, ListsTheEightToolsWithSchemas) {
   EXPECT_EQ(tools[0]["inputSchema"]["required"], json::array({"reports"}));
   EXPECT_EQ(tools[4]["inputSchema"]["required"], json::array({"trace", "reports"}));
   EXPECT_EQ(tools[2]["inputSchema"]["properties"]["by"]["enum"],
-            json::array({"kernel", "op", "module"}));
+            json::array({"kernel", "op", "module", "range"}));
   settings.doctor = false;
   EXPECT_EQ(tool_names(settings).size(), 7u);
 }
@@ -251,7 +251,7 @@ TEST(McpServer, EveryFailureIsAToolErrorWithKprofsMessage) {
   EXPECT_EQ(error_text(call(server, "rank", {{"traces", {"t"}}, {"top", -1}})),
             "kprof: argument 'top': expected an integer from 0 to 1000000000, got -1");
   EXPECT_EQ(error_text(call(server, "rank", {{"traces", {"t"}}, {"by", "step"}})),
-            "kprof: argument 'by': expected one of kernel, op, module, got \"step\"");
+            "kprof: argument 'by': expected one of kernel, op, module, range, got \"step\"");
   EXPECT_EQ(error_text(call(server, "budget", {{"traces", {"t"}}, {"colour", 1}})),
             "kprof: argument 'colour': budget takes no such argument (it takes traces, step, "
             "host_bound_below, kernel_bound_from, detail)");

@@ -192,6 +192,34 @@ TEST_F(OutputSchemas, RankByOp) {
   expect_refusals("rank-ops", kprof_json(runs[0]));
 }
 
+// A trace of kprof's tracer with its graph node table (tests/timeline/data/
+// make_graph_node_trace.py): graph_nodes filled in, each of its parts required and typed.
+TEST_F(OutputSchemas, RankByGraphNodes) {
+  std::string trace = std::string(KPROF_TESTS_DIR) + "/timeline/data/tracer_graph_nodes.json";
+  for (const char* by : {"op", "module", "range"}) {
+    json document = kprof_json({"rank", "--json", "--by", by, trace});
+    expect_valid("rank-ops", document, by);
+    ASSERT_TRUE(document["graph_nodes"].is_object()) << by;
+    for (const char* part : {"table", "replayed", "attributed", "inferred", "unattributed",
+                             "graph_capture_ignored", "graphs"}) {
+      json missing = document;
+      missing["graph_nodes"].erase(part);
+      EXPECT_NE(violation("rank-ops", missing), "") << "accepted without graph_nodes." << part;
+      json mistyped = document;
+      mistyped["graph_nodes"][part] = wrong_type(mistyped["graph_nodes"][part]);
+      EXPECT_NE(violation("rank-ops", mistyped), "") << "accepted a mistyped graph_nodes." << part;
+    }
+    for (auto& [key, value] : document["graph_nodes"]["graphs"].at(0).items()) {
+      json mistyped = document;
+      mistyped["graph_nodes"]["graphs"][0][key] = wrong_type(value);
+      EXPECT_NE(violation("rank-ops", mistyped), "") << "accepted a mistyped graphs[0]." << key;
+    }
+    json unlayered = document;
+    unlayered["graph_nodes"]["graphs"][0]["layers"]["from"] = "guessed";
+    EXPECT_NE(violation("rank-ops", unlayered), "") << "accepted layers.from \"guessed\"";
+  }
+}
+
 TEST_F(OutputSchemas, Budget) {
   std::vector<std::vector<std::string>> runs = {
       {"budget", "--json", data_path("h200/budget_eager_decode.json.gz")},

@@ -1,0 +1,214 @@
+// A replayed kernel's captured context from the tracer's node table (graph_node_context.h): the
+// range labels, batch and layer names, the period search, the clone walk and the three views.
+// The whole attribution on a trace is checked against an independent computation by
+// graph_attribution_reference.py (ctest graph_attribution_matches_reference).
+#include "timeline/graph_node_context.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "timeline/op_attribution.h"
+
+namespace kprof::timeline {
+namespace {
+
+TEST(GraphNodeContext, RangeLabels) {
+  EXPECT_EQ(range_label("aten::mm, seq = 12, op_id = 5, sizes = [[8, 4096], [4096, 6144]]"),
+            "aten::mm");
+  EXPECT_EQ(range_label("aten::mm"), "aten::mm");
+  EXPECT_EQ(range_label("{'Module': 'model.layers.3.self_attn', 'TrainableParams': {}}"),
+            "model.layers.3.self_attn");
+  EXPECT_EQ(range_label("{\"Module\": \"top.lm_head\"}"), "top.lm_head");
+  EXPECT_EQ(range_label("decode, step 3"), "decode, step 3");  // no operator before the comma
+  EXPECT_EQ(range_label("{'Module': ''}"), "{'Module': ''}");
+  EXPECT_TRUE(names_operator("aten::mm"));
+  EXPECT_TRUE(names_operator("vllm::unified_attention_with_output"));
+  EXPECT_TRUE(names_operator("_C::rms_norm"));
+  EXPECT_FALSE(names_operator("model.layers.3"));
+  EXPECT_FALSE(names_operator("aten::"));
+  EXPECT_FALSE(names_operator("a::b c"));
+}
+
+TEST(GraphNodeContext, BatchAndLayerNames) {
+  EXPECT_EQ(range_batch("bs=8"), 8u);
+  EXPECT_EQ(range_batch("batch_size=64"), 64u);
+  EXPECT_EQ(range_batch("cuda_graph_bs 16"), 16u);
+  EXPECT_EQ(range_batch("CUDAGraph bs 8"), 8u);
+  EXPECT_EQ(range_batch("capture batch: 4"), 4u);
+  EXPECT_FALSE(range_batch("abs 8"));
+  EXPECT_FALSE(range_batch("layers.8"));
+  EXPECT_FALSE(range_batch("bs8x"));
+  EXPECT_EQ(range_layer("layer 3"), 3u);
+  EXPECT_EQ(range_layer("model.layers.12.mlp"), 12u);
+  EXPECT_EQ(range_layer("transformer.h.7.attn"), 7u);
+  EXPECT_EQ(range_layer("blocks.2"), 2u);
+  EXPECT_EQ(range_layer("layer_0"), 0u);
+  EXPECT_FALSE(range_layer("LlamaDecoderLayer"));
+  EXPECT_FALSE(range_layer("layer_norm"));
+  EXPECT_FALSE(range_layer("attn_h8"));
+}
+
+TEST(GraphNodeContext, PeriodSearch) {
+  // A prologue of 2, 3 layers of [1 2 3 4], an epilogue of 1 (the layer's first kernel again,
+  // as a final norm is: the repetition runs one kernel on and still makes 3 layers).
+  std::optional<Period> p = find_period({7, 8, 1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4, 1});
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->period, 4u);
+  EXPECT_EQ(p->start, 2u);
+  EXPECT_EQ(p->layers, 3u);
+  // The smallest period: [1 2 1 2 …] is period 2, not 4.
+  p = find_period({1, 2, 1, 2, 1, 2, 1, 2});
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->period, 2u);
+  EXPECT_EQ(p->layers, 4u);
+  // A layer whose kernels repeat inside it: [1 1 2] ×3 is period 3.
+  p = find_period({1, 1, 2, 1, 1, 2, 1, 1, 2});
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->period, 3u);
+  EXPECT_EQ(p->layers, 3u);
+  // A first layer differing in one kernel (vLLM's plain norm where the others fuse the add),
+  // and no final norm after the last: still 3 layers of 4 (cut where the repetition starts, one
+  // kernel in: the first layer's differing kernel falls in the prologue, the last kernel after
+  // the repetition is taken as the third layer's end).
+  p = find_period({9, 5, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4, 8});
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->period, 4u);
+  EXPECT_EQ(p->layers, 3u);
+  EXPECT_EQ(p->start, 2u);
+  // The same at the end: a last layer whose last kernel differs.
+  p = find_period({9, 1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 7, 8});
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->layers, 3u);
+  EXPECT_EQ(p->start, 1u);
+  // Nothing repeating covers half: none.
+  EXPECT_FALSE(find_period({1, 2, 3, 4, 5, 6, 7, 1, 2}));
+  EXPECT_FALSE(find_period({1, 2}));
+  EXPECT_FALSE(find_period({}));
+  EXPECT_FALSE(find_period({5}));
+  // One repetition of a 3-kernel layer is not a period; two are.
+  EXPECT_FALSE(find_period({1, 2, 3, 9, 9, 8}));
+  p = find_period({1, 2, 3, 1, 2, 3});
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->period, 3u);
+}
+
+// A table by hand: graph 1 captured under "bs=4" with module and operator ranges (2 layers),
+// graph 2 with no range (2 layers of [a b], a prologue kernel), and clones.
+std::shared_ptr<importers::GraphNodeTable> table() {
+  auto t = std::make_shared<importers::GraphNodeTable>();
+  t->kernels = {"k_norm", "nvjet_gemm", "[memcpy]", "k_embed"};
+  t->ranges = {{"", "bs=4"},
+               {"", "{'Module': 'model'}"},
+               {"", "{'Module': 'model.layers.0'}"},
+               {"", "{'Module': 'model.layers.0.mlp'}"},
+               {"", "aten::mm, seq = 1, op_id = 2"},
+               {"", "{'Module': 'model.layers.1'}"},
+               {"", "{'Module': 'model.layers.1.mlp'}"}};
+  t->stacks = {{}, {0, 1, 2}, {0, 1, 2, 3, 4}, {0, 1, 5}, {0, 1, 5, 6, 4}, {0}};
+  auto row = [](std::uint64_t node, std::uint64_t graph, std::uint64_t order, std::uint32_t kernel,
+                std::uint32_t stack) {
+    importers::GraphNode n;
+    n.node = node;
+    n.graph = graph;
+    n.order = order;
+    n.kernel = kernel;
+    n.stack = stack;
+    return n;
+  };
+  t->nodes = {
+      row(10, 1, 1, 0, 1), row(11, 1, 2, 1, 2), row(12, 1, 3, 0, 3),
+      row(13, 1, 4, 1, 4), row(14, 1, 0, 2, 5),  // the input copy, under the batch range alone
+      row(20, 2, 0, 3, 0), row(21, 2, 1, 0, 0), row(22, 2, 2, 1, 0),
+      row(23, 2, 3, 0, 0), row(24, 2, 4, 1, 0)};
+  t->clones = {{110, 10},  {111, 11},  {211, 111},  // 211: a clone of a clone of 11
+               {300, 301}, {301, 300},              // a cycle
+               {400, 999}};                         // a clone whose original was not kept
+  return t;
+}
+
+TEST(GraphNodeContext, NodesAreFoundThroughTheirClones) {
+  GraphNodeContexts contexts(table(), nullptr);
+  EXPECT_EQ(contexts.context(11).placement, NodePlacement::kByRanges);
+  EXPECT_EQ(contexts.context(211).placement, NodePlacement::kByRanges);
+  EXPECT_EQ(contexts.name(contexts.context(211).op), "aten::mm");
+  EXPECT_EQ(contexts.context(5).placement, NodePlacement::kNotInTable);
+  EXPECT_EQ(contexts.context(300).placement, NodePlacement::kNotPlaced);
+  EXPECT_EQ(contexts.context(400).placement, NodePlacement::kNotPlaced);
+  NodeContext lost = contexts.context(5);
+  EXPECT_FALSE(lost.graph);
+  EXPECT_EQ(contexts.name(lost.op), kNoOperator);
+  EXPECT_EQ(contexts.name(lost.module), kNoModule);
+  EXPECT_EQ(contexts.name(lost.range), kNoRange);
+}
+
+TEST(GraphNodeContext, ChainsLongerThanTheBoundAreNotPlaced) {
+  auto t = table();
+  // 1000 -> 1001 -> … -> 1000 + n -> 10 (a row).
+  auto chain = [&](std::uint64_t n) {
+    for (std::uint64_t i = 0; i < n; ++i) t->clones.push_back({1000 * n + i, 1000 * n + i + 1});
+    t->clones.push_back({1000 * n + n, 10});
+    return 1000 * n;
+  };
+  std::uint64_t within = chain(importers::kMaxCloneChain - 1);
+  std::uint64_t past = chain(importers::kMaxCloneChain + 1);
+  GraphNodeContexts contexts(t, nullptr);
+  EXPECT_EQ(contexts.context(within).placement, NodePlacement::kByRanges);
+  EXPECT_EQ(contexts.context(past).placement, NodePlacement::kNotPlaced);
+}
+
+TEST(GraphNodeContext, RangesNameTheOperatorModuleAndStack) {
+  GraphNodeContexts contexts(table(), nullptr);
+  NodeContext gemm = contexts.context(13);
+  EXPECT_EQ(contexts.name(gemm.op), "aten::mm");
+  EXPECT_EQ(contexts.name(gemm.module), "model.layers.1.mlp");
+  EXPECT_EQ(contexts.name(gemm.range),
+            "bs=4 / model / model.layers.1 / model.layers.1.mlp / aten::mm");
+  NodeContext norm = contexts.context(12);
+  EXPECT_EQ(contexts.name(norm.op), "model.layers.1");  // no operator range: the innermost
+  EXPECT_EQ(norm.op_from, NodePlacement::kByRanges);
+  // The copy under the batch range alone: nothing names it.
+  NodeContext copy = contexts.context(14);
+  EXPECT_EQ(copy.placement, NodePlacement::kNoContext);
+  EXPECT_EQ(contexts.name(copy.op), kNoOperator);
+  EXPECT_EQ(contexts.name(copy.range), kNoRange);
+  ASSERT_TRUE(gemm.graph);
+  const CapturedGraph& g = contexts.graphs()[*gemm.graph];
+  EXPECT_EQ(g.bucket, "batch 4");
+  EXPECT_EQ(g.batch, 4u);
+  EXPECT_EQ(g.nodes, 5u);
+  EXPECT_EQ(g.layers_from, GraphLayers::kRanges);
+  EXPECT_EQ(g.layers, 2u);
+}
+
+TEST(GraphNodeContext, LayersAreInferredWhereNoRangeNamesThem) {
+  GraphNodeContexts contexts(table(), nullptr);
+  NodeContext second_gemm = contexts.context(24);
+  ASSERT_TRUE(second_gemm.graph);
+  const CapturedGraph& g = contexts.graphs()[*second_gemm.graph];
+  EXPECT_EQ(g.bucket, "graph 2 (5 nodes)");
+  EXPECT_EQ(g.layers_from, GraphLayers::kStructure);
+  EXPECT_EQ(g.layers, 2u);
+  EXPECT_EQ(g.period, 2u);
+  EXPECT_EQ(g.prologue, 1u);
+  EXPECT_EQ(g.epilogue, 0u);
+  EXPECT_EQ(second_gemm.placement, NodePlacement::kInferred);
+  EXPECT_EQ(contexts.name(second_gemm.op), "part 2/2 (kernel)");  // no stage table: "kernel"
+  EXPECT_EQ(contexts.name(second_gemm.module), "layer 1");
+  EXPECT_EQ(contexts.name(second_gemm.range), "layer 1 / part 2/2 (kernel)");
+  NodeContext embed = contexts.context(20);
+  EXPECT_EQ(contexts.name(embed.op), "prologue (kernel)");
+  EXPECT_EQ(contexts.name(embed.module), "prologue");
+  EXPECT_EQ(contexts.name(embed.range), "prologue (kernel)");
+}
+
+TEST(GraphNodeContext, PartsAreNamedByTheStageTable) {
+  analysis::StageTable stages = analysis::load_stage_table();
+  GraphNodeContexts contexts(table(), &stages);
+  EXPECT_EQ(contexts.name(contexts.context(24).op), "part 2/2 (gemm)");  // nvjet_gemm
+}
+
+}  // namespace
+}  // namespace kprof::timeline
