@@ -111,6 +111,12 @@ FixGroupIndex::Match FixGroupIndex::find(const timeline::TimelineItem& item) {
   if (index) {
     match.group = &fixes_->groups[*index];
     match.rank = *index + 1;
+    // A group split per batch bucket: its rows share name and configuration, and a slice does
+    // not say which bucket's replay ran it.
+    if (!match.group->bucket.empty()) {
+      match.how += std::string(match.how.empty() ? "" : "; ") +
+                   "its group is split per batch bucket: the highest row of it";
+    }
   }
   return match;
 }

@@ -146,54 +146,72 @@ std::string capitalised(std::string text) {
 }  // namespace
 
 std::string fix_list_text(const timeline::FixList& list, size_t top, size_t name_width) {
-  TextTable table({{"#", TextTable::Align::kRight},
-                   {"kernel"},
-                   {"grid / block"},
-                   {"launches", TextTable::Align::kRight},
-                   {"trace ms", TextTable::Align::kRight},
-                   {"% pipe", TextTable::Align::kRight},
-                   {"bound by"},
-                   {"achieved → attainable"},
-                   {"saving ms", TextTable::Align::kRight},
-                   {"step ×", TextTable::Align::kRight},
-                   {"replay ÷ trace", TextTable::Align::kRight}});
+  // A trace whose node table split groups per batch bucket gets a bucket column.
+  const bool bucketed = std::any_of(list.groups.begin(), list.groups.end(),
+                                    [](const timeline::FixGroup& g) { return !g.bucket.empty(); });
+  std::vector<TextTable::Column> columns = {{"#", TextTable::Align::kRight}, {"kernel"}};
+  if (bucketed) columns.push_back({"batch bucket"});
+  for (TextTable::Column column :
+       std::initializer_list<TextTable::Column>{{"grid / block"},
+                                                {"launches", TextTable::Align::kRight},
+                                                {"trace ms", TextTable::Align::kRight},
+                                                {"% pipe", TextTable::Align::kRight},
+                                                {"bound by"},
+                                                {"achieved → attainable"},
+                                                {"saving ms", TextTable::Align::kRight},
+                                                {"step ×", TextTable::Align::kRight},
+                                                {"replay ÷ trace", TextTable::Align::kRight}}) {
+    columns.push_back(std::move(column));
+  }
+  TextTable table(std::move(columns));
   size_t shown = 0, listed = 0;
   for (const timeline::FixGroup& g : list.groups) {
     if (g.near_floor) continue;  // listed apart, below
     ++listed;
     if (top != 0 && shown == top) continue;
     ++shown;
-    table.add_row(
-        {std::to_string(shown), ellipsize(g.kernel, name_width),
-         dims(g.grid) + " / " + dims(g.block),
-         fmt::format("{}/{}", g.launches_captured, g.trace_launches),
-         g.trace_launches ? fix_ms(g.trace_total_us) : "not in trace",
-         g.trace_launches ? fmt::format("{:.1f}", g.fraction_of_pipeline * 100) : "—",
-         g.bound_by.empty() ? "—" : g.bound_by + " (" + verdict_spread(g) + ")",
-         g.achieved_pct ? fmt::format("{:.0f}% → {:.0f}%", *g.achieved_pct, *g.attainable_pct)
-                        : "—",
-         g.estimated_saving_us ? fix_ms(*g.estimated_saving_us) : "—",
-         g.estimated_step_speedup ? fmt::format("{:.3f}", *g.estimated_step_speedup) : "—",
-         g.replay_fidelity
-             ? fmt::format("{:.2f}{}", *g.replay_fidelity, g.fidelity_flagged ? " !" : "")
-             : "—"});
+    std::vector<std::string> row = {std::to_string(shown), ellipsize(g.kernel, name_width)};
+    if (bucketed) row.push_back(g.bucket.empty() ? "—" : ellipsize(g.bucket, 40));
+    for (std::string cell :
+         {dims(g.grid) + " / " + dims(g.block),
+          fmt::format("{}/{}", g.launches_captured, g.trace_launches),
+          g.trace_launches ? fix_ms(g.trace_total_us) : std::string("not in trace"),
+          g.trace_launches ? fmt::format("{:.1f}", g.fraction_of_pipeline * 100) : std::string("—"),
+          g.bound_by.empty() ? std::string("—") : g.bound_by + " (" + verdict_spread(g) + ")",
+          g.achieved_pct ? fmt::format("{:.0f}% → {:.0f}%", *g.achieved_pct, *g.attainable_pct)
+                         : std::string("—"),
+          g.estimated_saving_us ? fix_ms(*g.estimated_saving_us) : std::string("—"),
+          g.estimated_step_speedup ? fmt::format("{:.3f}", *g.estimated_step_speedup)
+                                   : std::string("—"),
+          g.replay_fidelity
+              ? fmt::format("{:.2f}{}", *g.replay_fidelity, g.fidelity_flagged ? " !" : "")
+              : std::string("—")}) {
+      row.push_back(std::move(cell));
+    }
+    table.add_row(std::move(row));
   }
   std::string out;
   if (std::string gate = gate_sentence(list); !gate.empty()) out += gate + "\n";
   if (std::string coverage = coverage_sentence(list); !coverage.empty()) {
     out += escape_for_terminal(coverage) + "\n";
   }
-  out += fmt::format(
-      "fix list: {} kernel group{} (name, grid, block), by estimated saving; the trace's GPU work "
-      "spans {} ms",
-      listed, listed == 1 ? "" : "s", fix_ms(list.pipeline_us));
+  out += bucketed
+             ? fmt::format(
+                   "fix list: {} row{} (kernel groups by name, grid and block, split per batch "
+                   "bucket of their graph replays), by estimated saving; the trace's GPU work "
+                   "spans {} ms",
+                   listed, listed == 1 ? "" : "s", fix_ms(list.pipeline_us))
+             : fmt::format(
+                   "fix list: {} kernel group{} (name, grid, block), by estimated saving; the "
+                   "trace's GPU work spans {} ms",
+                   listed, listed == 1 ? "" : "s", fix_ms(list.pipeline_us));
   if (list.steps > 0) {
     out += fmt::format(" over {} steps of {} ms GPU span each", list.steps, fix_ms(list.step_us));
   }
   out += "\n" + table.to_string();
   if (top != 0 && listed > top) {
-    out += fmt::format("… {} more group{} (--top 0 shows all)\n", listed - top,
-                       listed - top == 1 ? "" : "s");
+    out += fmt::format("… {} more {}{} (--top 0 shows all)\n", listed - top,
+                       bucketed ? "row" : "group", listed - top == 1 ? "" : "s");
   }
   if (std::string floor = floor_sentence(list, name_width); !floor.empty()) {
     out += escape_for_terminal(floor) + "\n";
@@ -229,6 +247,7 @@ json fix_list_json(const timeline::FixList& list) {
     for (const auto& [name, count] : g.verdicts) verdicts[name] = count;
     groups.push_back({{"kernel", g.kernel},
                       {"canonical_name", g.canonical},
+                      {"bucket", g.bucket.empty() ? json(nullptr) : json(g.bucket)},
                       {"grid", {g.grid.x, g.grid.y, g.grid.z}},
                       {"block", {g.block.x, g.block.y, g.block.z}},
                       {"launches_captured", g.launches_captured},
@@ -329,7 +348,7 @@ std::string fix_list_html(const timeline::FixList& list) {
     ++rank;
     html += fmt::format("<tr title=\"{}\">", html_escape(joined_evidence(g)));
     html += cell(std::to_string(rank));
-    html += cell(g.kernel, "name");
+    html += cell(g.bucket.empty() ? g.kernel : g.kernel + " [" + g.bucket + "]", "name");
     html += cell(dims(g.grid) + " / " + dims(g.block));
     html += cell(fmt::format("{}/{}", g.launches_captured, g.trace_launches));
     html += cell(g.trace_launches ? fix_ms(g.trace_total_us) : "not in trace");

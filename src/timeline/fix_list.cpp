@@ -183,94 +183,127 @@ FixList build_fix_list(const std::vector<CapturedLaunch>& launches, double pipel
   }
   for (const GroupKey& key : order) {
     Accumulated& a = groups[key];
-    FixGroup& g = a.group;
-    g.captured_mean_us = g.launches_captured ? a.captured_us / g.launches_captured : 0;
+    FixGroup& captured = a.group;
+    captured.captured_mean_us =
+        captured.launches_captured ? a.captured_us / captured.launches_captured : 0;
     std::uint64_t most = 0;
-    for (const auto& [name, count] : g.verdicts) {
-      if (count > most) g.roofline = name, most = count;
+    for (const auto& [name, count] : captured.verdicts) {
+      if (count > most) captured.roofline = name, most = count;
     }
-    if (a.share) {
-      double part = 1;
-      if (!a.share->matched_launch_config) {
-        double all = unconfigured_captured[a.canonical];
-        part = all > 0 ? a.captured_us / all : 1;
+    // A group's trace time in one row, or — where graph replays of the kernel ran in batch
+    // buckets (a trace of kprof's tracer with its node table) — a row per bucket, each with its
+    // own time, and one for the time outside them.
+    std::vector<std::pair<std::string, TraceTime>> parts;
+    if (a.share && !a.share->buckets.empty()) {
+      TraceTime rest = a.share->time;
+      for (const auto& [bucket, time] : a.share->buckets) {
+        parts.emplace_back(bucket, time);
+        rest.count -= std::min(rest.count, time.count);
+        rest.total_us -= time.total_us;
       }
-      if (part < 1) {
-        g.evidence.push_back(fmt::format(
-            "the trace has no launch configurations: this group gets {:.0f}% of the name's "
-            "trace time, its share of the name's captured time",
-            part * 100));
-      }
-      g.trace_total_us = a.share->time.total_us * part;
-      g.trace_launches = static_cast<std::uint64_t>(std::llround(a.share->time.count * part));
-      g.fraction_of_pipeline = pipeline_us > 0 ? g.trace_total_us / pipeline_us : 0;
-      if (g.trace_launches > 0 && g.trace_total_us > 0 && g.captured_mean_us > 0) {
-        g.replay_fidelity = g.captured_mean_us / (g.trace_total_us / g.trace_launches);
-        g.fidelity_flagged =
-            *g.replay_fidelity < kFidelityLow || *g.replay_fidelity > kFidelityHigh;
-      }
+      if (rest.count > 0) parts.emplace_back(std::string(kOutsideBuckets), rest);
+    } else if (a.share) {
+      parts.emplace_back("", a.share->time);
     }
-    if (a.estimated_us > 0) {
-      std::string unit;
-      double longest = -1;
-      for (const auto& [name, us] : a.unit_time) {
-        if (us > longest) unit = name, longest = us;
-      }
-      g.bound_by = unit;
-      g.achieved_pct = a.weighted_achieved / a.estimated_us;
-      g.attainable_pct = a.weighted_attainable / a.estimated_us;
-      g.attainable = a.attainable_texts[unit];
-      g.saving_fraction = a.weighted_saving / a.estimated_us;
-      g.evidence.push_back(fmt::format("{}: {} at {:.1f}% of peak against {}", a.whys[unit], unit,
-                                       *g.achieved_pct, g.attainable));
-      if (a.estimated_us < a.captured_us) {
+    if (parts.empty()) parts.emplace_back("", TraceTime{});  // not in the trace
+    for (const auto& [bucket, time] : parts) {
+      FixGroup g = captured;
+      g.bucket = bucket;
+      if (bucket == kOutsideBuckets) {
         g.evidence.push_back(fmt::format(
-            "{:.0f}% of the captured time had no throughput breakdown and is left out of the "
-            "estimate",
-            (1 - a.estimated_us / a.captured_us) * 100));
+            "its {} launches outside the graphs' batch buckets (eager, or replays the node table "
+            "did not place)",
+            time.count));
+      } else if (!bucket.empty()) {
+        g.evidence.push_back(fmt::format(
+            "{}: its {} launches in that bucket's graph replays (kprof tracer's node table); the "
+            "captured launches' verdicts serve every bucket of the group",
+            bucket, time.count));
       }
       if (a.share) {
-        g.estimated_saving_us = g.trace_total_us * *g.saving_fraction;
-        // No launch gets faster than the floor: the saving is held to the time above it.
-        double above_floor =
-            std::max(0.0, g.trace_total_us - static_cast<double>(g.trace_launches) * floor.us);
-        if (floor.us > 0 && *g.estimated_saving_us > above_floor) {
-          g.estimated_saving_us = above_floor;
+        double part = 1;
+        if (!a.share->matched_launch_config) {
+          double all = unconfigured_captured[a.canonical];
+          part = all > 0 ? a.captured_us / all : 1;
+        }
+        if (part < 1) {
           g.evidence.push_back(fmt::format(
-              "held to the time above this GPU's kernel floor of {:.3g} us a launch ({})", floor.us,
-              floor.source));
+              "the trace has no launch configurations: this group gets {:.0f}% of the name's "
+              "trace time, its share of the name's captured time",
+              part * 100));
+        }
+        g.trace_total_us = time.total_us * part;
+        g.trace_launches = static_cast<std::uint64_t>(std::llround(time.count * part));
+        g.fraction_of_pipeline = pipeline_us > 0 ? g.trace_total_us / pipeline_us : 0;
+        if (g.trace_launches > 0 && g.trace_total_us > 0 && g.captured_mean_us > 0) {
+          g.replay_fidelity = g.captured_mean_us / (g.trace_total_us / g.trace_launches);
+          g.fidelity_flagged =
+              *g.replay_fidelity < kFidelityLow || *g.replay_fidelity > kFidelityHigh;
         }
       }
-    } else {
-      g.bound_by = a.unestimated_why.empty() ? "" : "latency";
-      g.evidence.push_back(a.unestimated_why.empty()
-                               ? "no estimate: the capture has no throughput breakdown for its "
-                                 "launches"
-                               : "no estimate: " + a.unestimated_why);
+      if (a.estimated_us > 0) {
+        std::string unit;
+        double longest = -1;
+        for (const auto& [name, us] : a.unit_time) {
+          if (us > longest) unit = name, longest = us;
+        }
+        g.bound_by = unit;
+        g.achieved_pct = a.weighted_achieved / a.estimated_us;
+        g.attainable_pct = a.weighted_attainable / a.estimated_us;
+        g.attainable = a.attainable_texts[unit];
+        g.saving_fraction = a.weighted_saving / a.estimated_us;
+        g.evidence.push_back(fmt::format("{}: {} at {:.1f}% of peak against {}", a.whys[unit], unit,
+                                         *g.achieved_pct, g.attainable));
+        if (a.estimated_us < a.captured_us) {
+          g.evidence.push_back(fmt::format(
+              "{:.0f}% of the captured time had no throughput breakdown and is left out of the "
+              "estimate",
+              (1 - a.estimated_us / a.captured_us) * 100));
+        }
+        if (a.share) {
+          g.estimated_saving_us = g.trace_total_us * *g.saving_fraction;
+          // No launch gets faster than the floor: the saving is held to the time above it.
+          double above_floor =
+              std::max(0.0, g.trace_total_us - static_cast<double>(g.trace_launches) * floor.us);
+          if (floor.us > 0 && *g.estimated_saving_us > above_floor) {
+            g.estimated_saving_us = above_floor;
+            g.evidence.push_back(fmt::format(
+                "held to the time above this GPU's kernel floor of {:.3g} us a launch ({})",
+                floor.us, floor.source));
+          }
+        }
+      } else {
+        g.bound_by = a.unestimated_why.empty() ? "" : "latency";
+        g.evidence.push_back(a.unestimated_why.empty()
+                                 ? "no estimate: the capture has no throughput breakdown for its "
+                                   "launches"
+                                 : "no estimate: " + a.unestimated_why);
+      }
+      if (!a.share) g.evidence.push_back("not in the trace: its time in serving is unknown");
+      // A group whose launches run near the floor: only fusing or removing it saves its time, so it
+      // gets no rate estimate and is listed apart, never above a group whose saving is real.
+      if (floor.us > 0 && g.trace_launches > 0 &&
+          g.trace_total_us / static_cast<double>(g.trace_launches) <= kNearFloorFactor * floor.us) {
+        g.near_floor = true;
+        g.estimated_saving_us.reset();
+        g.saving_fraction.reset();
+        g.evidence.push_back(fmt::format(
+            "near this GPU's kernel floor: {:.3g} us a launch in the trace against a floor of "
+            "{:.3g} us ({}); a faster kernel saves little, fusing it into a neighbour or removing "
+            "it "
+            "saves up to its {:.3g} ms",
+            g.trace_total_us / static_cast<double>(g.trace_launches), floor.us, floor.source,
+            g.trace_total_us / 1000));
+      }
+      if (g.fidelity_flagged) {
+        g.evidence.push_back(fmt::format(
+            "replayed {:.3g} us against {:.3g} us in the trace (×{:.2f}): the counters may not "
+            "describe it as it served",
+            g.captured_mean_us, g.trace_total_us / g.trace_launches, *g.replay_fidelity));
+      }
+      if (g.estimated_saving_us) list.total_saving_us += *g.estimated_saving_us;
+      list.groups.push_back(std::move(g));
     }
-    if (!a.share) g.evidence.push_back("not in the trace: its time in serving is unknown");
-    // A group whose launches run near the floor: only fusing or removing it saves its time, so it
-    // gets no rate estimate and is listed apart, never above a group whose saving is real.
-    if (floor.us > 0 && g.trace_launches > 0 &&
-        g.trace_total_us / static_cast<double>(g.trace_launches) <= kNearFloorFactor * floor.us) {
-      g.near_floor = true;
-      g.estimated_saving_us.reset();
-      g.saving_fraction.reset();
-      g.evidence.push_back(fmt::format(
-          "near this GPU's kernel floor: {:.3g} us a launch in the trace against a floor of "
-          "{:.3g} us ({}); a faster kernel saves little, fusing it into a neighbour or removing it "
-          "saves up to its {:.3g} ms",
-          g.trace_total_us / static_cast<double>(g.trace_launches), floor.us, floor.source,
-          g.trace_total_us / 1000));
-    }
-    if (g.fidelity_flagged) {
-      g.evidence.push_back(fmt::format(
-          "replayed {:.3g} us against {:.3g} us in the trace (×{:.2f}): the counters may not "
-          "describe it as it served",
-          g.captured_mean_us, g.trace_total_us / g.trace_launches, *g.replay_fidelity));
-    }
-    if (g.estimated_saving_us) list.total_saving_us += *g.estimated_saving_us;
-    list.groups.push_back(std::move(g));
   }
   // What a saving is measured against: the steps' GPU spans where the trace has steps (time
   // between steps is no step's), else the whole trace's GPU span.

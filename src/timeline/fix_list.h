@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/verdict.h"
@@ -28,8 +29,15 @@ struct CapturedLaunch {
 // counters may not describe the kernel as it served: cache state, clocks, contention.
 inline constexpr double kFidelityLow = 0.8, kFidelityHigh = 1.25;
 
+// The row of a group split per batch bucket that holds its launches outside every bucket.
+inline constexpr std::string_view kOutsideBuckets = "outside graphs";
+
 struct FixGroup {
-  std::string kernel;     // the capture's display name
+  std::string kernel;  // the capture's display name
+  // The batch bucket (graph_node_context.h) whose graph replays this row's trace time is, where
+  // the trace's node table splits the group per bucket; kOutsideBuckets for the rest; "" for a
+  // group not split.
+  std::string bucket;
   std::string canonical;  // the name as traces are matched by (model::canonical_kernel_name)
   model::Dim3 grid, block;
   std::uint64_t launches_captured = 0;

@@ -80,8 +80,19 @@ Prediction parse_prediction(const std::string& path, std::string_view text) {
       g.saving_us_per_step = per_step(*saving, p.steps);
       p.total_saving_us_per_step += *g.saving_us_per_step;
     }
-    p.groups.push_back(std::move(g));
     ++index;
+    // A group split per batch bucket (a tracer trace's node table) is one group in the traces
+    // compared: its rows' savings add up, its trace time is looked up once.
+    auto same = std::find_if(p.groups.begin(), p.groups.end(), [&](const PredictedGroup& q) {
+      return q.canonical == g.canonical && q.grid == g.grid && q.block == g.block;
+    });
+    if (same != p.groups.end() && o.contains("bucket") && o["bucket"].is_string()) {
+      if (g.saving_us_per_step) {
+        same->saving_us_per_step = same->saving_us_per_step.value_or(0) + *g.saving_us_per_step;
+      }
+      continue;
+    }
+    p.groups.push_back(std::move(g));
   }
   return p;
 }

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "model/kernel_names.h"
+#include "timeline/graph_node_context.h"
 
 namespace kprof::timeline {
 
@@ -29,8 +30,8 @@ void TraceTimeIndex::on_event(const importers::TraceEvent& event) {
         canonical_names_.emplace(std::string(event.name), model::canonical_kernel_name(event.name))
             .first;
   }
-  std::string name = canonical->second;
-  TraceTime& time = by_name_[name];
+  auto named = by_name_.try_emplace(canonical->second).first;
+  TraceTime& time = named->second;
   time.total_us += event.duration_us;
   ++time.count;
   LaunchConfig config{};
@@ -38,9 +39,31 @@ void TraceTimeIndex::on_event(const importers::TraceEvent& event) {
     config[i] = event.grid[i].value_or(-1);
     config[3 + i] = event.block[i].value_or(-1);
   }
-  TraceTime& configured = by_config_[{std::move(name), config}];
+  TraceTime& configured = by_config_[{named->first, config}];
   configured.total_us += event.duration_us;
   ++configured.count;
+  if (event.graph_node_id) {
+    NodeTime& node = node_time_[*event.graph_node_id];
+    node.name = &named->first;
+    node.config = config;
+    node.time.total_us += event.duration_us;
+    ++node.time.count;
+  }
+}
+
+void TraceTimeIndex::on_graph_nodes(std::shared_ptr<const importers::GraphNodeTable> table) {
+  GraphNodeContexts contexts(std::move(table), nullptr);
+  for (const auto& [node_id, node] : node_time_) {
+    NodeContext context = contexts.context(node_id);
+    if (!context.graph) continue;  // not placed: its time stays outside every bucket
+    const std::string& bucket = contexts.graphs()[*context.graph].bucket;
+    for (TraceTime* time : {&buckets_by_name_[*node.name][bucket],
+                            &buckets_by_config_[{*node.name, node.config}][bucket]}) {
+      time->total_us += node.time.total_us;
+      time->count += node.time.count;
+    }
+  }
+  node_time_.clear();
 }
 
 std::optional<KernelShare> TraceTimeIndex::share_of(const model::Kernel& kernel) const {
@@ -64,16 +87,22 @@ std::optional<KernelShare> TraceTimeIndex::share_of(const model::Kernel& kernel)
       if ((by_name = by_name_.find(name)) != by_name_.end()) break;
     }
   }
+  const BucketTimes* buckets = nullptr;
   if (by_config != by_config_.end()) {
     share.name = by_config->first.first;
     share.time = by_config->second;
     share.matched_launch_config = true;
+    auto it = buckets_by_config_.find(by_config->first);
+    if (it != buckets_by_config_.end()) buckets = &it->second;
   } else if (by_name != by_name_.end()) {
     share.name = by_name->first;
     share.time = by_name->second;
+    auto it = buckets_by_name_.find(by_name->first);
+    if (it != buckets_by_name_.end()) buckets = &it->second;
   } else {
     return std::nullopt;
   }
+  if (buckets) share.buckets.assign(buckets->begin(), buckets->end());
   double span = gpu_span_us();
   share.fraction_of_pipeline = span > 0 ? std::min(1.0, share.time.total_us / span) : 0;
   share.max_e2e_speedup = share.fraction_of_pipeline < 1 ? 1 / (1 - share.fraction_of_pipeline)

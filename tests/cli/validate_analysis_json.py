@@ -27,6 +27,10 @@ runs.append(("bottleneck_suite_full + calibration",
 runs.append(("report big_full + trace_eager",
              [kprof, "report", "--json", "--trace", f"{data}/h200/trace_eager.json.gz",
               f"{data}/h200/big_full.ncu-rep.zst"]))
+# A trace of kprof's tracer with a graph node table: its fix list's rows split per batch bucket.
+runs.append(("report compiled_decode_full + tracer_graph_nodes (rows per batch bucket)",
+             [kprof, "report", "--json", "--trace", f"{tests_dir}/timeline/data/tracer_graph_nodes.json",
+              f"{data}/h200/compiled_decode_full.ncu-rep.zst"]))
 failures = 0
 for capture, command in runs:
     out = subprocess.run(command, capture_output=True, text=True, check=True).stdout

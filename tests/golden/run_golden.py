@@ -38,6 +38,7 @@ DOC_EXAMPLES = [
     # docs/: each verb's examples
     ("docs/analyze.md", "Its real output", ["analyze_readme_example"]),
     ("docs/report.md", "The fix list's real output", ["report_fix_list"]),
+    ("docs/report.md", "the tracer-shaped fixture of rank.md", ["report_tracer_graph_buckets"]),
     ("docs/inspect.md", "and ncu's own rule findings:", ["inspect_rules"]),
     ("docs/diff.md", "eager and as a CUDA-graph replay), the replay keeps",
      ["diff_predicted_graph", "diff_predicted_eager"]),

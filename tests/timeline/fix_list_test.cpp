@@ -208,5 +208,41 @@ TEST(ServingUnits, DecodeStepsInServingUnits) {
   EXPECT_FALSE(serving_units({}, list));
 }
 
+// A trace whose node table puts the kernel's graph replays in batch buckets (a kprof tracer
+// trace): a row per bucket with its own time, one for the launches outside them; the saving
+// fraction of the captured launches applies to each row's time.
+TEST(FixList, AGroupReplayedInBatchBucketsGetsARowPerBucket) {
+  model::Kernel a = kernel("k", 10);
+  analysis::KernelVerdict v = memory_bound(50, 30);
+  KernelShare share;
+  share.time = {1000, 40};
+  share.matched_launch_config = true;
+  share.buckets = {{"batch 1", {200, 10}}, {"batch 64", {700, 20}}};
+  FixList list = build_fix_list({launch(&a, &v, share)}, 10000, 0, 0);
+  ASSERT_EQ(list.groups.size(), 3u);  // by saving: batch 64, batch 1, outside graphs
+  EXPECT_EQ(list.groups[0].bucket, "batch 64");
+  EXPECT_DOUBLE_EQ(list.groups[0].trace_total_us, 700);
+  EXPECT_EQ(list.groups[0].trace_launches, 20u);
+  EXPECT_DOUBLE_EQ(*list.groups[0].estimated_saving_us, 350);
+  EXPECT_EQ(list.groups[1].bucket, "batch 1");
+  EXPECT_DOUBLE_EQ(list.groups[1].trace_total_us, 200);
+  EXPECT_EQ(list.groups[2].bucket, kOutsideBuckets);
+  EXPECT_DOUBLE_EQ(list.groups[2].trace_total_us, 100);  // 1000 - 200 - 700
+  EXPECT_EQ(list.groups[2].trace_launches, 10u);
+  for (const FixGroup& g : list.groups) {
+    EXPECT_EQ(g.launches_captured, 1u);  // the captured verdicts serve every row
+    EXPECT_EQ(g.grid.x, 10u);
+    EXPECT_NE(g.evidence.front().find(g.bucket == kOutsideBuckets ? "outside" : g.bucket),
+              std::string::npos)
+        << g.evidence.front();
+  }
+  EXPECT_DOUBLE_EQ(list.total_saving_us, 500);  // the rows are disjoint time: 350 + 100 + 50
+  // All in buckets: no row outside them.
+  share.buckets = {{"batch 8", {1000, 40}}};
+  list = build_fix_list({launch(&a, &v, share)}, 10000, 0, 0);
+  ASSERT_EQ(list.groups.size(), 1u);
+  EXPECT_EQ(list.groups[0].bucket, "batch 8");
+}
+
 }  // namespace
 }  // namespace kprof::timeline

@@ -104,6 +104,27 @@ TEST(PredictionCheck, AKernelFasterWhileTheStepIsNotIsFlagged) {
   EXPECT_TRUE(check_prediction(p, before, after, diff).kernels_improved_step_did_not);
 }
 
+// A group the fix list split per batch bucket (a kprof tracer trace's node table) is one group
+// in the traces compared: its rows' savings add up, its time is looked up once.
+TEST(PredictionCheck, AGroupsBatchBucketRowsAreOneGroup) {
+  Prediction p = parse_prediction(
+      "fixes.json", R"({"schema": "kprof.analysis/1", "fix_list": {"steps": 2, "step_us": 1000,
+        "opportunities": [
+          {"kernel": "k", "bucket": "batch 64", "grid": [8, 1, 1], "block": [32, 1, 1],
+           "estimated_saving_us": 120},
+          {"kernel": "other", "bucket": null, "grid": [8, 1, 1], "block": [32, 1, 1],
+           "estimated_saving_us": 10},
+          {"kernel": "k", "bucket": "batch 1", "grid": [8, 1, 1], "block": [32, 1, 1],
+           "estimated_saving_us": 40},
+          {"kernel": "k", "bucket": "batch 1", "grid": [16, 1, 1], "block": [32, 1, 1],
+           "estimated_saving_us": 2}]}})");
+  ASSERT_EQ(p.groups.size(), 3u);
+  EXPECT_EQ(p.groups[0].kernel, "k");
+  EXPECT_DOUBLE_EQ(*p.groups[0].saving_us_per_step, 80);  // (120 + 40) / 2 steps
+  EXPECT_EQ(p.groups[2].grid, "16,1,1");                  // another configuration: its own
+  EXPECT_DOUBLE_EQ(p.total_saving_us_per_step, 86);
+}
+
 TEST(PredictionCheck, AnswersWithoutAFixListAreRefusedNamingTheFile) {
   auto refused = [](const std::string& text) {
     try {
