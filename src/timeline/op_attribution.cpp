@@ -315,7 +315,9 @@ OpAttribution OpAttributionBuilder::finish() const {
   Work uncorrelated = eager_part(uncorrelated_);
   none.kernels += uncorrelated.count;
   none.total_us += uncorrelated.total_us;
-  if (graph_nodes_) attribute_graph_nodes(buckets, result, launched);
+  // Said only where the trace replayed graph nodes: a tracer trace of eager work carries an
+  // empty table, and a table with nothing replayed from it attributes nothing.
+  if (graph_nodes_ && !node_work_.empty()) attribute_graph_nodes(buckets, result, launched);
   result.unattributed = buckets[no_bucket].kernels;
   result.shared_ids = shared_ids;
   if (none.kernels == 0) buckets.erase(no_bucket);

@@ -137,11 +137,12 @@ struct OpAttribution {
   std::vector<OpStats> ops;  // largest total first; the no-operator bucket among them
   double gpu_time_us = 0;
   std::uint64_t gpu_events = 0;
-  std::uint64_t cpu_ops = 0;                   // cpu_op events (module frames for --by module) read
-  std::uint64_t launches = 0;                  // runtime/driver calls with a correlation id
-  std::uint64_t unattributed = 0;              // GPU activities in the no-operator bucket
-  std::optional<ReplayMatch> replay;           // with use_graph_capture() only (and no node table)
-  std::optional<GraphNodeAttribution> graphs;  // for a trace carrying a graph node table
+  std::uint64_t cpu_ops = 0;          // cpu_op events (module frames for --by module) read
+  std::uint64_t launches = 0;         // runtime/driver calls with a correlation id
+  std::uint64_t unattributed = 0;     // GPU activities in the no-operator bucket
+  std::optional<ReplayMatch> replay;  // with use_graph_capture() only (and no node table)
+  // For a trace carrying a graph node table whose GPU records name graph nodes.
+  std::optional<GraphNodeAttribution> graphs;
   // GPU work naming no process whose correlation id several processes launched: its operator is
   // inferred (launch_join.h), and said so.
   JoinReport shared_ids;

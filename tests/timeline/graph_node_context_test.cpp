@@ -210,5 +210,83 @@ TEST(GraphNodeContext, PartsAreNamedByTheStageTable) {
   EXPECT_EQ(contexts.name(contexts.context(24).op), "part 2/2 (gemm)");  // nvjet_gemm
 }
 
+// The builder over a few events: a graph launch of two replayed kernels (one a clone of a clone
+// of a captured node under ranges, one no node of the table) and an eager kernel.
+TEST(GraphNodeContext, TheBuilderAttributesReplaysByTheirNodesAndEagerWorkAsBefore) {
+  auto events = [](OpAttributionBuilder& builder) {
+    importers::TraceEvent launch;
+    launch.category = "cuda_runtime";
+    launch.name = "cudaGraphLaunch";
+    launch.pid = launch.tid = 7;
+    launch.process = 7;
+    launch.timestamp_us = 10;
+    launch.duration_us = 2;
+    launch.correlation = 1;
+    builder.on_event(launch);
+    importers::TraceEvent eager = launch;
+    eager.name = "cudaLaunchKernel";
+    eager.correlation = 2;
+    eager.timestamp_us = 50;
+    builder.on_event(eager);
+    importers::TraceEvent kernel;
+    kernel.category = "kernel";
+    kernel.name = "nvjet_gemm";
+    kernel.device = 0;
+    kernel.correlation = 1;
+    kernel.timestamp_us = 20;
+    kernel.duration_us = 5;
+    kernel.graph_node_id = 211;
+    builder.on_event(kernel);
+    kernel.timestamp_us = 30;
+    kernel.duration_us = 3;
+    kernel.graph_node_id = 5;
+    builder.on_event(kernel);
+    kernel.correlation = 2;
+    kernel.timestamp_us = 60;
+    kernel.duration_us = 1;
+    kernel.graph_node_id.reset();
+    builder.on_event(kernel);
+  };
+  OpAttributionBuilder with_table(AttributeBy::kOp);
+  events(with_table);
+  with_table.on_graph_nodes(table());
+  OpAttribution ops = with_table.finish();
+  ASSERT_TRUE(ops.graphs);
+  EXPECT_EQ(ops.graphs->replayed.kernels, 2u);
+  EXPECT_DOUBLE_EQ(ops.graphs->by_ranges.total_us, 5);
+  EXPECT_DOUBLE_EQ(ops.graphs->not_in_table.total_us, 3);
+  ASSERT_EQ(ops.ops.size(), 2u);
+  EXPECT_EQ(ops.ops[0].name, "aten::mm");
+  EXPECT_DOUBLE_EQ(ops.ops[0].total_us, 5);
+  EXPECT_EQ(ops.ops[1].name, kNoOperator);  // the unplaced replay and the eager kernel
+  EXPECT_EQ(ops.ops[1].kernels, 2u);
+  EXPECT_DOUBLE_EQ(ops.ops[1].total_us, 4);
+  // No table: exactly as before, everything in the graph launch's (and the eager launch's)
+  // bucket. An empty table (the tracer saw no graph made): the same buckets, the replays said to
+  // be not in the table.
+  for (bool empty_table : {false, true}) {
+    OpAttributionBuilder builder(AttributeBy::kOp);
+    events(builder);
+    if (empty_table) builder.on_graph_nodes(std::make_shared<importers::GraphNodeTable>());
+    OpAttribution plain = builder.finish();
+    ASSERT_EQ(plain.ops.size(), 1u);
+    EXPECT_EQ(plain.ops[0].name, kNoOperator);
+    EXPECT_EQ(plain.ops[0].kernels, 3u);
+    ASSERT_EQ(plain.graphs.has_value(), empty_table);
+    if (empty_table) {
+      EXPECT_EQ(plain.graphs->not_in_table.kernels, 2u);
+    }
+  }
+  // A table but no record naming a graph node (eager work): nothing said of graphs.
+  OpAttributionBuilder eager_only(AttributeBy::kOp);
+  importers::TraceEvent kernel;
+  kernel.category = "kernel";
+  kernel.name = "k";
+  kernel.duration_us = 1;
+  eager_only.on_event(kernel);
+  eager_only.on_graph_nodes(table());
+  EXPECT_FALSE(eager_only.finish().graphs);
+}
+
 }  // namespace
 }  // namespace kprof::timeline
