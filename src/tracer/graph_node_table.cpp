@@ -38,14 +38,6 @@ std::uint32_t read_u32(const std::string& key, std::size_t at) {
   return value;
 }
 
-void add_count(std::string& out, const char* key, std::uint64_t value, bool comma = true) {
-  if (comma) out += ", ";
-  out += '"';
-  out += key;
-  out += "\": ";
-  out += std::to_string(value);
-}
-
 }  // namespace
 
 // ---- RangeStack ---------------------------------------------------------------------------
@@ -440,13 +432,13 @@ std::string graph_nodes_json(const GraphNodeSnapshot& snapshot) {
     out += ']';
   }
   out += "],\n\"counts\": {";
-  add_count(out, "kernel_nodes", counts.kernel_nodes, false);
-  add_count(out, "copy_nodes", counts.copy_nodes);
-  add_count(out, "other_nodes", counts.other_nodes);
-  add_count(out, "not_kept", counts.not_kept);
-  add_count(out, "unnamed", counts.unnamed);
-  add_count(out, "ranges_cut", counts.ranges_cut);
-  add_count(out, "clones_not_kept", counts.clones_not_kept);
+  append_json_count(out, "kernel_nodes", counts.kernel_nodes, false);
+  append_json_count(out, "copy_nodes", counts.copy_nodes);
+  append_json_count(out, "other_nodes", counts.other_nodes);
+  append_json_count(out, "not_kept", counts.not_kept);
+  append_json_count(out, "unnamed", counts.unnamed);
+  append_json_count(out, "ranges_cut", counts.ranges_cut);
+  append_json_count(out, "clones_not_kept", counts.clones_not_kept);
   out += "}}";
   return out;
 }

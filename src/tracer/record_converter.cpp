@@ -152,6 +152,14 @@ bool is_traced_api(std::string_view name) {
   return false;
 }
 
+void append_json_count(std::string& out, const char* key, std::uint64_t value, bool comma) {
+  if (comma) out += ", ";
+  out += '"';
+  out += key;
+  out += "\": ";
+  out += std::to_string(value);
+}
+
 void append_json_string(std::string& out, std::string_view text) {
   const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
   size_t n = text.size();

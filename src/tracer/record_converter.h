@@ -46,6 +46,9 @@ class LiveStrings final : public StringSource {
 // JSON whatever a kernel or NVTX name holds).
 void append_json_string(std::string& out, std::string_view text);
 
+// `, "key": value` (without the comma for the first field of an object): the summary's counts.
+void append_json_count(std::string& out, const char* key, std::uint64_t value, bool comma = true);
+
 struct DeviceClockCheck {
   std::uint64_t pairs = 0;              // GPU activities matched to their launch call
   std::uint64_t gpu_before_launch = 0;  // of those, starting before the call began

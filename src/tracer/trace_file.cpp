@@ -16,21 +16,13 @@ std::string file_failure(const std::string& path, const char* what, int error_nu
   return path + ": " + what + ": " + std::strerror(error_number);
 }
 
-void add_field(std::string& out, const char* key, std::uint64_t value, bool comma = true) {
-  if (comma) out += ", ";
-  out += '"';
-  out += key;
-  out += "\": ";
-  out += std::to_string(value);
-}
-
 void add_anchor(std::string& out, const char* key, const ClockAnchor& anchor) {
   out += ", \"";
   out += key;
   out += "\": {";
-  add_field(out, "cupti_ns", anchor.cupti_ns, false);
-  add_field(out, "realtime_ns", anchor.realtime_ns);
-  add_field(out, "monotonic_ns", anchor.monotonic_ns);
+  append_json_count(out, "cupti_ns", anchor.cupti_ns, false);
+  append_json_count(out, "realtime_ns", anchor.realtime_ns);
+  append_json_count(out, "monotonic_ns", anchor.monotonic_ns);
   out += '}';
 }
 
@@ -62,44 +54,44 @@ std::string summary_json(const TraceHeader& header, const WindowSummary& s) {
   std::string out = "{\"format\": \"kprof.trace/1\", \"tracer_version\": \"";
   append_json_string(out, s.tracer_version);
   out += "\"";
-  add_field(out, "pid", static_cast<std::uint64_t>(header.pid));
+  append_json_count(out, "pid", static_cast<std::uint64_t>(header.pid));
   out += ", \"host\": \"";
   append_json_string(out, header.host);
   out += "\"";
-  add_field(out, "window", header.window);
+  append_json_count(out, "window", header.window);
   out += ", \"stop_reason\": \"";
   append_json_string(out, s.stop_reason);
   out += "\"";
-  add_field(out, "cupti_version", header.cupti_version);
+  append_json_count(out, "cupti_version", header.cupti_version);
   out +=
       ", \"clock\": \"CUPTI's default clock (CLOCK_REALTIME on Linux); CUPTI converts GPU "
       "timestamps to it, so devices share one timebase\"";
   add_anchor(out, "window_start", s.start);
   add_anchor(out, "window_stop", s.stop);
-  add_field(out, "records", c.records);
-  add_field(out, "events", c.events);
-  add_field(out, "max_events", s.max_events);
+  append_json_count(out, "records", c.records);
+  append_json_count(out, "events", c.events);
+  append_json_count(out, "max_events", s.max_events);
   out += c.over_cap > 0 ? ", \"cap_hit\": true" : ", \"cap_hit\": false";
   out += ", \"dropped\": {";
-  add_field(out, "cupti_dropped_records", s.cupti_dropped, false);
-  add_field(out, "buffer_requests_refused", s.buffers_refused);
-  add_field(out, "incomplete_records", c.incomplete_records);
-  add_field(out, "over_cap_records", c.over_cap);
-  add_field(out, "late_records", s.late_records);
-  add_field(out, "lost_records", s.records_lost);
+  append_json_count(out, "cupti_dropped_records", s.cupti_dropped, false);
+  append_json_count(out, "buffer_requests_refused", s.buffers_refused);
+  append_json_count(out, "incomplete_records", c.incomplete_records);
+  append_json_count(out, "over_cap_records", c.over_cap);
+  append_json_count(out, "late_records", s.late_records);
+  append_json_count(out, "lost_records", s.records_lost);
   out += "}, \"nvtx\": {";
-  add_field(out, "unmatched_range_ends", c.unmatched_range_ends, false);
-  add_field(out, "open_ranges_at_stop", c.open_ranges_at_stop);
+  append_json_count(out, "unmatched_range_ends", c.unmatched_range_ends, false);
+  append_json_count(out, "open_ranges_at_stop", c.open_ranges_at_stop);
   out += "}";
-  add_field(out, "other_records", c.other_records);
+  append_json_count(out, "other_records", c.other_records);
   out += ", \"clock_check\": [";
   bool first = true;
   for (const auto& [device, check] : c.clock_checks) {
     out += first ? "{" : ", {";
     first = false;
-    add_field(out, "device", device, false);
-    add_field(out, "pairs", check.pairs);
-    add_field(out, "gpu_before_launch", check.gpu_before_launch);
+    append_json_count(out, "device", device, false);
+    append_json_count(out, "pairs", check.pairs);
+    append_json_count(out, "gpu_before_launch", check.gpu_before_launch);
     out += '}';
   }
   out += ']';
