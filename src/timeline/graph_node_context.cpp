@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
 
 #include "model/kernel_names.h"
 #include "timeline/kernel_ranking.h"  // normalize_kernel_name
@@ -84,6 +85,16 @@ std::optional<std::uint64_t> range_layer(std::string_view label) {
   return std::stoull(named.empty() ? gpt2 : named);
 }
 
+std::string period_key(std::string_view kernel_name) {
+  static const RE2 kGenerated("(triton_(?:per|poi|red|tem|for|unk))_.*");
+  std::string generator;
+  if (RE2::FullMatch(re2::StringPiece(kernel_name.data(), kernel_name.size()), kGenerated,
+                     &generator)) {
+    return generator;
+  }
+  return std::string(kernel_name);
+}
+
 std::optional<Period> find_period(const std::vector<std::uint32_t>& sequence) {
   const std::size_t n = sequence.size();
   std::optional<Period> best;
@@ -133,6 +144,27 @@ std::optional<Period> find_period(const std::vector<std::uint32_t>& sequence) {
          end + k <= n && differences(end, end - k) <= 1; end += k) {
       ++best->layers;
     }
+    // The phase: where the layers start is where the repetition was first seen, but the same
+    // number of layers may fit several starts. Taken: the start whose adjacent layers differ in
+    // the fewest places, then one that leaves a kernel after the last layer (a model ends in its
+    // head: torch.compile's Llama graph on the H100 otherwise took the LM head's GEMM as the last
+    // layer's final part, the one place that layer differed), then the nearest to the first.
+    // mismatched[i]: places in [0, i) where a kernel differs from the one a period later.
+    const std::size_t span = best->layers * k;
+    std::vector<std::size_t> mismatched(n - k + 1, 0);
+    for (std::size_t i = 0; i + k < n; ++i) mismatched[i + 1] = mismatched[i] + !same(i, k);
+    auto cost = [&](std::size_t start) {
+      const std::size_t differing =
+          mismatched[start + span - k] - mismatched[start];  // layer pairs' differences
+      const std::size_t no_epilogue = start + span == n ? 1 : 0;
+      const std::size_t distance = start > best->start ? start - best->start : best->start - start;
+      return std::tuple(differing, no_epilogue, distance);
+    };
+    std::size_t chosen = best->start;
+    for (std::size_t start = 0; start + span <= n; ++start) {
+      if (cost(start) < cost(chosen)) chosen = start;
+    }
+    best->start = chosen;
   }
   return best;
 }
@@ -230,7 +262,12 @@ std::uint32_t GraphNodeContexts::graph_index(std::uint64_t graph) {
   } else if (rows.size() <= kMaxPeriodSearchNodes) {
     std::vector<std::uint32_t> kernels;
     kernels.reserve(rows.size());
-    for (std::uint32_t row : rows) kernels.push_back(t.nodes[row].kernel);
+    std::map<std::string, std::uint32_t, std::less<>> keys;
+    for (std::uint32_t row : rows) {
+      std::string key = period_key(t.kernels[t.nodes[row].kernel]);
+      const auto next = static_cast<std::uint32_t>(keys.size());
+      kernels.push_back(keys.emplace(std::move(key), next).first->second);
+    }
     if (std::optional<Period> period = find_period(kernels)) {
       g.layers_from = GraphLayers::kStructure;
       g.layers = period->layers;

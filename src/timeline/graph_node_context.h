@@ -116,6 +116,14 @@ bool names_operator(std::string_view label);
 // "blocks.3").
 std::optional<std::uint64_t> range_layer(std::string_view label);
 
+// The name a kernel is compared by when its graph's layers are inferred: the name itself, but a
+// code generator's kernel only by its generator and kind ("triton_per", "triton_poi",
+// "triton_red", "triton_tem"). Inductor numbers and names each fused kernel after what it fuses,
+// so the same RMSNorm is "…_add_mean_mul_pow_rsqrt_10" in one layer and
+// "…_add_embedding_mean_mul_pow_rsqrt_6" in another (torch.compile of a Llama on the H100:
+// with whole names no two layers of its decode graph matched).
+std::string period_key(std::string_view kernel_name);
+
 // A repeating kernel sequence: `layers` repetitions of `period` kernels from `start`.
 struct Period {
   std::size_t period = 0, start = 0, layers = 0;

@@ -14,7 +14,10 @@ by brute force for its period: for every K, the longest run of positions i with
 kernel[i] == kernel[i + K], covering floor((run + K) / K) * K kernels; the smallest K covering at
 least 90 %, else the K covering the most (at least half, at least two repetitions); then, for
 K >= 4, a period-long window beside it that differs from the adjacent layer in at most one kernel
-is one more layer, on either side, as long as there is one. Eager work
+is one more layer, on either side, as long as there is one; then, of all starts fitting as many
+layers, the one whose adjacent layers differ in the fewest places, then one leaving a kernel
+after the last layer, then the nearest to the first found. Kernels compare by name, but a Triton
+kernel (triton_per_…, triton_poi_…) by its kind alone. Eager work
 goes, by its launch's correlation id, to the innermost cpu_op (--by op) or the nn.Module frames
 (--by module) around the launch call on its thread, or the annotations there (--by range, step
 markers left out), else to the views' "(no …)" bucket. Per bucket the count and the summed
@@ -69,6 +72,13 @@ def layer_of(text):
     return int(m.group(1) or m.group(2)) if m else None
 
 
+def period_key(name):
+    """A code generator's kernel compares by its generator and kind alone (Inductor names each
+    fused kernel after what it fuses and numbers it: the same norm differs from layer to layer)."""
+    m = re.match(r"(triton_(?:per|poi|red|tem|for|unk))_", name)
+    return m.group(1) if m else name
+
+
 def period_of(sequence):
     """(K, start, layers) by brute force, or None (see the module's docstring)."""
     n = len(sequence)
@@ -103,6 +113,13 @@ def period_of(sequence):
                                                            sequence[end - k:end])) <= 1:
             end += k
             layers += 1
+        # the phase: of all starts fitting as many layers, the one whose adjacent layers differ
+        # in the fewest places, then one leaving a kernel after the last layer, then the nearest
+        def cost(s):
+            differing = sum(sequence[s + j * k + i] != sequence[s + (j + 1) * k + i]
+                            for j in range(layers - 1) for i in range(k))
+            return (differing, 1 if s + layers * k == n else 0, abs(s - start))
+        start = min(range(0, n - layers * k + 1), key=cost)
     return k, start, layers
 
 
@@ -196,7 +213,7 @@ class Reference:
         if layers:
             g["layers"] = {"from": "ranges", "count": len(layers)}
         else:
-            found = period_of([n["kernel"] for n in rows])
+            found = period_of([period_key(self.table["kernels"][n["kernel"]]) for n in rows])
             if found:
                 k, start, count = found
                 g["layers"] = {"from": "structure", "count": count, "kernels_per_layer": k,

@@ -51,6 +51,24 @@ TEST(GraphNodeContext, BatchAndLayerNames) {
   EXPECT_FALSE(range_layer("attn_h8"));
 }
 
+// Inductor names each fused kernel after what it fuses and numbers it, so one layer's RMSNorm is
+// not the next one's by name (torch.compile of a Llama on the H100: _10, _11, then
+// …_add_embedding_…_6): a Triton kernel is compared by its kind alone, other kernels by name.
+TEST(GraphNodeContext, GeneratedKernelsCompareByTheirKind) {
+  EXPECT_EQ(period_key("triton_per_fused__to_copy__unsafe_view_add_mean_mul_pow_rsqrt_10"),
+            "triton_per");
+  EXPECT_EQ(period_key("triton_per_fused__to_copy__unsafe_view_add_embedding_mean_mul_pow_rsqrt_6"),
+            "triton_per");
+  EXPECT_EQ(period_key("triton_poi_fused__unsafe_view_mul_silu_7"), "triton_poi");
+  EXPECT_EQ(period_key("triton_red_fused__to_copy_add_embedding_mean_mul_pow_rsqrt_0"),
+            "triton_red");
+  EXPECT_EQ(period_key("triton_tem_fused_mm_3"), "triton_tem");
+  EXPECT_EQ(period_key("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT"),
+            "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT");
+  EXPECT_EQ(period_key("triton_"), "triton_");  // no kind: the name
+  EXPECT_EQ(period_key("my_triton_per_kernel"), "my_triton_per_kernel");
+}
+
 TEST(GraphNodeContext, PeriodSearch) {
   // A prologue of 2, 3 layers of [1 2 3 4], an epilogue of 1 (the layer's first kernel again,
   // as a final norm is: the repetition runs one kernel on and still makes 3 layers).
@@ -70,19 +88,30 @@ TEST(GraphNodeContext, PeriodSearch) {
   EXPECT_EQ(p->period, 3u);
   EXPECT_EQ(p->layers, 3u);
   // A first layer differing in one kernel (vLLM's plain norm where the others fuse the add),
-  // and no final norm after the last: still 3 layers of 4 (cut where the repetition starts, one
-  // kernel in: the first layer's differing kernel falls in the prologue, the last kernel after
-  // the repetition is taken as the third layer's end).
+  // then a final norm: 3 layers of 4. The repetition is first seen one kernel in (from the 2),
+  // where the last layer would end on the final norm; the start before it fits as many layers
+  // with as few differences and leaves the final norm after them: the first layer opens with
+  // its plain norm, as vLLM's does.
   p = find_period({9, 5, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4, 8});
   ASSERT_TRUE(p);
   EXPECT_EQ(p->period, 4u);
   EXPECT_EQ(p->layers, 3u);
-  EXPECT_EQ(p->start, 2u);
+  EXPECT_EQ(p->start, 1u);
   // The same at the end: a last layer whose last kernel differs.
   p = find_period({9, 1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 7, 8});
   ASSERT_TRUE(p);
   EXPECT_EQ(p->layers, 3u);
   EXPECT_EQ(p->start, 1u);
+  // The phase. The repetition is first seen from index 3 and the window after it differs in one
+  // kernel, the graph's last (the shape of torch.compile's Llama graph on the H100, whose LM
+  // head's GEMM ends it): starting at 3, the last layer would take that kernel. Starting at 2
+  // fits as many layers, as few differences (the first layer's first kernel) and leaves the
+  // last kernel after the layers.
+  p = find_period({5, 6, 7, 1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 9});
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->period, 4u);
+  EXPECT_EQ(p->layers, 3u);
+  EXPECT_EQ(p->start, 2u);
   // Nothing repeating covers half: none.
   EXPECT_FALSE(find_period({1, 2, 3, 4, 5, 6, 7, 1, 2}));
   EXPECT_FALSE(find_period({1, 2}));
