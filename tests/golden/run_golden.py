@@ -35,8 +35,11 @@ DOC_EXAMPLES = [
     ("README.md", "### 3. Why is each one slow?", ["analyze_pvr"]),
     ("README.md", "### 4. What does fixing it buy?", ["report_pvr_graph"]),
     ("README.md", "### 5. What did the fix buy?", ["diff_predicted_graph", "diff_predicted_eager"]),
-    # README.md: graph replays from kprof's tracer (a fixture until a real run replaces it)
-    ("README.md", "and 64 under ranges and once under none", ["rank_tracer_graph_by_op"]),
+    # README.md: graph replays from kprof's tracer, recorded on an H100
+    ("README.md", "captured as an engine's graph runner does under vLLM-style",
+     ["rank_h100_graph_layerwise_by_module"]),
+    ("README.md", "repetition, and the LM head's GEMM is found after them",
+     ["rank_h100_graph_compile_by_range"]),
     # docs/: each verb's examples
     ("docs/analyze.md", "Its real output", ["analyze_readme_example"]),
     ("docs/report.md", "The fix list's real output", ["report_fix_list"]),
