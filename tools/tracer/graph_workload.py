@@ -25,7 +25,9 @@ every bucket, and writes "stop". The PyTorch profiler can record the capture
 (--profiler-capture PATH: the trace `kprof rank --graph-capture` reads) and the replays
 (--profiler-replay PATH) instead, in a run without kprof's tracer.
 
-Prints one JSON line: {"buckets", "layers", "mode", "cache", "replay_ms": {bs: median}, ...}.
+Prints one JSON line: {"buckets", "layers", "mode", "cache", "capture_ms" (the wall time of
+capturing every bucket's graph, warm-ups excluded; null with --compile), "replay_ms": {bs: median},
+...}.
 """
 import argparse
 import json
@@ -155,6 +157,7 @@ def main():
         profiler.__enter__()
 
     graphs = {}
+    capture_ms = None  # the hand-captured graphs' capture, all buckets (not torch.compile's)
     with torch.no_grad():
         if args.compile:
             compiled = torch.compile(model, mode="reduce-overhead")
@@ -175,6 +178,8 @@ def main():
                     for _ in range(2):
                         states[bs]()  # warm-up on a side stream, as torch.cuda.graph advises
             torch.cuda.current_stream().wait_stream(stream)
+            torch.cuda.synchronize()
+            capture_began = time.perf_counter()
             for bs in buckets:
                 graph = torch.cuda.CUDAGraph()
                 if args.nvtx != "none":
@@ -189,6 +194,8 @@ def main():
                 if args.nvtx != "none":
                     torch.cuda.nvtx.range_pop()
                 graphs[bs] = graph.replay
+            torch.cuda.synchronize()
+            capture_ms = (time.perf_counter() - capture_began) * 1e3
     torch.cuda.synchronize()
     if profiler:
         profiler.__exit__(None, None, None)
@@ -223,6 +230,7 @@ def main():
                       "nvtx": args.nvtx, "mode": "compile" if args.compile else "graph",
                       "cache": cache_kind, "torch": torch.__version__,
                       "transformers": transformers.__version__,
+                      "capture_ms": round(capture_ms, 3) if capture_ms is not None else None,
                       "replay_ms": {bs: round(statistics.median(t), 4) for bs, t in times.items()}}))
 
 

@@ -7,6 +7,9 @@ WARMUP. Prints the median step time per arm and its ratio to "none" (issue 15's 
 <= 1.05 on the eager step), plus what the tracer said on stderr (events, drops).
 
 usage: tools/tracer/overhead.py LIBKPROF_TRACER_SO OUT_DIR [--rounds 5] [--steps 200] [--warmup 20]
+         [--baseline-library OLD_SO] [--arms none,tracer,tracer-baseline]
+--baseline-library adds the arm "tracer-baseline": another build of the tracer (an older commit)
+in the same interleaved rounds, so a change's own cost is measured against the real alternative.
 """
 import argparse
 import json
@@ -18,10 +21,13 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def arms(library, out_dir):
+def arms(library, out_dir, baseline_library="", chosen=()):
     tracer = {"CUDA_INJECTION64_PATH": library, "NVTX_INJECTION64_PATH": library,
               "KPROF_TRACE_DIR": out_dir}
-    return [
+    baseline = [("tracer-baseline", {"CUDA_INJECTION64_PATH": baseline_library,
+                                     "NVTX_INJECTION64_PATH": baseline_library,
+                                     "KPROF_TRACE_DIR": out_dir}, [])] if baseline_library else []
+    every = baseline + [
         ("none", {}, []),
         ("tracer", dict(tracer), []),
         ("tracer-inactive", dict(tracer, KPROF_TRACE_START="on-control",
@@ -29,6 +35,7 @@ def arms(library, out_dir):
         ("torch-profiler-cuda", {}, ["--profiler", "cuda"]),
         ("torch-profiler-cpu-cuda", {}, ["--profiler", "cpu_cuda"]),
     ]
+    return [arm for arm in every if not chosen or arm[0] in chosen]
 
 
 def main():
@@ -38,8 +45,12 @@ def main():
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--baseline-library", default="", help="another tracer build, arm tracer-baseline")
+    p.add_argument("--arms", default="", help="comma-separated arms to run (default: all); none is always run")
     args = p.parse_args()
     library = os.path.realpath(args.library)
+    baseline_library = os.path.realpath(args.baseline_library) if args.baseline_library else ""
+    chosen = tuple(set(args.arms.split(",")) | {"none"}) if args.arms else ()
     os.makedirs(args.out_dir, exist_ok=True)
     base_env = {k: v for k, v in os.environ.items()
                 if not k.startswith("KPROF_TRACE_") and k not in ("CUDA_INJECTION64_PATH",
@@ -48,7 +59,8 @@ def main():
     said = {}
     for r in range(args.rounds):
         for workload in ("eager", "graph"):
-            for name, env, extra in arms(library, os.path.join(args.out_dir, "traces")):
+            for name, env, extra in arms(library, os.path.join(args.out_dir, "traces"),
+                                         baseline_library, chosen):
                 os.makedirs(os.path.join(args.out_dir, "traces"), exist_ok=True)
                 cmd = [sys.executable, os.path.join(HERE, "workload.py"), "--steps", str(args.steps),
                        "--warmup", str(args.warmup)] + extra + (["--graph"] if workload == "graph" else [])
@@ -61,7 +73,7 @@ def main():
                 lines = [l for l in run.stderr.splitlines() if l.startswith("kprof-tracer:")]
                 if lines:
                     said[(workload, name)] = lines
-                if name == "tracer" and not any(" window 1 " in l for l in lines):
+                if name in ("tracer", "tracer-baseline") and not any(" window 1 " in l for l in lines):
                     print(f"FAIL the tracer wrote no window in {workload} round {r} (is libcupti.so.13 "
                           f"on LD_LIBRARY_PATH? gpu-check.sh sets it):\n{run.stderr[-2000:]}")
                     sys.exit(1)
@@ -69,7 +81,7 @@ def main():
           f"({args.rounds} processes x {args.steps} steps per arm)")
     for workload in ("eager", "graph"):
         base = statistics.median(steps[(workload, "none")])
-        for name, _, _ in arms(library, ""):
+        for name, _, _ in arms(library, "", baseline_library, chosen):
             values = sorted(steps[(workload, name)])
             median = statistics.median(values)
             p90 = values[int(0.9 * (len(values) - 1))]
