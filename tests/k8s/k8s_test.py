@@ -722,12 +722,17 @@ class K8sTest(unittest.TestCase):
         self.fail("kprof never started the capture")
 
     def test_interrupted_capture_cleans_up_and_says_so(self):
+        # Each run waits out the stop file's exec (30 s: the stand-in's exec is slow), so the
+        # two signals' runs go side by side, each with its own stand-in.
+        runs = {}
         for sig in (signal.SIGINT, signal.SIGTERM):
+            c = self.cluster("vllm_single_replica.json", "slow-exec:60")
+            runs[sig] = (c, c.kprof(*self.STARTUP_ARGS, "-o", "run", background=True))
+        for sig, (c, p) in runs.items():
+            self.wait_for_attach(c)
+            p.send_signal(sig)
+        for sig, (c, p) in runs.items():
             with self.subTest(signal=sig.name):
-                c = self.cluster("vllm_single_replica.json", "slow-exec:60")
-                p = c.kprof(*self.STARTUP_ARGS, "-o", "run", background=True)
-                self.wait_for_attach(c)
-                p.send_signal(sig)
                 out, err = p.communicate(timeout=60)
                 self.assertEqual(p.returncode, 8, err)
                 receipt = self.receipt_of(c)
@@ -1176,5 +1181,20 @@ if __name__ == "__main__":
         suite = unittest.TestSuite(t for i, t in enumerate(tests) if i % count == index - 1)
         if not suite.countTestCases():
             sys.exit(f"k8s_test.py: shard {sys.argv[4]} holds no test")
-    result = unittest.TextTestRunner(verbosity=2).run(suite)
+    class TimedResult(unittest.TextTestResult):
+        """Each test's wall time, the slowest listed at the end: the shards are CI's longest
+        tests, mostly waiting on kubectl and the stand-in."""
+        seconds = {}
+
+        def startTest(self, test):
+            self._began = time.monotonic()
+            super().startTest(test)
+
+        def stopTest(self, test):
+            TimedResult.seconds[test.id().rsplit(".", 1)[-1]] = time.monotonic() - self._began
+            super().stopTest(test)
+
+    result = unittest.TextTestRunner(verbosity=2, resultclass=TimedResult).run(suite)
+    slowest = sorted(TimedResult.seconds.items(), key=lambda item: -item[1])[:8]
+    print("slowest: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in slowest))
     sys.exit(0 if result.wasSuccessful() else 1)
