@@ -34,6 +34,7 @@ To check a real recording: graph_attribution_reference.py build/kprof trace.json
 """
 import argparse
 import collections
+import functools
 import gzip
 import json
 import re
@@ -150,7 +151,8 @@ def normalise(name):
     return name
 
 
-def demangled(name):
+@functools.lru_cache(maxsize=None)
+def demangled(name):  # one c++filt per distinct name (a process per kernel took 30 s a trace)
     if not name.startswith("_Z"):
         return name
     try:
@@ -223,7 +225,10 @@ class Reference:
         return g
 
     def kind(self, node):
-        name = self.table["kernels"][node["kernel"]]
+        return self.kind_of_name(self.table["kernels"][node["kernel"]])
+
+    @functools.lru_cache(maxsize=None)
+    def kind_of_name(self, name):
         if name in ("[memcpy]", "[memset]"):
             return name[1:-1]
         if not name:

@@ -2,8 +2,8 @@
 # Issue 40 on the GPU machine: graph_workload.py's decode graphs under kprof's tracer (the node
 # table) in each NVTX mode and with torch.compile, the PyTorch profiler's capture and replay traces
 # of the same program, and CUPTI's own view (the probe). usage: graph_gpu.sh NEW_TRACER_SO [OUT]
-# (FULL=1 adds emit_nvtx and torch.compile). NOT RUN YET: written on 2026-12-07 when no GPU machine
-# could be started; the probe (graph_node_probe.cpp) is built here first:
+# (FULL=1 adds emit_nvtx and torch.compile). Run on an H100 on 2026-12-07 (140 s with FULL=1):
+# data/h100/README.md says what came of it. The probe (graph_node_probe.cpp) is built first:
 #   g++ -O1 -shared -fPIC -o tools/tracer/experiments/libgraph_node_probe.so \
 #     tools/tracer/experiments/graph_node_probe.cpp -I/usr/local/cuda/include \
 #     -L/usr/local/cuda/lib64 -lcupti -ldl
