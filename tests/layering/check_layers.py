@@ -7,7 +7,10 @@
   check_layers.py compile SOURCE_DIR COMPILE_COMMANDS_JSON
       with the very flags each library's own sources are compiled with (compile_commands.json),
       a file including a header of a folder its arrows do not reach (analysis/ including cli/…)
-      fails to compile for want of the header, and one including a header of each arrow compiles.
+      fails to compile for want of the header, and one including a header of each arrow is found
+      with every header it includes. Preprocessing is enough for both (an include path either
+      reaches a header or not) and is what is run: a whole parse of each allowed header took
+      77 s of CPU for nothing the build does not check already.
 """
 import collections
 import json
@@ -104,7 +107,7 @@ def reachable(arrows, name):
 
 
 def probe_command(entry, probe):
-    """The library's compile command for `probe`: same flags, syntax only, no outputs."""
+    """The library's compile command for `probe`: same flags, preprocessing only, no outputs."""
     args = entry["arguments"] if "arguments" in entry else shlex.split(entry["command"])
     if os.path.basename(args[0]) == "ccache":
         args = args[1:]
@@ -118,7 +121,7 @@ def probe_command(entry, probe):
             pass
         else:
             out.append(a)
-    return out + ["-fdiagnostics-color=never", "-fsyntax-only", "-x", "c++", probe]
+    return out + ["-fdiagnostics-color=never", "-E", "-o", os.devnull, "-x", "c++", probe]
 
 
 def check_compile(source_dir, compile_commands):
@@ -172,7 +175,7 @@ def check_compile(source_dir, compile_commands):
         for (name, other, header, must_compile), r in pool.map(run, jobs):
             if must_compile and r.returncode != 0:
                 problems += 1
-                print(f"FAIL {name} ← {other}: an allowed include of {header} does not compile:\n"
+                print(f"FAIL {name} ← {other}: an allowed include of {header} does not preprocess:\n"
                       f"{r.stderr[-2000:]}")
             elif not must_compile and r.returncode == 0:
                 problems += 1
