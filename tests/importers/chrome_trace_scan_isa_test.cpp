@@ -3,6 +3,7 @@
 // quotes, escapes and brackets fall on every position of the 16-byte blocks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -83,19 +84,26 @@ TEST(ChromeTraceScanIsa, TheNativeImplementationIsCompiledIn) {
 }
 
 TEST(ChromeTraceScanIsa, RealTracesReadTheSameWithEveryImplementation) {
-  int traces = 0;
+  std::vector<std::string> paths;
   for (const auto& entry : std::filesystem::directory_iterator(testing::data_path("h200"))) {
     std::string name = entry.path().filename().string();
     if (name.size() < 8 || name.substr(name.size() - 8) != ".json.gz") continue;
     if (name.find("calibration") != std::string::npos) continue;
-    std::string text = testing::read_gzip_text(entry.path().string());
+    paths.push_back(entry.path().string());
+  }
+  EXPECT_GE(paths.size(), 8u);
+  std::sort(paths.begin(), paths.end());
+  int traces = 0;
+  for (const std::string& path : testing::sanitizer_sample(paths)) {
+    std::string name = std::filesystem::path(path).filename().string();
+    std::string text = testing::read_gzip_text(path);
     Reading scalar = read_with(ScanIsa::kScalar, text);
     EXPECT_EQ(scalar.error, "") << name;
     EXPECT_GT(scalar.events, 0) << name;
     expect_same_with_every_isa(text, name);
     ++traces;
   }
-  EXPECT_GE(traces, 8);
+  EXPECT_GE(traces, 2);
 }
 
 TEST(ChromeTraceScanIsa, StructuralBytesOnEveryBlockPosition) {

@@ -41,14 +41,15 @@ std::string everything(const model::Report& report) {
 }
 
 TEST(NcuRepDecode, ParallelAndSerialGiveTheSameReport) {
-  for (const char* name : kReports) {
+  const std::vector<const char*> reports(std::begin(kReports), std::end(kReports));
+  for (const char* name : testing::sanitizer_sample(reports)) {
     SCOPED_TRACE(name);
     FileBytes file = read_input_file(data_path(name));
     ImportOptions serial, parallel;
     serial.threads = 1;
     parallel.threads = 4;  // more than this machine's cores: interleavings differ run to run
     std::string expected = everything(import_bytes(name, file.bytes, serial));
-    for (int run = 0; run < 3; ++run) {
+    for (std::size_t run = 0; run < testing::sanitizer_share(3); ++run) {
       EXPECT_EQ(everything(import_bytes(name, file.bytes, parallel)), expected);
     }
   }
@@ -235,7 +236,8 @@ TEST(NcuRepDecode, DamagedResultsAreRefusedExactlyWhenTheGeneratedParserRefusesT
   ASSERT_FALSE(results.empty());
   std::mt19937_64 random(17);
   int refused = 0, accepted = 0;
-  for (int trial = 0; trial < 300; ++trial) {
+  const int trials = static_cast<int>(testing::sanitizer_share(300));
+  for (int trial = 0; trial < trials; ++trial) {
     const ResultSpan& span = results[random() % results.size()];
     std::string damaged = file.bytes;
     // Mostly near the start of the result (tags, names, the first metrics), some anywhere.
@@ -274,8 +276,10 @@ TEST(NcuRepDecode, DamagedResultsAreRefusedExactlyWhenTheGeneratedParserRefusesT
       // parser's concern.
     }
   }
-  EXPECT_GT(refused, 10);
-  EXPECT_GT(accepted, 10);
+  // Both outcomes occur: over 10 of 300 each (at least one each in the sanitizers' 75).
+  const int least = testing::under_sanitizers() ? 0 : 10;
+  EXPECT_GT(refused, least);
+  EXPECT_GT(accepted, least);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
@@ -111,7 +112,10 @@ std::vector<std::string> chrome_traces() {
 TEST(PlainEvent, EveryTraceUnderDataReadsAsSimdjsonReadsIt) {
   std::vector<std::string> paths = chrome_traces();
   ASSERT_GE(paths.size(), 20u);
-  for (const std::string& path : paths) expect_same(testing::read_gzip_text(path), path);
+  std::sort(paths.begin(), paths.end());
+  for (const std::string& path : testing::sanitizer_sample(paths)) {
+    expect_same(testing::read_gzip_text(path), path);
+  }
 }
 
 // The fast path is taken for what profilers write (else the test above proves nothing of it).

@@ -3,9 +3,11 @@
 
 #include <zlib.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace kprof::testing {
 
@@ -46,6 +48,40 @@ inline std::string write_chrome_trace(const std::string& path, const std::string
 inline bool emulated() {
   const char* value = std::getenv("KPROF_TEST_EMULATED");
   return value && *value == '1';
+}
+
+// True in the sanitizer build (clang or GCC with AddressSanitizer: scripts/test-sanitizers).
+inline constexpr bool under_sanitizers() {
+#if defined(__SANITIZE_ADDRESS__)
+  return true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  return true;
+#else
+  return false;
+#endif
+#else
+  return false;
+#endif
+}
+
+// How many times a sweep over real captures repeats its work: `normal` in the normal build, a
+// quarter of it (at least one) under the sanitizers. The sweeps (every trace under data/, every
+// report, hundreds of damaged copies) are what the normal build checks for answers; under the
+// sanitizers they rerun the same code paths many times over at 5-10x the cost, and were 340 s
+// of CI's sanitizer stage. A sample keeps every code path while the fuzzers, which replay every
+// committed input under the same sanitizers, cover the inputs.
+inline std::size_t sanitizer_share(std::size_t normal) {
+  return under_sanitizers() ? (normal + 3) / 4 : normal;
+}
+
+// `items` in the normal build; every fourth of them (the first included) under the sanitizers.
+template <class T>
+std::vector<T> sanitizer_sample(const std::vector<T>& items) {
+  if (!under_sanitizers()) return items;
+  std::vector<T> sample;
+  for (std::size_t i = 0; i < items.size(); i += 4) sample.push_back(items[i]);
+  return sample;
 }
 
 }  // namespace kprof::testing
