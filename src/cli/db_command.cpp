@@ -6,13 +6,16 @@
 #include "pipeline/reports.h"
 #include "render/db_render.h"
 #include "store/findings_db.h"
+#include "store/postgres_connection.h"
 
 namespace kprof::cli {
 namespace {
 
 struct DbOptions {
   std::string db_path = "kprof-findings.db";
+  std::string db_schema = store::kDefaultPostgresSchema;
   std::vector<std::string> reports;
+  std::string sync_source;
   store::RunLabels labels;
   std::string kernel_regex = ".";
   std::string by = "stage";
@@ -25,15 +28,15 @@ ExitCode run_import(const DbOptions& options, Output& output) {
       pipeline::load_reports(options.reports, pipeline::for_analysis());  // all read before writing
   analysis::AnalysisTables tables = analysis::load_analysis_tables();
   analysis::AnalysisConfig config = tables.config();
-  store::FindingsDb db(options.db_path, store::FindingsDb::Access::kWrite);
-  std::vector<std::int64_t> runs = db.import_reports(reports, options.labels, config);
+  store::FindingsDb db(options.db_path, store::FindingsDb::Access::kWrite, options.db_schema);
+  std::vector<store::ImportedRun> runs = db.import_reports(reports, options.labels, config);
   output.stdout_text =
-      render::import_text(reports, runs, options.db_path, db.count("runs"), db.count("kernels"));
+      render::import_text(reports, runs, db.name(), db.count("runs"), db.count("kernels"));
   return ExitCode::kOk;
 }
 
 ExitCode run_query(const std::string& what, const DbOptions& options, Output& output) {
-  store::FindingsDb db(options.db_path);
+  store::FindingsDb db(options.db_path, store::FindingsDb::Access::kRead, options.db_schema);
   if (what == "history") {
     pipeline::compile_user_regex(options.kernel_regex, "--kernel");
     auto rows = db.kernel_history(options.kernel_regex);
@@ -53,15 +56,23 @@ ExitCode run_query(const std::string& what, const DbOptions& options, Output& ou
 }
 
 ExitCode run_predictions(const DbOptions& options, Output& output) {
-  store::FindingsDb db(options.db_path);
+  store::FindingsDb db(options.db_path, store::FindingsDb::Access::kRead, options.db_schema);
   auto rows = db.prediction_outcomes();
   output.stdout_text =
       options.json ? render::predictions_json_text(rows) : render::predictions_text(rows);
   return ExitCode::kOk;
 }
 
+ExitCode run_sync(const DbOptions& options, Output& output) {
+  store::FindingsDb source(options.sync_source);  // read-only, whatever happens
+  store::FindingsDb target(options.db_path, store::FindingsDb::Access::kWrite, options.db_schema);
+  store::SyncCounts counts = target.sync_from(source);
+  output.stdout_text = render::sync_text(counts, source.name(), target.name());
+  return ExitCode::kOk;
+}
+
 ExitCode run_facts(const DbOptions& options, Output& output) {
-  store::FindingsDb db(options.db_path);
+  store::FindingsDb db(options.db_path, store::FindingsDb::Access::kRead, options.db_schema);
   auto rows = db.facts();
   output.stdout_text = options.json ? render::facts_json_text(rows) : render::facts_text(rows);
   return ExitCode::kOk;
@@ -74,20 +85,29 @@ void define_db(CLI::App& parent, Runner& runner) {
   CLI::App* db = parent.add_subcommand(
       "db", "The findings database: import captures, query kernel history, hardware facts");
   db->footer(
-      "An SQLite file (--db, default ./kprof-findings.db; WAL journal, versioned schema) of runs,\n"
+      "An SQLite file (--db, default ./kprof-findings.db; WAL journal) or, for a team, a\n"
+      "PostgreSQL server (--db postgresql://USER@HOST:PORT/DBNAME; the password from PGPASSWORD\n"
+      "or ~/.pgpass, never the URL; the tables in the schema --db-schema, default kprof) of runs,\n"
       "their kernels, verdicts and the metrics the verdicts rest on, and hardware facts (the\n"
-      "database's datasheet figures and ceilings measured by imported captures). Several\n"
-      "processes may import at once; an import of several reports is one transaction (all or\n"
-      "none). Queries open the file read-only. kprof marks its databases (application id\n"
-      "\"kprf\") and refuses, untouched, any other SQLite file (exit 4).\n\n"
+      "database's datasheet figures and ceilings measured by imported captures). Versioned\n"
+      "schema; several processes may import at once; an import is one transaction (all or none)\n"
+      "and skips a report already there (by its SHA-256). Queries only read. kprof marks its\n"
+      "databases (SQLite: application id \"kprf\"; PostgreSQL: its kprof_schema table) and\n"
+      "refuses, untouched, any other (exit 4).\n\n"
       "Examples:\n"
       "  kprof db import run.ncu-rep --campaign nightly --model llama-70b --engine vllm\n"
       "  kprof db query history -k nvjet\n"
       "  kprof db query worst --by model\n"
       "  kprof db facts\n"
-      "  kprof db predictions   # what fix lists predicted against what diffs realised");
+      "  kprof db predictions   # what fix lists predicted against what diffs realised\n"
+      "  kprof db sync kprof-findings.db --db postgresql://me@db.example:5432/perf");
   db->require_subcommand(1);
-  db->add_option("--db", options->db_path, "Database file")->capture_default_str();
+  db->add_option("--db", options->db_path,
+                 "Database file, or postgresql://USER@HOST:PORT/DBNAME (password: PGPASSWORD or "
+                 "~/.pgpass)")
+      ->capture_default_str();
+  db->add_option("--db-schema", options->db_schema, "PostgreSQL: the schema holding kprof's tables")
+      ->capture_default_str();
 
   CLI::App* import = db->add_subcommand("import", "Import reports as runs");
   import->add_option("REPORT", options->reports, "Nsight Compute reports or CSV exports")
@@ -119,6 +139,15 @@ worst->add_option("-n,--top", options->top, "Kernels per group")->capture_defaul
 worst->add_flag("--json", options->json, "Print JSON");
 worst->callback([&runner, options] {
   runner = [options](Output& output) { return run_query("worst", *options, output); };
+});
+
+CLI::App* sync = db->add_subcommand(
+    "sync", "Copy a findings database's records into --db (a person's history into the team's)");
+sync->add_option("SOURCE", options->sync_source,
+                 "The database to copy from (a file, or a URL), read only")
+    ->required();
+sync->callback([&runner, options] {
+  runner = [options](Output& output) { return run_sync(*options, output); };
 });
 
 CLI::App* facts = db->add_subcommand("facts", "Hardware facts: datasheet and measured");

@@ -115,6 +115,10 @@ void define_diff(CLI::App& parent, Runner& runner) {
                       "against them");
   command->add_option("--outcomes-db", options->outcomes_db,
                       "Traces, with --predicted: store the outcomes in this findings database");
+  command
+      ->add_option("--db-schema", options->db_schema,
+                   "--db or --outcomes-db on PostgreSQL: the schema holding kprof's tables")
+      ->capture_default_str();
   command->add_flag("--json", options->json,
                     "Print JSON (schema kprof.diff/1; kprof.trace-diff/1 for traces)");
   command->add_flag("--no-fail", options->no_fail,

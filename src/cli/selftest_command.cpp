@@ -187,6 +187,10 @@ void define_calibrate(CLI::App& parent, Runner& runner) {
                       "Write the calibration file (kprof.calibration/1 JSON) here");
   command->add_option("--db", options->request.db,
                       "Store the figures in this findings database (created when missing)");
+  command
+      ->add_option("--db-schema", options->request.db_schema,
+                   "--db on PostgreSQL: the schema holding kprof's tables")
+      ->capture_default_str();
   command->add_option("--from", options->request.from,
                       "Read this calibration file instead of measuring");
   command->add_option("--gpu", options->request.gpu, "The GPU's ordinal (default 0)")

@@ -110,7 +110,7 @@ ExitCode trace_diff(const DiffOptions& options, const std::vector<std::string>& 
   std::optional<store::FindingsDb> outcomes;
   if (!options.outcomes_db.empty()) {
     if (!prediction) throw UsageError("--outcomes-db stores what --predicted checks: give both");
-    outcomes.emplace(options.outcomes_db, store::FindingsDb::Access::kWrite);
+    outcomes.emplace(options.outcomes_db, store::FindingsDb::Access::kWrite, options.db_schema);
   }
   analysis::StageTable stages = analysis::load_stage_table();
   importers::TraceReadStats before_stats, after_stats;
@@ -240,7 +240,7 @@ Answer diff(const DiffOptions& options, const std::vector<std::string>& argv) {
     reports = load_reports({options.baseline, options.candidate}, for_analysis());
     output.notes += reading_notes(reports);
   } else {
-    store::FindingsDb db(options.db_path);
+    store::FindingsDb db(options.db_path, store::FindingsDb::Access::kRead, options.db_schema);
     for (const std::string& run : {options.baseline, options.candidate}) {
       auto id = parse_uint(run);
       if (!id)

@@ -30,6 +30,8 @@ struct DiffOptions {
   // the findings database its outcomes are stored in ("" for neither).
   std::string predicted_path;
   std::string outcomes_db;
+  std::string db_schema =
+      "kprof";  // --db/--outcomes-db on PostgreSQL: the schema of kprof's tables
 };
 
 // The answer's code is kRegression (6) when something regressed, else kCoverageLow (13) when the

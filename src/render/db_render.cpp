@@ -25,15 +25,26 @@ std::string dump(const nlohmann::json& document) {
 }  // namespace
 
 std::string import_text(const std::vector<model::Report>& reports,
-                        const std::vector<std::int64_t>& runs, const std::string& db_path,
+                        const std::vector<store::ImportedRun>& runs, const std::string& db_path,
                         std::int64_t total_runs, std::int64_t total_kernels) {
   std::string out;
   for (size_t i = 0; i < reports.size(); ++i) {
-    out += fmt::format("{}: run {} ({} kernels)\n", reports[i].path, runs[i],
+    out += fmt::format("{}: {} {} ({} kernels)\n", reports[i].path,
+                       runs[i].added ? "run" : "already imported as run", runs[i].run_id,
                        reports[i].kernels.size());
   }
   out += fmt::format("{}: {} runs, {} kernels\n", db_path, total_runs, total_kernels);
   return out;
+}
+
+std::string sync_text(const store::SyncCounts& counts, const std::string& source,
+                      const std::string& target) {
+  return fmt::format(
+      "{} -> {}: runs {} added, {} skipped; hardware facts {} added, {} skipped; measured "
+      "ceilings {} added, {} skipped; prediction outcomes {} added, {} skipped\n",
+      source, target, counts.runs_added, counts.runs_skipped, counts.facts_added,
+      counts.facts_skipped, counts.ceilings_added, counts.ceilings_skipped,
+      counts.predictions_added, counts.predictions_skipped);
 }
 
 std::string history_text(const std::vector<store::KernelHistoryRow>& rows) {

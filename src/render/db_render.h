@@ -12,11 +12,14 @@
 
 namespace kprof::render {
 
-// What `kprof db import` did: the run id and kernel count of each report, then the database's
-// totals.
+// What `kprof db import` did: the run id and kernel count of each report ("already imported as
+// run N" for one the database held), then the database's totals.
 std::string import_text(const std::vector<model::Report>& reports,
-                        const std::vector<std::int64_t>& runs, const std::string& db_path,
+                        const std::vector<store::ImportedRun>& runs, const std::string& db_path,
                         std::int64_t total_runs, std::int64_t total_kernels);
+// What `kprof db sync` copied from `source` into `target`, per kind of record.
+std::string sync_text(const store::SyncCounts& counts, const std::string& source,
+                      const std::string& target);
 std::string history_text(const std::vector<store::KernelHistoryRow>& rows);
 std::string history_json_text(const std::vector<store::KernelHistoryRow>& rows);
 // by: the grouping asked for (stage, model or gpu), the first column's title and key.

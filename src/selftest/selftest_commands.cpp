@@ -221,7 +221,8 @@ CalibrateOutcome run_calibrate(const CalibrateRequest& request, const Progress& 
     throw std::invalid_argument("--repeats must be at least 1");
   }
   std::optional<store::FindingsDb> db;
-  if (!request.db.empty()) db.emplace(request.db, store::FindingsDb::Access::kWrite);
+  if (!request.db.empty())
+    db.emplace(request.db, store::FindingsDb::Access::kWrite, request.db_schema);
   CalibrateOutcome outcome;
   if (request.from.empty()) {
     RunOptions options;

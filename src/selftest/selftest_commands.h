@@ -74,9 +74,10 @@ std::vector<KernelJudgement> judge_capture(const std::string& report_path);
 
 struct CalibrateRequest {
   int repeats = 20;
-  std::string output;  // -o: write the kprof.calibration/1 file here
-  std::string db;      // --db: store the figures in this findings database
-  std::string from;    // --from: a calibration file instead of measuring (no GPU needed)
+  std::string output;               // -o: write the kprof.calibration/1 file here
+  std::string db;                   // --db: store the figures in this findings database
+  std::string db_schema = "kprof";  // --db-schema: PostgreSQL's schema of kprof's tables
+  std::string from;  // --from: a calibration file instead of measuring (no GPU needed)
   int gpu = 0;
   std::string driver_library = gpu::kDefaultDriverLibrary;
   std::string cublaslt;  // --cublaslt: "" the usual places, "none" kprof's kernels only, or a path

@@ -3,12 +3,17 @@
 (stdout, stderr, exit code) with the expected files under tests/golden/expected/ (perfetto's diff
 tests are the model). README.md in this folder documents the case format and the normalisation.
 
-usage: run_golden.py --kprof KPROF --repo REPO [--update] [--check-docs] [--orphans] [NAME...]
+usage: run_golden.py --kprof KPROF --repo REPO [--update] [--check-docs] [--orphans]
+                     [--db-url URL] [NAME...]
   NAME...        cases to run (default: all of cases.txt)
   --update       rewrite the expected files from what kprof prints now (scripts/update-golden)
   --check-docs   each example block of README.md and docs/ listed in DOC_EXAMPLES is the stdout
                  of its golden case, and the command it shows the case's
   --orphans      every expected file belongs to a case of cases.txt
+  --db-url URL   the cases on the findings database `f.db` run against this PostgreSQL URL
+                 instead ({case} in it becomes the case's name: a fresh database each), and
+                 their output, the URL read back as `f.db`, must be the same expected files
+                 (tests/store/postgres_findings_test.cpp starts the server)
 """
 import argparse
 import os
@@ -106,12 +111,15 @@ def run_kprof(kprof, args, scratch):
                           capture_output=True, timeout=300)
 
 
-def run_case(kprof, repo, version, name, runs):
+def run_case(kprof, repo, version, name, runs, db_url=None):
     scratch = tempfile.mkdtemp(prefix="kprof-golden-")
     try:
         # Inputs are named as a user in the repository would name them: data/…, tests/….
         for folder in ("data", "tests"):
             os.symlink(os.path.join(repo, folder), os.path.join(scratch, folder))
+        if db_url:
+            url = db_url.replace("{case}", name)
+            runs = [[url if word == "f.db" else word for word in run] for run in runs]
         for setup in runs[:-1]:
             # `ARGS > FILE`: the setup's stdout kept in FILE (a fix list that a case reads).
             kept = setup[-1] if len(setup) > 2 and setup[-2] == ">" else None
@@ -125,6 +133,8 @@ def run_case(kprof, repo, version, name, runs):
         done = run_kprof(kprof, runs[-1], scratch)
         out = normalise(done.stdout.decode("utf-8", errors="replace"), version, scratch, repo)
         err = normalise(done.stderr.decode("utf-8", errors="replace"), version, scratch, repo)
+        if db_url:
+            out, err = out.replace(url, "f.db"), err.replace(url, "f.db")
         return done.returncode, out, err
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -235,6 +245,7 @@ def main():
     parser.add_argument("--update", action="store_true")
     parser.add_argument("--check-docs", action="store_true")
     parser.add_argument("--orphans", action="store_true")
+    parser.add_argument("--db-url")
     parser.add_argument("names", nargs="*")
     options = parser.parse_args()
     kprof, repo = os.path.abspath(options.kprof), os.path.abspath(options.repo)
@@ -276,7 +287,9 @@ def main():
         if name not in cases:
             sys.exit(f"no case {name} in {CASES}")
         want_exit, runs = cases[name]
-        code, out, err = run_case(kprof, repo, version, name, runs)
+        if options.db_url and not any("f.db" in run for run in runs):
+            sys.exit(f"case {name} uses no database f.db (--db-url)")
+        code, out, err = run_case(kprof, repo, version, name, runs, options.db_url)
         stdout_path = os.path.join(EXPECTED, name + ".stdout")
         stderr_path = os.path.join(EXPECTED, name + ".stderr")
         if code != want_exit:

@@ -91,23 +91,56 @@ TEST(FindingsDb, TwoProcessesImportingAtOnceLoseNothing) {
   ASSERT_EQ(kprof({"db", "--db", db, "import", data_path("h200/multi_process_basic.ncu-rep.zst")})
                 .exit_code,
             0);
-  auto importer = [&](const std::string& report, std::string* errors) {
-    for (int i = 0; i < 5; ++i) {
-      auto result = kprof({"db", "--db", db, "import", data_path(report)});
-      if (result.exit_code != 0) *errors += result.err;
+  // Each process imports its reports twice: the second round finds them there (by digest).
+  auto importer = [&](const std::vector<std::string>& reports, std::string* errors) {
+    for (int round = 0; round < 2; ++round) {
+      for (const std::string& report : reports) {
+        auto result = kprof({"db", "--db", db, "import", data_path(report)});
+        if (result.exit_code != 0) *errors += result.err;
+        bool again = result.out.find("already imported as run") != std::string::npos;
+        if (again != (round == 1)) *errors += "round " + std::to_string(round) + ": " + result.out;
+      }
     }
   };
   std::string errors_a, errors_b;
-  std::thread a(importer, "h200/big_min.ncu-rep.zst", &errors_a);
-  std::thread b(importer, "h200/multi_process_basic.ncu-rep.zst", &errors_b);
+  std::thread a(importer,
+                std::vector<std::string>{"h200/big_min.ncu-rep.zst", "h200/big_basic.ncu-rep.zst"},
+                &errors_a);
+  std::thread b(importer,
+                std::vector<std::string>{"h200/two_kernels_full.ncu-rep.zst",
+                                         "h200/diff_suite_basic_base_a.ncu-rep.zst"},
+                &errors_b);
   a.join();
   b.join();
   EXPECT_EQ(errors_a + errors_b, "");
   auto history = nlohmann::json::parse(kprof({"db", "--db", db, "query", "history", "--json"}).out);
-  EXPECT_EQ(history.size(), 5u * 24 + 6u * 2);  // every kernel of every import
   std::set<std::int64_t> runs;
   for (const auto& row : history) runs.insert(row["run"].get<std::int64_t>());
-  EXPECT_EQ(runs.size(), 11u);
+  EXPECT_EQ(runs.size(), 5u);
+  EXPECT_EQ(sql_integer(db, "SELECT COUNT(*) FROM runs"), 5);
+  EXPECT_EQ(sql_integer(db, "SELECT COUNT(DISTINCT report_digest) FROM runs"), 5);
+}
+
+// An import is idempotent by the SHA-256 of the report's file (schema 4): the same report again,
+// under its name or another, is the run it was, and nothing is written for it.
+TEST(FindingsDb, AnImportIsIdempotentByReportDigest) {
+  std::string db = fresh_db("idempotent.db");
+  std::string report = data_path("h200/big_min.ncu-rep.zst");
+  auto first = kprof({"db", "--db", db, "import", report});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  std::string copy = testing::copy_of_data("h200/big_min.ncu-rep.zst",
+                                           testing::scratch_dir() + "/renamed.ncu-rep.zst");
+  auto again = kprof(
+      {"db", "--db", db, "import", report, copy, data_path("h200/two_kernels_full.ncu-rep.zst")});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find(report + ": already imported as run 1 (24 kernels)\n" + copy +
+                           ": already imported as run 1 (24 kernels)\n"),
+            std::string::npos)
+      << again.out;
+  EXPECT_NE(again.out.find("two_kernels_full.ncu-rep.zst: run 2 (1 kernels)"), std::string::npos)
+      << again.out;
+  EXPECT_EQ(sql_integer(db, "SELECT COUNT(*) FROM runs"), 2);
+  EXPECT_EQ(sql_integer(db, "SELECT COUNT(*) FROM kernels"), 25);
 }
 
 TEST(FindingsDb, QueriesReturnWhatWasImported) {
@@ -462,10 +495,14 @@ TEST(FindingsDb, AnImportOfSeveralReportsIsAllOrNothing) {
   std::string db = dir + "/findings.db";
   ASSERT_EQ(kprof({"db", "--db", db, "import", data_path("h200/big_min.ncu-rep.zst")}).exit_code,
             0);
-  // Room for about two more runs of this report, not for ten.
+  // Room for about two more runs of big_full, not for five reports this size or larger.
   std::string room = std::to_string(fs::file_size(db) / 1024 + 160) + "k";
   std::vector<std::string> command{KPROF_BINARY, "db", "--db", db, "import"};
-  for (int i = 0; i < 10; ++i) command.push_back(data_path("h200/big_full.ncu-rep.zst"));
+  // Distinct reports: one report twice is imported once (by its digest).
+  for (const char* report : {"big_full", "bottleneck_suite_full", "selftest_h200_full",
+                             "compiled_decode_full", "decode_eager_full"}) {
+    command.push_back(data_path(std::string("h200/") + report + ".ncu-rep.zst"));
+  }
   auto result = testing::run_with_full_disk(dir, room, after, command);
   EXPECT_EQ(result.exit_code, 11) << result.out << result.err;
   EXPECT_EQ(result.out, "");
