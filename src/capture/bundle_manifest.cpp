@@ -1,6 +1,7 @@
 #include "capture/bundle_manifest.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/redact.h"
 
@@ -154,6 +155,22 @@ ManifestBuilder& ManifestBuilder::kubernetes(ManifestKubernetes where) {
 
 ManifestBuilder& ManifestBuilder::trace(json trace) {
   doc_["trace"] = std::move(trace);
+  return *this;
+}
+
+ManifestBuilder& ManifestBuilder::plan(json plan, double measured_ncu_wall_s) {
+  double predicted = plan.value("predicted_ncu_wall_s", 0.0);
+  plan["measured_ncu_wall_s"] = std::round(measured_ncu_wall_s * 1000) / 1000;
+  // measured / predicted − 1: how far off the plan was, for the next one.
+  plan["error"] = predicted > 0
+                      ? json(std::round((measured_ncu_wall_s / predicted - 1) * 1000) / 1000)
+                      : json(nullptr);
+  doc_["plan"] = std::move(plan);
+  return *this;
+}
+
+ManifestBuilder& ManifestBuilder::service(json service) {
+  doc_["service"] = std::move(service);
   return *this;
 }
 

@@ -64,6 +64,11 @@ class ManifestBuilder {
                           const std::vector<std::pair<std::string, std::string>>& env);
   ManifestBuilder& kubernetes(ManifestKubernetes where);
   ManifestBuilder& trace(nlohmann::json trace);
+  // The capture's plan (capture_plan.h: plan_for_bundle), with the measured ncu wall time beside
+  // the predicted one.
+  ManifestBuilder& plan(nlohmann::json plan, double measured_ncu_wall_s);
+  // What the capture cost the service (latency_guard.h's bill).
+  ManifestBuilder& service(nlohmann::json service);
   ManifestBuilder& incomplete(std::string reason);  // "timeout", "interrupted"
   ManifestBuilder& failed();                        // a failure no diagnosis carries
 

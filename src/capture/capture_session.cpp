@@ -223,8 +223,20 @@ CaptureResult CaptureSession::run(const std::string& bundle_path) {
   std::string report_file = bundle.path_of("report.ncu-rep");
   std::uintmax_t last_size = 0;
   int steady_ticks = 0;
+  // The latency guard (options_.guard) may stop ncu at any moment: an attach client detaches,
+  // a launched target stops with it; what was captured is kept, the bundle incomplete.
+  std::optional<std::string> guard_stop;
+  auto guard_fired = [&] {
+    if (guard_stop || !options_.guard) return guard_stop.has_value();
+    guard_stop = options_.guard();
+    if (guard_stop)
+      observer_.note("guard: " + *guard_stop + "; stopping ncu (SIGINT to its process group)");
+    return guard_stop.has_value();
+  };
+  if (options_.guard && !spec.attach) request.on_tick = guard_fired;
   if (spec.attach) {
     request.on_tick = [&] {
+      if (guard_fired()) return true;
       if (!expected || parser.progress().kernels_profiled < static_cast<size_t>(*expected))
         return false;
       std::error_code error;
@@ -254,7 +266,7 @@ CaptureResult CaptureSession::run(const std::string& bundle_path) {
     // The classification `kprof explain` gives the same log. ncu exits 130 when kprof detaches
     // it with SIGINT, and dies of what kprof sent it on a timeout or Ctrl-C: kprof's doing,
     // diagnosed below, not ncu's failure.
-    bool stopped_by_kprof = detached || result.timed_out || result.interrupted;
+    bool stopped_by_kprof = detached || result.timed_out || result.interrupted || guard_stop;
     // The diagnoses quote ncu's command line and its console (the program's own output): where
     // a key enters what capture prints, so redacted here (common/redact.h).
     diagnoses =
@@ -262,6 +274,16 @@ CaptureResult CaptureSession::run(const std::string& bundle_path) {
                   stopped_by_kprof, parse_ncu_version(options_.ncu_version)});
   }
   add_stop_diagnoses(spec, result, detached, parser.progress().connected_pids, diagnoses);
+  if (guard_stop) {
+    std::size_t profiled = parser.progress().kernels_profiled;
+    diagnoses.push_back(
+        {"guard_fired", false,
+         fmt::format("the latency guard stopped the capture: {}; {} kernel{} profiled{} are kept",
+                     *guard_stop, profiled, profiled == 1 ? "" : "s",
+                     expected ? fmt::format(" of {}", *expected) : ""),
+         "the service could not afford this capture: plan a smaller one (kprof plan: fewer "
+         "launches, a lighter preset) or use the sister deployment"});
+  }
   bool failed =
       std::any_of(diagnoses.begin(), diagnoses.end(), [](const Diagnosis& d) { return d.failure; });
   if (result.started && !failed && !result.interrupted) {
@@ -300,9 +322,17 @@ CaptureResult CaptureSession::run(const std::string& bundle_path) {
     manifest.target(spec.target, options_.env);
   }
   if (!load_block.is_null()) manifest.load(std::move(load_block));
+  if (!options_.plan.is_null()) manifest.plan(options_.plan, result.elapsed.count() / 1000.0);
+  if (options_.service_cost) {
+    nlohmann::json service = options_.service_cost();
+    service["ncu_held_s"] = result.elapsed.count() / 1000.0;
+    manifest.service(std::move(service));
+  }
   runner_.describe(manifest);
   if (result.timed_out || result.interrupted || interrupt_received()) {
     manifest.incomplete(result.timed_out ? "timeout" : "interrupted");
+  } else if (guard_stop) {
+    manifest.incomplete("guard");
   }
   outcome.incomplete = manifest.is_incomplete();
   outcome.failed = manifest.is_failed();

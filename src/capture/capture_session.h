@@ -100,6 +100,16 @@ struct SessionOptions {
   // Called once ncu has ended, before the manifest is built: stops the load, may add its
   // diagnoses, returns the "load" block.
   std::function<nlohmann::json(std::vector<Diagnosis>&)> load;
+  // The plan the capture ran by (capture --trace: capture_plan.h's plan_for_bundle), recorded
+  // with the measured ncu wall time beside the predicted one; null: none.
+  nlohmann::json plan;
+  // The latency guard (issue 41, latency_guard.h): asked about every 100 ms while ncu runs; a
+  // reason stops ncu (SIGINT to its process group: an attach client detaches, a launched target
+  // stops) and the bundle is kept, incomplete, with that reason. Unset: no guard.
+  std::function<std::optional<std::string>()> guard;
+  // Called once ncu has ended: what the capture cost the service (the manifest's "service"
+  // block: latency before, during and after, the longest stall, ncu's hold, the guard).
+  std::function<nlohmann::json()> service_cost;
 };
 
 struct CaptureResult {

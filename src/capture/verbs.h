@@ -3,9 +3,12 @@
 // call the same code and print the same numbers.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "capture/capture_plan.h"
+#include "capture/ncu_command.h"
 #include "pipeline/answer.h"
 
 namespace kprof::capture {
@@ -31,5 +34,23 @@ struct DoctorOptions {
 // Gate 0 on this machine: runs `ncu --version` and `nvidia-smi --query-gpu` (queries only, no
 // GPU work). code kNotReady (9) when a check failed.
 pipeline::Answer doctor(const DoctorOptions& options, const std::vector<std::string>& argv);
+
+struct PlanOptions {
+  CaptureSpec capture;  // preset, sections, metrics, filter, name base, skip, count, safety
+  std::string trace, step_regex;
+  PlanLimits limits;
+  // --gpu-memory-utilization: with limits.device_gb, the resident memory (when --resident-gb
+  // does not say it).
+  std::optional<double> memory_fraction;
+  bool json = false;
+};
+
+// `kprof plan` and `capture --plan`: the plan of a capture (capture_plan.h), nothing run. code
+// kPlanOverLimit (14) when the capture asked for is over a limit and --budget did not choose
+// one that fits (the answer proposes it); kNothingSelected (5) when the filter matches no
+// launch of the trace. UsageError for limits that do not combine, InputError for the trace.
+pipeline::Answer plan(const PlanOptions& options, const std::vector<std::string>& argv);
+// The plan alone, for capture --budget and the bundle (the same checks and errors).
+CapturePlan make_plan(const PlanOptions& options, const std::vector<std::string>& argv);
 
 }  // namespace kprof::capture

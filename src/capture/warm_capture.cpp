@@ -510,13 +510,45 @@ class WarmSequence {
           {"capture", i}, {"captures", spec.captures}, {"sequence", sequence_so_far}};
       return details;
     };
-    options.load = [&](std::vector<Diagnosis>& diagnoses) { return stop_load(*driver, diagnoses); };
+    // The guard: its baseline now that the load flows, its probes while ncu runs, its
+    // after-probes before the load stops (the service as it was during the capture, without ncu).
+    std::unique_ptr<LatencyGuard> guard;
+    if (spec.guard) {
+      GuardSpec guard_spec = *spec.guard;
+      if (guard_spec.probe.base_url.empty()) guard_spec.probe = serving;
+      guard_spec.probe.model = model_;
+      guard = std::make_unique<LatencyGuard>(guard_spec,
+                                             [this](const std::string& text) { note(text); });
+      try {
+        guard->measure_baseline();
+      } catch (const load::LoadError& error) {
+        return stop({"guard_not_ready", true,
+                     fmt::format("capture {}: the latency guard could not measure its baseline: {}",
+                                 i, error.what()),
+                     "check --guard-url (or --load-url) and KPROF_API_KEY"});
+      }
+      guard->start_watching();
+      options.guard = [&guard] { return guard->check(); };
+      options.service_cost = [&guard] { return guard->bill(std::nullopt); };
+    }
+    options.load = [&](std::vector<Diagnosis>& diagnoses) {
+      if (guard) {
+        guard->stop_watching();
+        guard->measure_after();
+      }
+      return stop_load(*driver, diagnoses);
+    };
     std::unique_ptr<NcuRunner> runner =
         spec.runner_for ? spec.runner_for(i) : std::make_unique<LocalNcuRunner>();
     CaptureResult capture =
         CaptureSession(spec.capture, options, *runner, observer_).run(bundle_paths_[i - 1]);
     driver.reset();
     step({{"step", "captured"}, {"capture", i}, {"status", capture.status}});
+    // The guard stopped this capture (its bundle incomplete, which ends the sequence): the next
+    // would hurt the service the same way.
+    if (guard && guard->fired() && i < spec.captures)
+      note(fmt::format("warm: the latency guard fired: captures {} to {} not made", i + 1,
+                       spec.captures));
     result_.failed |= capture.failed;
     result_.incomplete |= capture.incomplete;
     result_.bundle_paths.push_back(capture.bundle_path);

@@ -21,6 +21,7 @@
 
 #include "capture/attach_targets.h"
 #include "capture/capture_session.h"
+#include "capture/latency_guard.h"
 #include "load/request_driver.h"
 
 namespace re2 {
@@ -94,6 +95,11 @@ struct WarmCaptureSpec {
   int warmup_requests = 16;
   double warmup_timeout_s = 600;
   int captures = 1;
+  // The latency guard (issue 41): per capture, its baseline taken once the load flows, its
+  // probes while ncu runs (stopping ncu when the service suffers), its after-probes before the
+  // load stops; the bill in each bundle's "service" block. Its probe's URL is the load's unless
+  // set (--guard-url). Unset: no guard.
+  std::optional<GuardSpec> guard;
   // How the requests reach the server, when not directly (a kubectl port-forward): the load
   // block's "route", asked when each manifest is built.
   std::function<nlohmann::json()> route;

@@ -10,6 +10,7 @@
 #include "capture/capture_render.h"
 #include "capture/capture_session.h"
 #include "capture/evidence_bundle.h"
+#include "capture/latency_guard.h"
 #include "capture/ncu_locator.h"
 #include "capture/warm_capture.h"
 #include "cli/capture_support.h"
@@ -55,6 +56,12 @@ struct CaptureOptions {
   double ready_timeout_s = 600;
   int captures = 1;
   bool json = false;
+  // The plan (issue 41): --plan prints it and runs nothing; --trace without --plan plans the
+  // capture first (refused over a limit unless --budget chose one that fits) and records the
+  // plan in the bundle.
+  bool plan_only = false;
+  PlanCliOptions plan;
+  GuardCliOptions guard;  // the latency guard (issue 41)
   std::vector<std::string> target;
 };
 
@@ -156,7 +163,43 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
   // (exit 3), then ncu (exit 9): a missing ncu must not hide a wrong option, and nothing is
   // created or run before all three hold.
   capture::CaptureSpec spec = to_spec(options, "ncu");
+  if (options.plan_only) {
+    return answer(capture::plan(to_plan_options(options.plan, spec, options.json), output.argv),
+                  output);
+  }
   capture::SessionOptions session;
+  if (!options.plan.trace.empty()) {
+    capture::CapturePlan planned =
+        capture::make_plan(to_plan_options(options.plan, spec, false), output.argv);
+    if (planned.over && !planned.chosen) {
+      output.stderr_text += capture::plan_text(planned) +
+                            "kprof: the capture is over a limit (the plan above): nothing was "
+                            "run; run the one proposed, give --budget to let kprof choose it, or "
+                            "drop --trace to capture unplanned\n";
+      return ExitCode::kPlanOverLimit;
+    }
+    if (planned.chosen && planned.proposal) {
+      const capture::CaptureSpec& chosen = planned.proposal->spec;
+      spec.preset = chosen.preset;
+      spec.sections = chosen.sections;
+      spec.metrics = chosen.metrics;
+      spec.kernel_regex = chosen.kernel_regex;
+      spec.kernel_name_base = chosen.kernel_name_base;
+      spec.launch_count = chosen.launch_count;
+      if (planned.proposal->sister) {
+        output.stderr_text += capture::plan_text(planned) +
+                              "kprof: only the sister deployment fits the limits (kprof k8s "
+                              "sister): nothing was run\n";
+        return ExitCode::kPlanOverLimit;
+      }
+      note(fmt::format("plan: over a limit; --budget chose {} ({})",
+                       capture::capture_options_text(*planned.proposal, planned.trace),
+                       planned.proposal_kind));
+    }
+    session.plan = capture::plan_for_bundle(planned);
+  } else if (options.plan.budget_s) {
+    throw UsageError("--budget needs --trace: the plan that chooses the capture reads it");
+  }
   session.env = parse_env(options.env);
   std::string output_path = options.output.empty()
                                 ? capture::EvidenceBundle::default_path("kprof-capture-")
@@ -184,6 +227,14 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
     if (options.warm.ready_log_line.empty() != options.ready_log_file.empty())
       throw UsageError("--ready-log-line REGEX and --ready-log-file FILE go together");
   }
+  load::LoadSpec request_shape;
+  request_shape.api = options.warm.load_api;
+  request_shape.model = options.warm.model;
+  request_shape.prompt_tokens = options.warm.prompt_len;
+  request_shape.output_tokens = options.warm.output_len;
+  request_shape.api_key = api_key_from_environment();
+  std::optional<capture::GuardSpec> guard =
+      guard_spec(options.guard, !options.load_url.empty(), request_shape);
   spec.export_path = "report";  // placeholder; checked for refusal only
   {
     // What does not depend on the ncu first, as if it were the newest (ncu is not asked yet);
@@ -229,6 +280,7 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
     warm_spec.load.base_url = base;
     warm_spec.captures = options.captures;
     warm_spec.host = host;
+    warm_spec.guard = guard;
     // N captures go into one folder (made with the first bundle), capture-1 … capture-N.
     std::vector<std::string> bundle_paths = {output_path};
     if (options.captures > 1) {
@@ -278,6 +330,26 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
       return capture::attach_details(*tree, selector);
     };
   }
+  // The guard of a capture without the warm sequence: its baseline now, before ncu starts.
+  std::unique_ptr<capture::LatencyGuard> latency_guard;
+  if (guard) {
+    latency_guard = std::make_unique<capture::LatencyGuard>(
+        *guard, [](const std::string& text) { note(text); });
+    try {
+      latency_guard->measure_baseline();
+    } catch (const load::LoadError& error) {
+      if (tree) tree->release_all();
+      throw NotReady(std::string("the latency guard could not measure its baseline: ") +
+                     error.what());
+    }
+    latency_guard->start_watching();
+    session.guard = [&latency_guard] { return latency_guard->check(); };
+    session.service_cost = [&latency_guard] {
+      latency_guard->stop_watching();
+      latency_guard->measure_after();
+      return latency_guard->bill(std::nullopt);
+    };
+  }
   capture::CaptureResult result =
       capture::CaptureSession(spec, session, runner, observer).run(output_path);
   if (tree) tree->release_all();
@@ -320,8 +392,14 @@ void define_capture(CLI::App& parent, Runner& runner) {
       "Warm sequence (--attach … --load-url URL): start-up held unprofiled, readiness, warm-up\n"
       "requests, then each capture while --load-concurrency requests are in flight; a server\n"
       "started with --api-key needs KPROF_API_KEY=KEY in the environment.\n\n"
+      "Plan and guard (issue 41): --plan --trace TRACE prints what the capture will cost and runs\n"
+      "nothing (kprof plan); --trace alone plans first and refuses a capture over a limit unless\n"
+      "--budget chose one that fits. --guard-p99-ms/--guard-factor with --guard-url (or\n"
+      "--load-url) probe the service before, during and after; ncu is stopped (detached) when it\n"
+      "suffers, and the bundle's service block says what the capture cost.\n\n"
       "Exit codes: 0 captured; 7 the capture failed or profiled nothing (diagnoses say why and\n"
-      "what to do); 8 timed out or interrupted (bundle NAME.incomplete); 9 ncu not found.\n\n"
+      "what to do); 8 timed out, interrupted or stopped by the latency guard (bundle\n"
+      "NAME.incomplete); 9 ncu not found; 14 (--trace) over a limit, nothing run.\n\n"
       "Examples:\n"
       "  kprof capture -k 'gemm|nvjet' --launch-skip 50 --launch-count 5 -- python3 serve_step.py\n"
       "  kprof capture --preset full -k flash --launch-count 2 --env CUDA_VISIBLE_DEVICES=1 -- "
@@ -426,6 +504,10 @@ void define_capture(CLI::App& parent, Runner& runner) {
                       "Captures in the warm sequence, one bundle each (default 1)");
   command->add_flag("--json", options->json,
                     "Print the manifest (JSON) instead of the verdict table");
+  command->add_flag("--plan", options->plan_only,
+                    "Print the capture's plan (kprof plan: needs --trace) and run nothing");
+  add_plan_options(command, options->plan, true);
+  add_guard_options(command, options->guard, "--load-url");
   command->add_option("COMMAND", options->target, "The program and its arguments, after --");
   command->callback([&runner, options] {
     runner = [options](Output& output) { return run_capture(*options, output); };

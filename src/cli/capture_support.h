@@ -9,8 +9,10 @@
 
 #include "capture/attach_targets.h"
 #include "capture/bundle_manifest.h"  // diagnoses_json
+#include "capture/latency_guard.h"
 #include "capture/ncu_command.h"
 #include "capture/ncu_diagnosis.h"
+#include "capture/verbs.h"
 #include "capture/warm_capture.h"
 #include "common/text.h"  // quoted_command, shared with kprof k8s's kubectl messages
 
@@ -54,5 +56,43 @@ void apply_warm_options(const WarmOptions& options, capture::WarmCaptureSpec& sp
 // server started with --api-key. An environment variable, not an option: the command line shows
 // in ps, shell history and the bundle's manifest. A usage error when it holds control characters.
 std::string api_key_from_environment();
+
+// The plan's inputs that `kprof plan`, `capture --plan` and `k8s plan` share (issue 41): the
+// trace, its steps, the limits and the ncu version the passes are for.
+struct PlanCliOptions {
+  std::string trace, step;
+  std::string liveness_probe, readiness_probe;  // PERIOD:FAILURE_THRESHOLD
+  std::optional<double> slo_p99_ms, budget_s, device_gb, resident_gb, memory_fraction;
+  std::string ncu_version;
+};
+// Defines --trace, --step, --slo-p99-ms, --budget, --device-memory-gb, --resident-gb,
+// --gpu-memory-utilization, --ncu-version; with probes, --liveness-probe and --readiness-probe
+// (k8s plan reads them from the Deployment instead).
+void add_plan_options(CLI::App* command, PlanCliOptions& options, bool probes);
+// The options into a plan request over `spec` (its ncu version set from --ncu-version); usage
+// errors for values CLI11 does not check.
+capture::PlanOptions to_plan_options(const PlanCliOptions& options, capture::CaptureSpec spec,
+                                     bool json);
+// The latency guard's options (issue 41), shared by `capture` and `k8s sister`: on when
+// --guard-p99-ms or --guard-factor is given.
+struct GuardCliOptions {
+  std::string url;
+  std::optional<double> p99_ms, factor;
+  double error_rate = 0.5, interval_s = 1;
+  int baseline = 5;
+};
+// Defines --guard-url, --guard-p99-ms, --guard-factor, --guard-error-rate, --guard-interval and
+// --guard-baseline; load_url_option names the option whose URL the guard probes by default.
+void add_guard_options(CLI::App* command, GuardCliOptions& options,
+                       const std::string& load_url_option);
+// The options into the guard's spec; nullopt when no limit is given. Usage errors for a guard
+// without a URL to probe (--guard-url, or the warm sequence's load URL when has_load_url) and for
+// values out of range. `load` is the shape of the operator's requests; the spec's URL is
+// --guard-url, or empty for the load's.
+std::optional<capture::GuardSpec> guard_spec(const GuardCliOptions& options, bool has_load_url,
+                                             const load::LoadSpec& load);
+
+// The model's words for --help footers: the formula and where its figures come from.
+extern const char* const kPlanModelHelp;
 
 }  // namespace kprof::cli

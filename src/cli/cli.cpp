@@ -19,10 +19,10 @@ namespace {
 
 // Every subcommand, in the order `kprof --help` lists them.
 constexpr DefineCommand kCommands[] = {
-    define_analyze,   define_capture, define_trace,   define_doctor,     define_k8s,
-    define_inspect,   define_source,  define_rank,    define_budget,     define_report,
-    define_diff,      define_db,      define_explain, define_gpus,       define_selftest,
-    define_calibrate, define_load,    define_mcp,     define_completion,
+    define_analyze,  define_capture,   define_plan,   define_trace,   define_doctor,
+    define_k8s,      define_inspect,   define_source, define_rank,    define_budget,
+    define_report,   define_diff,      define_db,     define_explain, define_gpus,
+    define_selftest, define_calibrate, define_load,   define_mcp,     define_completion,
 };
 
 // Installed as kubectl-kprof too, kprof is a kubectl plugin: kubectl runs `kubectl kprof VERB
@@ -64,7 +64,9 @@ constexpr const char* kDescription =
     "            calibrate), the server not ready (load), 10 a Kubernetes call failed or\n"
     "            something kprof created is left (k8s), 11 output could not be written (disk\n"
     "            full, permission denied, read-only file system), 12 some requests failed (load),\n"
-    "            13 diff: the kernels compared cover too little of a side's GPU time.";
+    "            13 diff: the kernels compared cover too little of a side's GPU time,\n"
+    "            14 plan: the capture is over a limit (plan, capture --plan or --trace, k8s\n"
+    "            plan; the plan proposes the largest that fits).";
 
 // Printed as the command composed it: secrets were redacted where they entered (command lines,
 // environments, URLs, logs; common/redact.h), never by a pattern over the finished JSON, CSV or

@@ -49,6 +49,7 @@ void define_diff(CLI::App& parent, Runner& runner);
 void define_db(CLI::App& parent, Runner& runner);
 void define_explain(CLI::App& parent, Runner& runner);
 void define_capture(CLI::App& parent, Runner& runner);
+void define_plan(CLI::App& parent, Runner& runner);
 void define_trace(CLI::App& parent, Runner& runner);
 void define_doctor(CLI::App& parent, Runner& runner);
 void define_k8s(CLI::App& parent, Runner& runner);

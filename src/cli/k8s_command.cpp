@@ -49,6 +49,10 @@ struct K8sOptions {
   // sidecar
   std::string image, profile = "sysadmin", ncu_path = "ncu";
   int lifetime_s = 3600;
+  // plan
+  PlanCliOptions plan;
+  // sister: the latency guard of each warm capture (issue 41)
+  GuardCliOptions guard;
 };
 
 // Progress of an operation, each piece at once (redacted, as everything kprof prints).
@@ -140,6 +144,13 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
   if (!options.trace && !options.startup) {
     check_warm_options(options.warm);
     apply_warm_options(options.warm, request.warm);
+    // The guard probes the sister's port-forward (the load's URL) unless --guard-url names
+    // another (a production Service beside the profiled copy).
+    request.warm.guard = guard_spec(options.guard, true, request.warm.load);
+  } else if (options.guard.p99_ms || options.guard.factor || !options.guard.url.empty()) {
+    throw UsageError(
+        "the latency guard watches the warm sequence's captures: not with --trace "
+        "or --startup");
   }
   TerminalProgress progress;
   return answer(k8s::run_sister(request, progress), output);
@@ -252,6 +263,44 @@ void define_k8s(CLI::App& parent, Runner& runner) {
     runner = [preflight](Output& o) { return run_preflight(*preflight, o); };
   });
 
+  auto plan = std::make_shared<K8sOptions>();
+  c = k8s->add_subcommand(
+      "plan", "The capture's plan against the Deployment's probes and memory; nothing created");
+  c->footer(std::string(kPlanModelHelp) +
+            "The liveness and readiness probes (period x failure threshold, Kubernetes' defaults\n"
+            "where a field is absent) and the engine's memory fraction (with --device-memory-gb)\n"
+            "are read from the Deployment's server container.\n\n"
+            "Example:\n"
+            "  kprof k8s plan -n serving llama-70b --trace decode.json.gz -k nvjet --preset full "
+            "-c 5 --device-memory-gb 141");
+  add_cluster_options(c, *plan);
+  c->add_option("DEPLOYMENT", plan->deployment, "Deployment name")->required();
+  c->add_option("--container", plan->container, "Server container (default: the first)");
+  c->add_option("--preset", plan->preset, "triage (default), basic or full")->capture_default_str();
+  c->add_option("-k,--kernel-name", plan->kernel_regex,
+                "Only kernels whose name matches this regex");
+  c->add_option("--launch-skip", plan->launch_skip, "Skip this many matching launches first");
+  c->add_option("-c,--launch-count", plan->launch_count,
+                "Profile this many matching launches (default 1: the sister's attach)");
+  add_plan_options(c, plan->plan, false);
+  c->add_flag("--json", plan->json_output, "Print JSON (kprof.plan/1)");
+  c->callback([&runner, plan] {
+    runner = [plan](Output& o) {
+      capture::CaptureSpec spec;
+      auto preset = capture::parse_preset(plan->preset);
+      if (!preset)
+        throw UsageError(fmt::format("--preset {}: expected triage, basic or full", plan->preset));
+      spec.preset = *preset;
+      spec.kernel_regex = plan->kernel_regex;
+      spec.launch_skip = plan->launch_skip;
+      spec.launch_count = plan->launch_count.value_or(1);
+      if (*spec.launch_count < 1) throw UsageError("--launch-count must be at least 1");
+      return answer(k8s::run_plan(request_of(*plan, o.argv),
+                                  to_plan_options(plan->plan, spec, plan->json_output)),
+                    o);
+    };
+  });
+
   auto sister = std::make_shared<K8sOptions>();
   c = k8s->add_subcommand(
       "sister", "Serve the same model under ncu in a copy of the Deployment, capture, delete it");
@@ -297,6 +346,7 @@ void define_k8s(CLI::App& parent, Runner& runner) {
                    "(kubectl logs), instead of --ready-path");
   c->add_option("--top", sister->top, "With --trace: kernels listed in each ranking")
       ->capture_default_str();
+  add_guard_options(c, sister->guard, "the sister's port-forward");
   c->callback([&runner, sister, c] {
     // What only ncu uses is refused with --trace rather than silently ignored.
     for (const char* name : {"--ncu-image", "--ncu-dir", "--preset", "--kernel-name",

@@ -29,6 +29,8 @@ enum class ExitCode : int {
       11,                // output could not be written: disk full, permission denied, read-only FS
   kRequestsFailed = 12,  // load: some requests failed (HTTP error, connection, timeout)
   kCoverageLow = 13,     // kprof diff: the kernels compared cover too little of a side's GPU time
+  kPlanOverLimit = 14,   // plan, capture --plan: the capture is over a limit (a probe, the SLO,
+                         // the device memory, --budget); the plan proposes one that fits
 };
 
 // A bad option value that CLI11 cannot check (an invalid regex, options that do not combine):

@@ -217,6 +217,11 @@ CleanupReceipt CleanupReceipt::parse(const std::string& path, std::string_view b
   // Derived from the objects whenever the receipt is written; only its type is checked.
   if (const json* leftovers = fields.optional("leftovers"); leftovers && !leftovers->is_array())
     fields.wrong("leftovers", "an array", *leftovers);
+  // What the captures cost the service: kept as written (no decision reads it), an array.
+  if (const json* service = fields.optional("service")) {
+    if (!service->is_array()) fields.wrong("service", "an array", *service);
+    receipt.service_ = *service;
+  }
   fields.no_others();
   return receipt;
 }
@@ -279,12 +284,18 @@ std::string CleanupReceipt::json_text() const {
   for (const ReceiptObject& object : this->leftovers()) leftovers.push_back(object_json(object));
   json document = {{"schema", kSchema},         {"operation", operation_}, {"context", context_},
                    {"started_at", started_at_}, {"status", status_},       {"objects", objects}};
+  if (!service_.empty()) document["service"] = service_;
   if (ended_at_) {
     document["ended_at"] = *ended_at_;
     document["leftovers"] = leftovers;
   }
   redact_secrets_in_json(document);
   return document.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+void CleanupReceipt::service_cost(json bill) {
+  service_.push_back(std::move(bill));
+  save();
 }
 
 void CleanupReceipt::save() const {

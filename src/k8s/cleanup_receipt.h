@@ -9,6 +9,7 @@
 // acts on it. The objects are then plain structs: no code reads the JSON afterwards.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -53,6 +54,9 @@ class CleanupReceipt {
             const std::string& reason);
   // "ok", "failed", "interrupted" (an operation); "cleaned", "cleanup-failed" (kprof k8s cleanup).
   void finish(const std::string& status);
+  // What a capture of the operation cost the service (capture/latency_guard.h's bill), one
+  // entry per capture in the receipt's "service" list; saved at once.
+  void service_cost(nlohmann::json bill);
 
   // Objects created and neither deleted nor unremovable.
   std::vector<ReceiptObject> leftovers() const;
@@ -72,6 +76,7 @@ class CleanupReceipt {
   std::string operation_, context_, started_at_, status_;
   std::optional<std::string> ended_at_;
   std::vector<ReceiptObject> objects_;
+  nlohmann::json service_ = nlohmann::json::array();
 };
 
 }  // namespace kprof::k8s

@@ -214,9 +214,12 @@ ServerEndpoint server_endpoint(const OperationRequest& request, const ContainerI
 // The warm sequence in the sister's pod: one bundle per capture (capture-1 …), each summarised
 // as it ends. Returns false when a capture failed or the sequence stopped (diagnoses say why); a
 // port-forward kubectl refused is a Kubernetes failure (exit 10), reported through the outcome.
+// What each capture cost the service (its bundle's "service" block, where a guard ran) goes into
+// the receipt too.
 bool warm_capture_in_sister(Operation& op, const Cluster& cluster, const PodPlacement& where,
                             const fs::path& out_dir, const capture::CaptureSpec& spec,
-                            const ServerEndpoint& endpoint, const std::string& container_api_key) {
+                            const ServerEndpoint& endpoint, const std::string& container_api_key,
+                            CleanupReceipt& receipt) {
   const OperationRequest& request = op.request;
   PodWarmRequest warm;
   warm.warm = request.warm;
@@ -239,7 +242,10 @@ bool warm_capture_in_sister(Operation& op, const Cluster& cluster, const PodPlac
   capture::WarmCaptureResult result =
       warm_capture_in_pod(cluster.kubectl, where, warm, op.pod_session(cluster), progress, bundles);
   int index = 0;
-  for (const capture::CaptureResult& one : result.captures) op.report_capture(++index, one);
+  for (const capture::CaptureResult& one : result.captures) {
+    op.report_capture(++index, one);
+    if (one.manifest.contains("service")) receipt.service_cost(one.manifest["service"]);
+  }
   op.observer.to_stderr(capture::diagnoses_text(result.diagnoses));
   if (result.stopped) op.observer.note(capture::stopped_sequence_summary(*result.stopped));
   for (const capture::Diagnosis& diagnosis : result.diagnoses) {
@@ -338,7 +344,7 @@ void warn_without_free_gpus(const Cluster& cluster, const ContainerInfo& contain
 void run_created_sister(Operation& op, const Cluster& cluster, const ContainerInfo& container,
                         const SisterOptions& sister, const Assessment& assessment,
                         const ServerEndpoint& endpoint, const LocalPlan& plan,
-                        const CleanupReceipt& receipt) {
+                        CleanupReceipt& receipt) {
   const OperationRequest& request = op.request;
   const std::string& ns = request.target.namespace_name;
   SisterPod pod;
@@ -376,7 +382,7 @@ void run_created_sister(Operation& op, const Cluster& cluster, const ContainerIn
   if (!request.startup) {
     if (!warm_capture_in_sister(op, cluster, where, plan.out_dir,
                                 pod_capture_spec(request, ncu, assessment.safety), endpoint,
-                                container.api_key))
+                                container.api_key, receipt))
       op.outcome.all_ok = false;
     return;
   }
@@ -413,6 +419,31 @@ pipeline::Answer run_preflight(const OperationRequest& request) {
   answer.out = request.json_output ? preflight_json(view, request.argv).dump(1) + "\n"
                                    : preflight_text(view);
   return answer;
+}
+
+pipeline::Answer run_plan(const OperationRequest& request, capture::PlanOptions plan) {
+  Cluster cluster = read_target(request);
+  const ContainerInfo& container = server_container(cluster, request.target.container);
+  std::string where = fmt::format("Deployment {}/{}, container {}", cluster.target.namespace_name,
+                                  cluster.target.deployment, container.name);
+  for (const ContainerInfo::Probe& probe : container.probes) {
+    capture::ProbeBudget budget;
+    budget.probe = probe.kind;
+    budget.period_s = probe.period_s;
+    budget.failure_threshold = probe.failure_threshold;
+    budget.timeout_s = probe.timeout_s;
+    budget.from = where;
+    plan.limits.probes.push_back(budget);
+  }
+  if (!plan.memory_fraction && container.gpu_memory_utilization && plan.limits.device_gb &&
+      !plan.limits.resident_gb) {
+    plan.memory_fraction = container.gpu_memory_utilization;
+    plan.limits.memory_from =
+        fmt::format("the engine's memory fraction {} ({}) of {} GB",
+                    *container.gpu_memory_utilization, where, *plan.limits.device_gb);
+  }
+  plan.limits.kubernetes = true;
+  return capture::plan(plan, request.argv);
 }
 
 pipeline::Answer run_sister(const OperationRequest& request, OperationObserver& observer) {

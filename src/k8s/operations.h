@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "capture/capture_session.h"
+#include "capture/verbs.h"
 #include "capture/warm_capture.h"
 #include "k8s/operation.h"
 #include "pipeline/answer.h"
@@ -64,6 +65,11 @@ struct OperationRequest {
 pipeline::Answer run_preflight(const OperationRequest& request);
 pipeline::Answer run_sister(const OperationRequest& request, OperationObserver& observer);
 pipeline::Answer run_sidecar(const OperationRequest& request, OperationObserver& observer);
+// `kprof k8s plan DEPLOYMENT --trace T`: the capture plan (capture::plan) against the
+// Deployment's own limits — its server container's liveness and readiness probes (period ×
+// failure threshold) and its engine's memory fraction (with plan.limits.device_gb) — the sister
+// deployment offered when nothing fits the live replica. Reads only; nothing is created.
+pipeline::Answer run_plan(const OperationRequest& request, capture::PlanOptions plan);
 // `kprof k8s cleanup --receipt R`: what R lists as left deleted (only what kprof labelled).
 pipeline::Answer run_cleanup(const OperationRequest& request);
 

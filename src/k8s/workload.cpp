@@ -343,6 +343,21 @@ TargetInfo parse_target(const nlohmann::json& deployment, const nlohmann::json& 
         break;
       }
     }
+    for (const auto& [field, kind] :
+         {std::pair{"livenessProbe", "liveness"}, std::pair{"readinessProbe", "readiness"}}) {
+      const nlohmann::json& probe = member(c, field);
+      if (!probe.is_object()) continue;
+      ContainerInfo::Probe read;
+      read.kind = kind;
+      auto seconds = [&](const char* key, double fallback) {
+        const nlohmann::json& value = member(probe, key);
+        return value.is_number() && value.get<double>() >= 1 ? value.get<double>() : fallback;
+      };
+      read.period_s = seconds("periodSeconds", 10);
+      read.failure_threshold = seconds("failureThreshold", 3);
+      read.timeout_s = seconds("timeoutSeconds", 1);
+      info.probes.push_back(read);
+    }
     target.containers.push_back(std::move(info));
   }
   for (const auto& p : items(pods)) {

@@ -42,6 +42,14 @@ struct ContainerInfo {
   std::string health_path;
   // The engine's own --api-key (vLLM, SGLang), which the warm capture's requests must carry.
   std::string api_key;
+  // Its liveness and readiness probes as the kubelet runs them (Kubernetes' defaults where a
+  // field is absent: period 10 s, failure threshold 3, timeout 1 s): how long the engine may
+  // stall before it is restarted or leaves its Service (the capture plan's limits).
+  struct Probe {
+    std::string kind;  // "liveness", "readiness"
+    double period_s = 10, failure_threshold = 3, timeout_s = 1;
+  };
+  std::vector<Probe> probes;
 };
 
 struct PodInfo {

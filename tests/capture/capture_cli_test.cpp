@@ -19,6 +19,8 @@
 #include <thread>
 
 #include "common/child_process.h"
+#include "common/error.h"
+#include "common/json_table.h"
 #include "support/canned_http_server.h"
 #include "support/run_process.h"
 #include "support/test_data.h"
@@ -611,6 +613,7 @@ class FakeServer {
   }
   const std::string& url() const { return url_; }
   std::vector<nlohmann::json> requests() const { return json_lines_of_event(log_, "request"); }
+  pid_t pid() const { return pid_; }  // the front: stopped (SIGSTOP), the service stalls
 
  private:
   fs::path log_;
@@ -1378,6 +1381,186 @@ TEST_F(Capture, DoctorOnTheH200sRecordedFacts) {
                             "\"99999.1\", not a driver version"),
             std::string::npos)
       << absurd.out;
+}
+
+// "" when the manifest is a valid kprof.bundle/1 (docs/kprof.bundle.schema.json), else why not.
+std::string bundle_schema_violation(const nlohmann::json& manifest) {
+  static const std::string schema =
+      read_file(std::string(KPROF_TESTS_DIR) + "/../docs/kprof.bundle.schema.json");
+  try {
+    check_json_table(manifest, schema.c_str(), "kprof.bundle");
+    return "";
+  } catch (const InputError& error) {
+    return error.what();
+  }
+}
+
+// Issue 41: the latency guard. An attach capture of two kernels whose target (the stand-in ncu's
+// FAKE_NCU_STALL_PID: serve.py's front, stopped with SIGSTOP) stalls after the first kernel, as an
+// engine does while ncu replays: the guard's probes wait, their p99 passes --guard-p99-ms, and
+// kprof stops the attach client — within seconds, not the 30 s the stall would last —, keeps the
+// partial bundle (incomplete, reason "guard", the one kernel profiled, the report), and the
+// server, let go, answers again.
+TEST_F(Capture, TheGuardDetachesOnALatencySpikeAndKeepsThePartialBundle) {
+  FakeServer server(dir_ / "server", {"--fake-ms-per-token", "1"});
+  ASSERT_FALSE(server.url().empty());
+  FakeTarget target;
+  pid_t live = start_sleeper();
+  setenv("FAKE_NCU_TARGET_PID", std::to_string(live).c_str(), 1);
+  setenv("FAKE_NCU_STALL_PID", std::to_string(server.pid()).c_str(), 1);
+  setenv("FAKE_NCU_STALL_S", "30", 1);
+  unsetenv("KPROF_API_KEY");
+  auto began = std::chrono::steady_clock::now();
+  auto result = capture(recording("attach_1"), {"--attach",
+                                                "127.0.0.1:" + std::to_string(target.port()),
+                                                "-k",
+                                                "k_alpha",
+                                                "--launch-count",
+                                                "2",
+                                                "--preset",
+                                                "basic",
+                                                "--timeout",
+                                                "60",
+                                                "--guard-url",
+                                                server.url(),
+                                                "--guard-p99-ms",
+                                                "1500",
+                                                "--guard-interval",
+                                                "0.2",
+                                                "--guard-baseline",
+                                                "3",
+                                                "--prompt-len",
+                                                "4",
+                                                "--output-len",
+                                                "2"});
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  unsetenv("FAKE_NCU_STALL_PID");
+  unsetenv("FAKE_NCU_STALL_S");
+  unsetenv("FAKE_NCU_TARGET_PID");
+  kill(live, SIGKILL);
+  waitpid(live, nullptr, 0);
+  EXPECT_EQ(result.exit_code, 8) << result.err;  // incomplete: stopped before its 2 kernels
+  EXPECT_LT(took, 25) << "the guard waited out the stall";
+  EXPECT_NE(result.err.find("guard: baseline 3 of 3 requests completed"), std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("passed 1500 ms (--guard-p99-ms 1500)"), std::string::npos)
+      << result.err;
+  ASSERT_TRUE(fs::exists(bundle() + ".incomplete")) << result.err;
+  nlohmann::json m = manifest(bundle() + ".incomplete");
+  EXPECT_EQ(m["status"], "incomplete");
+  EXPECT_EQ(m["incomplete_reason"], "guard");
+  EXPECT_EQ(m["progress"]["kernels_profiled"], 1);
+  EXPECT_EQ(m["ncu"]["detached_by_kprof"], true);
+  EXPECT_TRUE(fs::exists(bundle() + ".incomplete/report.ncu-rep"));
+  std::vector<std::string> ids = diagnosis_ids(m);
+  EXPECT_NE(std::find(ids.begin(), ids.end(), "guard_fired"), ids.end()) << m["diagnoses"];
+  const nlohmann::json& service = m["service"];
+  EXPECT_EQ(service["guard"]["fired"], true);
+  EXPECT_EQ(service["url"], server.url());
+  EXPECT_EQ(service["latency"]["before"]["completed"], 3);
+  EXPECT_GE(service["longest_stall_ms"].get<double>(), 1500);
+  EXPECT_EQ(service["latency"]["after"]["completed"], 3);  // the server answers again
+  // The guard counts every request it sent; the server saw none it did not count.
+  std::int64_t counted = service["latency"]["before"]["requests"].get<std::int64_t>() +
+                         service["latency"]["during"]["requests"].get<std::int64_t>() +
+                         service["latency"]["after"]["requests"].get<std::int64_t>();
+  EXPECT_EQ(service["guard"]["requests_sent"], counted);
+  EXPECT_LE(static_cast<std::int64_t>(server.requests().size()), counted);
+  EXPECT_GE(static_cast<std::int64_t>(server.requests().size()), 6);
+  EXPECT_GT(service["ncu_held_s"].get<double>(), 1.5);
+  EXPECT_EQ(bundle_schema_violation(m), "");
+}
+
+// The same capture without the stall: the probes stay fast, the guard stays quiet, both kernels
+// are profiled and the bill says what the capture cost.
+TEST_F(Capture, TheGuardStaysQuietWhenTheServiceKeepsUp) {
+  FakeServer server(dir_ / "server", {"--fake-ms-per-token", "1"});
+  ASSERT_FALSE(server.url().empty());
+  FakeTarget target;
+  pid_t live = start_sleeper();
+  setenv("FAKE_NCU_TARGET_PID", std::to_string(live).c_str(), 1);
+  setenv("FAKE_NCU_LINE_DELAY", "0.3", 1);  // long enough for a few probes
+  unsetenv("KPROF_API_KEY");
+  auto result = capture(recording("attach_1"), {"--attach",
+                                                "127.0.0.1:" + std::to_string(target.port()),
+                                                "-k",
+                                                "k_alpha",
+                                                "--launch-count",
+                                                "2",
+                                                "--preset",
+                                                "basic",
+                                                "--timeout",
+                                                "60",
+                                                "--guard-url",
+                                                server.url(),
+                                                "--guard-factor",
+                                                "20",
+                                                "--guard-interval",
+                                                "0.2",
+                                                "--guard-baseline",
+                                                "3",
+                                                "--prompt-len",
+                                                "4",
+                                                "--output-len",
+                                                "2"});
+  unsetenv("FAKE_NCU_LINE_DELAY");
+  unsetenv("FAKE_NCU_TARGET_PID");
+  kill(live, SIGKILL);
+  waitpid(live, nullptr, 0);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  nlohmann::json m = manifest(bundle());
+  EXPECT_EQ(m["status"], "ok");
+  EXPECT_EQ(m["progress"]["kernels_profiled"], 2);
+  const nlohmann::json& service = m["service"];
+  EXPECT_EQ(service["guard"]["fired"], false);
+  EXPECT_TRUE(service["guard"]["why"].is_null());
+  EXPECT_NE(service["guard"]["limit_from"].get<std::string>().find("--guard-factor 20"),
+            std::string::npos);
+  EXPECT_GE(service["latency"]["during"]["requests"].get<std::int64_t>(), 1);
+  EXPECT_EQ(service["latency"]["during"]["errors"], 0);
+  EXPECT_TRUE(service["restarts"].is_null());  // not Kubernetes: not known here
+  EXPECT_EQ(bundle_schema_violation(m), "");
+}
+
+// A guard needs a URL the operator gave; a URL alone is no limit.
+TEST_F(Capture, TheGuardNeedsAUrlAndALimit) {
+  auto no_url = capture(recording("attach_1"),
+                        {"--attach", "127.0.0.1", "-k", "k_alpha", "--guard-p99-ms", "100"});
+  EXPECT_EQ(no_url.exit_code, 2);
+  EXPECT_NE(no_url.err.find("--guard-url"), std::string::npos) << no_url.err;
+  auto no_limit = capture(recording("attach_1"), {"--attach", "127.0.0.1", "-k", "k_alpha",
+                                                  "--guard-url", "http://127.0.0.1:1"});
+  EXPECT_EQ(no_limit.exit_code, 2);
+  EXPECT_TRUE(ncu_calls().empty());  // refused before ncu was asked anything
+}
+
+// Issue 41: capture --trace plans the capture first and records the plan beside what happened.
+TEST_F(Capture, APlannedCaptureRecordsItsPlanAndTheMeasuredNcuTime) {
+  auto result = capture(recording("suite_triage"),
+                        {"-k", "^k_", "-c", "2", "--trace",
+                         std::string(KPROF_TESTS_DIR) + "/capture/data/plan_suite_trace.json",
+                         "--ncu-version", "2025.3.1", "--", "./suite"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  nlohmann::json plan = manifest(bundle())["plan"];
+  EXPECT_EQ(plan["capture"]["launch_count"], 2);
+  EXPECT_EQ(plan["passes"], 14);
+  EXPECT_GT(plan["measured_ncu_wall_s"].get<double>(), 0);
+  // 3 s + 2 × 14 × (dram 300 us + 0.09 s): 5.53 s; both launches in the first step.
+  EXPECT_NEAR(plan["predicted_ncu_wall_s"].get<double>(),
+              3 + 14 * (300e-6 + 0.09) + 14 * (200e-6 + 0.09) + 0.00153, 0.01);
+  EXPECT_NEAR(
+      plan["error"].get<double>(),
+      plan["measured_ncu_wall_s"].get<double>() / plan["predicted_ncu_wall_s"].get<double>() - 1,
+      0.002);
+  EXPECT_EQ(bundle_schema_violation(manifest(bundle())), "");
+  // Over a limit, nothing runs.
+  auto over = testing::run_process(
+      {KPROF_BINARY, "capture", "-o", bundle() + "-over", "-k", "^k_", "-c", "2", "--trace",
+       std::string(KPROF_TESTS_DIR) + "/capture/data/plan_suite_trace.json", "--slo-p99-ms", "500",
+       "--", "./suite"});
+  EXPECT_EQ(over.exit_code, 14) << over.err;
+  EXPECT_NE(over.err.find("OVER"), std::string::npos) << over.err;
+  EXPECT_FALSE(fs::exists(bundle() + "-over"));
 }
 
 }  // namespace

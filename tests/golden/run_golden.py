@@ -62,6 +62,7 @@ DOC_EXAMPLES = [
     ("docs/budget.md", "its graph (0.6–0.7 ms of a 3.4 ms step)", ["budget_serving_window"]),
     ("docs/selftest.md", "judged again here with `--judge`", ["selftest_judge"]),
     ("docs/calibrate.md", "the note, cut here", ["calibrate_from"]),
+    ("docs/plan.md", "## Output", ["plan_decode_full_over_probe"]),
 ]
 
 

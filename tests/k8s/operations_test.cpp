@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "k8s/cleanup_receipt.h"
 #include "k8s/workload.h"
+#include "support/test_data.h"
 
 namespace kprof::k8s {
 namespace {
@@ -147,6 +148,38 @@ TEST_F(Operations, ASisterDryRunReadsTheTargetAndCreatesNothing) {
   ASSERT_FALSE(called.empty());
   for (const std::string& verb : called) EXPECT_TRUE(verb == "get" || verb == "version") << verb;
   EXPECT_FALSE(fs::exists(dir_ / "receipt.json"));
+}
+
+// kprof k8s plan (issue 41): the Deployment's probes (liveness 10 s × 3, readiness the defaults)
+// and its engine's --gpu-memory-utilization 0.92 of a 141 GB device are the limits; one launch of
+// full at 129.7 GB resident is backed up to host memory (38 × ~10 us + 129.7 GB × 0.4 s/GB ≈
+// 52 s, over both probes' 30 s), so only the sister, at a memory fraction of 0.45, fits.
+TEST_F(Operations, APlanReadsTheDeploymentsProbesAndMemoryAndOffersTheSister) {
+  OperationRequest r = request();
+  r.argv = {"kprof", "k8s", "plan"};
+  capture::PlanOptions plan;
+  plan.trace = testing::data_path("h200/tracer_eager_decode.json.gz");
+  plan.capture.preset = capture::Preset::kFull;
+  plan.capture.kernel_regex = "nvjet";
+  plan.capture.launch_count = 1;
+  plan.limits.device_gb = 141;
+  plan.json = true;
+  pipeline::Answer answer = run_plan(r, plan);
+  EXPECT_EQ(answer.code, ExitCode::kPlanOverLimit);
+  json out = json::parse(answer.out);
+  EXPECT_EQ(out["schema"], "kprof.plan/1");
+  ASSERT_EQ(out["limits"]["probes"].size(), 2u);
+  EXPECT_EQ(out["limits"]["probes"][0]["probe"], "liveness");
+  EXPECT_EQ(out["limits"]["probes"][0]["budget_s"], 30.0);
+  EXPECT_EQ(out["limits"]["probes"][1]["probe"], "readiness");
+  EXPECT_NE(out["limits"]["probes"][0]["from"].get<std::string>().find("serving/llama-70b"),
+            std::string::npos);
+  EXPECT_NEAR(out["limits"]["resident_gb"].get<double>(), 0.92 * 141, 1e-6);
+  EXPECT_EQ(out["over_limits"], json({"liveness_probe", "readiness_probe", "device_memory"}));
+  EXPECT_EQ(out["proposal"]["kind"], "sister deployment");
+  EXPECT_EQ(out["proposal"]["capture"]["sister"], true);
+  // Read, never written.
+  for (const std::string& verb : verbs()) EXPECT_TRUE(verb == "get" || verb == "version") << verb;
 }
 
 TEST_F(Operations, ASisterOfAMissingDeploymentFailsBeforeAnythingIsCreated) {

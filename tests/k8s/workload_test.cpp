@@ -39,6 +39,35 @@ TEST(Workload, ReadsTheDeployment) {
   EXPECT_TRUE(target("sglang_under_ncu_launch.json").container("server")->under_ncu_launch);
 }
 
+// The probes the capture plan holds a stall against (issue 41): the fixture's liveness probe
+// gives period 10 and threshold 3, its readiness probe neither (Kubernetes' defaults: 10, 3, 1).
+TEST(Workload, ProbesAreReadWithKubernetesDefaults) {
+  TargetInfo t = target("vllm_single_replica.json");
+  const ContainerInfo* server = t.container("");
+  ASSERT_NE(server, nullptr);
+  ASSERT_EQ(server->probes.size(), 2u);
+  EXPECT_EQ(server->probes[0].kind, "liveness");
+  EXPECT_DOUBLE_EQ(server->probes[0].period_s, 10);
+  EXPECT_DOUBLE_EQ(server->probes[0].failure_threshold, 3);
+  EXPECT_EQ(server->probes[1].kind, "readiness");
+  EXPECT_DOUBLE_EQ(server->probes[1].period_s, 10);
+  EXPECT_DOUBLE_EQ(server->probes[1].timeout_s, 1);
+  nlohmann::json container = {
+      {"name", "s"},
+      {"image", "i"},
+      {"command", {"vllm", "serve"}},
+      {"livenessProbe", {{"periodSeconds", 5}, {"failureThreshold", 2}, {"timeoutSeconds", 4}}}};
+  nlohmann::json deployment = {
+      {"metadata", {{"name", "d"}, {"namespace", "n"}}},
+      {"spec", {{"template", {{"spec", {{"containers", nlohmann::json::array({container})}}}}}}}};
+  TargetInfo own = parse_target(deployment, {{"items", nlohmann::json::array()}},
+                                {{"items", nlohmann::json::array()}});
+  ASSERT_EQ(own.containers.at(0).probes.size(), 1u);
+  EXPECT_DOUBLE_EQ(own.containers[0].probes[0].period_s, 5);
+  EXPECT_DOUBLE_EQ(own.containers[0].probes[0].failure_threshold, 2);
+  EXPECT_DOUBLE_EQ(own.containers[0].probes[0].timeout_s, 4);
+}
+
 // Where the warm capture sends its requests and asks for readiness, from the Deployment.
 TEST(Workload, ServerPortAndHealthPathComeFromTheContainer) {
   TargetInfo vllm_target = target("vllm_single_replica.json");

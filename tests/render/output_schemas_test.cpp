@@ -381,6 +381,31 @@ TEST_F(OutputSchemas, Load) {
   EXPECT_NE(violation("load", bad_cause), "") << "accepted an unknown cause";
 }
 
+// kprof plan --json (issue 41): a plan over a probe's budget with its proposal, and one that fits.
+TEST_F(OutputSchemas, Plan) {
+  std::vector<std::string> args = {"plan",
+                                   "--json",
+                                   "--trace",
+                                   data_path("h200/tracer_eager_decode.json.gz"),
+                                   "-k",
+                                   "nvjet",
+                                   "--preset",
+                                   "full",
+                                   "--liveness-probe",
+                                   "10:3"};
+  std::vector<std::string> over_args = args;
+  over_args.insert(over_args.end(), {"-c", "40"});
+  json over = kprof_json(over_args, 14);
+  expect_valid("plan", over, "over a limit");
+  expect_refusals("plan", over);
+  EXPECT_FALSE(over["proposal"].is_null());
+  std::vector<std::string> fits_args = args;
+  fits_args.insert(fits_args.end(), {"-c", "1"});
+  json fits = kprof_json(fits_args, 0);
+  expect_valid("plan", fits, "fits");
+  EXPECT_TRUE(fits["proposal"].is_null());
+}
+
 TEST_F(OutputSchemas, SelftestJudgements) {
   json passed = kprof_json(
       {"selftest", "--judge", data_path("h200/selftest_h200_full.ncu-rep.zst"), "--json"});

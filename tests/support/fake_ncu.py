@@ -21,7 +21,11 @@ and waits for SIGINT, otherwise it replays the recording as that process. FAKE_N
 the highest unheld port's process instead (on the H200 a second attach to a released tree
 connected to the engine, on the higher port, before its front).
 FAKE_NCU_LOG: a file to append {"argv": …, "env": {…}} to. FAKE_NCU_LINE_DELAY: seconds between
-lines. FAKE_NCU_HANG=1: after the output, start a child (the "target") in the same process
+lines. FAKE_NCU_STALL_PID, FAKE_NCU_STALL_S (attach mode): after the first kernel's "Profiling"
+line, the process FAKE_NCU_STALL_PID is stopped (SIGSTOP: held, as ncu holds its target while it
+replays a kernel) for FAKE_NCU_STALL_S seconds or until SIGINT, then continued (SIGCONT); on
+SIGINT the kernels after the first are not printed, as a detach cuts them off.
+FAKE_NCU_HANG=1: after the output, start a child (the "target") in the same process
 group, write its pid to FAKE_NCU_HANG_PIDFILE, and wait forever."""
 import json
 import os
@@ -156,6 +160,28 @@ if "--mode" in argv and option("--mode") == "attach" and rc == 130:
     last = max((i for i, l in enumerate(out_lines) if l.startswith(b"==PROF== Profiling")), default=-1)
     interrupted = []
     signal.signal(signal.SIGINT, lambda *_: interrupted.append(1))
+    stall_pid = os.environ.get("FAKE_NCU_STALL_PID")
+    if stall_pid:
+        first = min(i for i, l in enumerate(out_lines) if l.startswith(b"==PROF== Profiling"))
+        replay(out_lines[: first + 1], sys.stdout)
+        os.kill(int(stall_pid), signal.SIGSTOP)
+        until = time.time() + float(os.environ.get("FAKE_NCU_STALL_S", "5"))
+        while not interrupted and time.time() < until:
+            time.sleep(0.05)
+        os.kill(int(stall_pid), signal.SIGCONT)
+        if interrupted:
+            write_report()
+            replay([l for l in out_lines[first + 1:] if not l.startswith(b"==PROF== Profiling")],
+                   sys.stdout)
+            replay(err.splitlines(keepends=True), sys.stderr)
+            sys.exit(rc)
+        replay(out_lines[first + 1: last + 1], sys.stdout)
+        write_report()
+        while not interrupted:
+            time.sleep(0.05)
+        replay(out_lines[last + 1:], sys.stdout)
+        replay(err.splitlines(keepends=True), sys.stderr)
+        sys.exit(rc)
     replay(out_lines[: last + 1], sys.stdout)
     write_report()
     while not interrupted:
