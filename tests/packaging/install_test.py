@@ -163,7 +163,8 @@ class InstalledTree(unittest.TestCase):
         r = run("bash", "--norc", "--noprofile", "-c", f"source '{script}' && complete -p kprof")
         self.assertEqual((r.returncode, r.stdout.strip()), (0, "complete -o default -F _kprof kprof"), r.stderr)
         self.assertEqual(self.bash_complete("kprof", "an"), ["analyze"])
-        self.assertEqual(sorted(self.bash_complete("kprof", "k8s", "")), ["cleanup", "preflight", "sidecar", "sister"])
+        self.assertEqual(sorted(self.bash_complete("kprof", "k8s", "")),
+                         ["cleanup", "plan", "preflight", "sidecar", "sister"])
         self.assertIn("--namespace", self.bash_complete("kprof", "k8s", "preflight", "--n"))
         self.assertEqual(self.bash_complete("kprof", "analyze", "--ker"), ["--kernel"])
         # Hidden commands are not offered; a value and what follows `--` are left to bash.
@@ -186,7 +187,7 @@ class InstalledTree(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         lines = r.stdout.split("\n")
         self.assertEqual(lines[0], "k8s preflight")
-        self.assertEqual(lines[1].split(), ["preflight", "sister", "sidecar", "cleanup"])
+        self.assertEqual(lines[1].split(), ["preflight", "plan", "sister", "sidecar", "cleanup"])
         self.assertIn("--context", lines[2].split())
 
 
