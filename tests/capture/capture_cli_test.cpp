@@ -1563,5 +1563,89 @@ TEST_F(Capture, APlannedCaptureRecordsItsPlanAndTheMeasuredNcuTime) {
   EXPECT_FALSE(fs::exists(bundle() + "-over"));
 }
 
+// --budget makes kprof run the capture the plan chose: two launches of the fixture's first step
+// stall it 2 × 14 × 0.0903 s = 2.5 s, over --slo-p99-ms 1500; one (1.26 s) fits, and ncu is asked
+// for one.
+TEST_F(Capture, ABudgetRunsTheCaptureThePlanChose) {
+  auto result = capture(recording("suite_triage"),
+                        {"-k", "^k_", "-c", "2", "--trace",
+                         std::string(KPROF_TESTS_DIR) + "/capture/data/plan_suite_trace.json",
+                         "--slo-p99-ms", "1500", "--budget", "60", "--", "./suite"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.err.find("--budget chose --preset triage -k '^k_' --launch-count 1 (fewer "
+                            "launches)"),
+            std::string::npos)
+      << result.err;
+  std::vector<std::string> argv = ncu_calls()[1]["argv"];
+  auto count = std::find(argv.begin(), argv.end(), "--launch-count");
+  ASSERT_NE(count, argv.end());
+  EXPECT_EQ(*(count + 1), "1");
+  nlohmann::json plan = manifest(bundle())["plan"];
+  EXPECT_EQ(plan["chosen"], true);
+  EXPECT_EQ(plan["capture"]["launch_count"], 1);
+  EXPECT_EQ(plan["over_limits"], nlohmann::json({"slo_p99"}));
+}
+
+// The guard in the warm sequence: its baseline once the load flows, then the engine's server
+// stalls under the stand-in ncu after the first kernel; the guard stops the capture, the bundle
+// keeps the load block beside the bill.
+TEST_F(Capture, TheWarmSequencesGuardStopsACaptureThatStallsTheServer) {
+  fs::path world = dir_ / "world";
+  LaunchedTree tree(world);
+  FakeServer server(dir_, {"--fake-ms-per-token", "1"});
+  ASSERT_FALSE(server.url().empty());
+  setenv("FAKE_NCU_WORLD", world.c_str(), 1);
+  setenv("FAKE_NCU_STALL_PID", std::to_string(server.pid()).c_str(), 1);
+  setenv("FAKE_NCU_STALL_S", "30", 1);
+  unsetenv("KPROF_API_KEY");
+  auto result = capture(recording("attach_1"), {"--attach",
+                                                "127.0.0.1",
+                                                "--attach-process",
+                                                "serve::engine",
+                                                "--load-url",
+                                                server.url(),
+                                                "--warmup-requests",
+                                                "4",
+                                                "--load-concurrency",
+                                                "2",
+                                                "--prompt-len",
+                                                "4",
+                                                "--output-len",
+                                                "2",
+                                                "-k",
+                                                "k_alpha",
+                                                "--launch-count",
+                                                "2",
+                                                "--preset",
+                                                "basic",
+                                                "--timeout",
+                                                "60",
+                                                "--attach-timeout",
+                                                "20",
+                                                "--ready-timeout",
+                                                "20",
+                                                "--guard-factor",
+                                                "10",
+                                                "--guard-p99-ms",
+                                                "1500",
+                                                "--guard-interval",
+                                                "0.2",
+                                                "--guard-baseline",
+                                                "3"});
+  unsetenv("FAKE_NCU_WORLD");
+  unsetenv("FAKE_NCU_STALL_PID");
+  unsetenv("FAKE_NCU_STALL_S");
+  EXPECT_EQ(result.exit_code, 8) << result.err;
+  ASSERT_TRUE(fs::exists(bundle() + ".incomplete")) << result.err;
+  nlohmann::json m = manifest(bundle() + ".incomplete");
+  EXPECT_EQ(m["incomplete_reason"], "guard");
+  EXPECT_EQ(m["progress"]["kernels_profiled"], 1);
+  EXPECT_EQ(m["service"]["guard"]["fired"], true);
+  EXPECT_EQ(m["service"]["url"], server.url());  // the load's URL: no --guard-url given
+  EXPECT_EQ(m["service"]["latency"]["before"]["completed"], 3);
+  EXPECT_TRUE(m["load"].is_object());
+  EXPECT_EQ(bundle_schema_violation(m), "");
+}
+
 }  // namespace
 }  // namespace kprof
