@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "analysis/analysis_tables.h"
+#include "capture/capture_plan.h"
 #include "common/error.h"
 #include "common/utf8.h"
 #include "importers/chrome_trace/chrome_trace_reader.h"
@@ -24,6 +25,7 @@
 #include "importers/importer.h"
 #include "importers/ncu_csv/csv_records.h"
 #include "importers/nsys_sqlite/nsys_sqlite_reader.h"
+#include "pipeline/plan_trace.h"
 #include "render/annotated_trace.h"
 #include "render/fix_list_render.h"
 #include "render/html_report.h"
@@ -160,6 +162,36 @@ class FanOut final : public importers::TraceEventSink {
   std::vector<importers::TraceEventSink*> sinks_;
 };
 
+// kprof plan over the trace (issue 41): every kernel matched, over limits of every kind, so that
+// the proposal's search and both renderings run. The plan reads a file, as the CLI does.
+void run_plan(const std::string& file) {
+  pipeline::PlanTrace trace;
+  try {
+    trace = pipeline::read_plan_trace(file, {"kprof", "plan"}, "", "", "");
+  } catch (const InputError&) {
+    return;
+  } catch (const UsageError&) {
+    return;
+  }
+  if (trace.launches.empty()) return;
+  capture::CaptureSpec spec;
+  spec.preset = capture::Preset::kFull;
+  spec.launch_count = 7;
+  capture::PlanLimits limits;
+  capture::ProbeBudget liveness;
+  liveness.probe = "liveness";
+  limits.probes.push_back(liveness);
+  limits.slo_p99_ms = 2000;
+  limits.budget_s = 20;
+  limits.device_gb = 80;
+  limits.resident_gb = 60;
+  limits.kubernetes = true;
+  capture::CapturePlan plan = capture::plan_capture(trace, spec, limits);
+  check_json(capture::plan_json(plan, {"kprof", "plan"}), "plan JSON");
+  check_text(capture::plan_text(plan), "plan text");
+  check_json(capture::plan_for_bundle(plan), "plan bundle block");
+}
+
 void run_trace(const std::string& path, std::string_view bytes, bool through_file) {
   static const analysis::StageTable stages = analysis::load_stage_table();
   timeline::RankingBuilder ranking_builder(stages, true);
@@ -181,6 +213,14 @@ void run_trace(const std::string& path, std::string_view bytes, bool through_fil
     return;
   }
   check_text(render::trace_warnings(source), "trace warnings");
+  if (through_file) {
+    run_plan(path);
+  } else {
+    static const std::string file = "/tmp/kprof-fuzz-plan-" + std::to_string(::getpid());
+    std::ofstream(file, std::ios::binary).write(bytes.data(), static_cast<long>(bytes.size()));
+    run_plan(file);
+    std::remove(file.c_str());
+  }
   timeline::Ranking ranking = ranking_builder.finish();
   check_json(render::ranking_json(ranking, source), "rank JSON");
   check_text(render::ranking_text(ranking, source, 20, 70), "rank text");

@@ -8,7 +8,9 @@
 #include <map>
 #include <set>
 
+#include "common/utf8.h"
 #include "render/envelope.h"
+#include "render/table.h"
 
 namespace kprof::capture {
 namespace {
@@ -515,10 +517,12 @@ std::string plan_text(const CapturePlan& plan) {
                      "max us", "replay s", "profiled");
   for (const CaptureCost::Kernel& k : plan.cost.kernels) {
     const pipeline::PlanTraceKernel& kernel = trace.kernels[k.index];
-    std::string name = kernel.name.size() > 60 ? kernel.name.substr(0, 59) + "…" : kernel.name;
-    out += fmt::format("{:<60} {:>9.2f} {:>10.2f} {:>10.2f} {:>10.3f} {:>8}\n", name,
-                       kernel.launches_per_step, kernel.mean_us, kernel.max_us, k.replay_s,
-                       k.launches);
+    // Names as a terminal shows them literally, cut to the column (UTF-8 aware).
+    std::string name = render::ellipsize(kernel.name, 60);
+    std::size_t pad = 60 > render::display_width(name) ? 60 - render::display_width(name) : 0;
+    out += fmt::format("{}{} {:>9.2f} {:>10.2f} {:>10.2f} {:>10.3f} {:>8}\n", name,
+                       std::string(pad, ' '), kernel.launches_per_step, kernel.mean_us,
+                       kernel.max_us, k.replay_s, k.launches);
   }
   out += "plan: " + cost_line(plan.cost) + "\n";
   if (!plan.checks.empty()) out += "limits:\n" + checks_text(plan.checks);
@@ -538,7 +542,9 @@ std::string plan_text(const CapturePlan& plan) {
     }
   }
   for (const std::string& assumption : plan.assumptions) out += "note: " + assumption + "\n";
-  return out;
+  // The trace's path, the filter and the limits' sources come from the user and the cluster:
+  // shown literally, line breaks kept.
+  return escape_for_terminal(out, true);
 }
 
 nlohmann::json plan_for_bundle(const CapturePlan& plan) {
