@@ -160,6 +160,18 @@ if "--mode" in argv and option("--mode") == "attach" and rc == 130:
     last = max((i for i, l in enumerate(out_lines) if l.startswith(b"==PROF== Profiling")), default=-1)
     interrupted = []
     signal.signal(signal.SIGINT, lambda *_: interrupted.append(1))
+
+    def profile_until_interrupted(start):
+        """ncu's lines from `start` to the last kernel profiled, the report, then ncu attached
+        until the SIGINT that detaches it: the rest of its output and its exit status."""
+        replay(out_lines[start: last + 1], sys.stdout)
+        write_report()
+        while not interrupted:
+            time.sleep(0.05)
+        replay(out_lines[last + 1:], sys.stdout)
+        replay(err.splitlines(keepends=True), sys.stderr)
+        sys.exit(rc)
+
     stall_pid = os.environ.get("FAKE_NCU_STALL_PID")
     if stall_pid:
         first = min(i for i, l in enumerate(out_lines) if l.startswith(b"==PROF== Profiling"))
@@ -175,20 +187,8 @@ if "--mode" in argv and option("--mode") == "attach" and rc == 130:
                    sys.stdout)
             replay(err.splitlines(keepends=True), sys.stderr)
             sys.exit(rc)
-        replay(out_lines[first + 1: last + 1], sys.stdout)
-        write_report()
-        while not interrupted:
-            time.sleep(0.05)
-        replay(out_lines[last + 1:], sys.stdout)
-        replay(err.splitlines(keepends=True), sys.stderr)
-        sys.exit(rc)
-    replay(out_lines[: last + 1], sys.stdout)
-    write_report()
-    while not interrupted:
-        time.sleep(0.05)
-    replay(out_lines[last + 1:], sys.stdout)
-    replay(err.splitlines(keepends=True), sys.stderr)
-    sys.exit(rc)
+        profile_until_interrupted(first + 1)
+    profile_until_interrupted(0)
 
 replay(out_lines, sys.stdout)
 replay(err.splitlines(keepends=True), sys.stderr)
