@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "support/confined_fs.h"
+#include "support/db_import_rounds.h"
 #include "support/run_process.h"
 #include "support/scratch_dir.h"
 #include "support/test_data.h"
@@ -93,14 +94,7 @@ TEST(FindingsDb, TwoProcessesImportingAtOnceLoseNothing) {
             0);
   // Each process imports its reports twice: the second round finds them there (by digest).
   auto importer = [&](const std::vector<std::string>& reports, std::string* errors) {
-    for (int round = 0; round < 2; ++round) {
-      for (const std::string& report : reports) {
-        auto result = kprof({"db", "--db", db, "import", data_path(report)});
-        if (result.exit_code != 0) *errors += result.err;
-        bool again = result.out.find("already imported as run") != std::string::npos;
-        if (again != (round == 1)) *errors += "round " + std::to_string(round) + ": " + result.out;
-      }
-    }
+    *errors = testing::import_each_twice(KPROF_BINARY, db, reports);
   };
   std::string errors_a, errors_b;
   std::thread a(importer,

@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "support/db_import_rounds.h"
 #include "support/postgres_server.h"
 #include "support/run_process.h"
 #include "support/scratch_dir.h"
@@ -93,14 +94,7 @@ TEST(PostgresFindingsDb, ConcurrentImportersLoseNothingAndReadersSeeWholeImports
                                               {"h200/big_basic.ncu-rep.zst", 24}};
   // Each importer imports its reports twice: the second round finds them there (by digest).
   auto importer = [&](const std::vector<std::string>& reports, std::string* errors) {
-    for (int round = 0; round < 2; ++round) {
-      for (const std::string& report : reports) {
-        auto result = kprof({"db", "--db", db, "import", data_path(report)});
-        if (result.exit_code != 0) *errors += result.err;
-        bool again = result.out.find("already imported as run") != std::string::npos;
-        if (again != (round == 1)) *errors += "round " + std::to_string(round) + ": " + result.out;
-      }
-    }
+    *errors = testing::import_each_twice(KPROF_BINARY, db, reports);
   };
   std::atomic<bool> done{false};
   std::string torn;
