@@ -154,6 +154,12 @@ void check_positive(const std::optional<double>& value, const char* option, doub
         fmt::format("{} {}: expected a number above 0 and at most {}", option, *value, most));
 }
 
+// Resident memory may be zero: an idle GPU (nvidia-smi's memory.used 0 before the engine loads).
+void check_not_negative(const std::optional<double>& value, const char* option, double most) {
+  if (value && !(*value >= 0 && *value <= most))
+    throw UsageError(fmt::format("{} {}: expected a number from 0 to {}", option, *value, most));
+}
+
 }  // namespace
 
 const char* const kPlanModelHelp =
@@ -181,14 +187,19 @@ void add_plan_options(CLI::App* command, PlanCliOptions& options, bool probes) {
   command->add_option("--step", options.step,
                       "Regex (RE2) over the trace's annotation names that delimit steps (as "
                       "kprof budget)");
-  command->add_option("--slo-p99-ms", options.slo_p99_ms,
-                      "The serving SLO: no stall may be longer than this p99 latency");
+  command
+      ->add_option("--slo-p99-ms", options.slo_p99_ms,
+                   "The serving SLO: no stall may be longer than this p99 latency")
+      ->check(CLI::Range(0.0, 1e9));
   command->add_option("--budget", options.budget_s,
                       "Seconds the whole capture may take; kprof chooses the largest capture "
                       "that fits");
-  command->add_option("--device-memory-gb", options.device_gb, "The device's memory (GB)");
-  command->add_option("--resident-gb", options.resident_gb,
-                      "Device memory the engine holds (GB): what ncu saves and restores");
+  command->add_option("--device-memory-gb", options.device_gb, "The device's memory (GB)")
+      ->check(CLI::Range(0.0, 1e6));
+  command
+      ->add_option("--resident-gb", options.resident_gb,
+                   "Device memory the engine holds (GB): what ncu saves and restores")
+      ->check(CLI::Range(0.0, 1e6));
   command->add_option("--gpu-memory-utilization", options.memory_fraction,
                       "The engine's memory fraction (vLLM --gpu-memory-utilization, SGLang "
                       "--mem-fraction-static): with --device-memory-gb, the resident memory");
@@ -215,7 +226,7 @@ capture::PlanOptions to_plan_options(const PlanCliOptions& options, capture::Cap
   check_positive(options.slo_p99_ms, "--slo-p99-ms", 1e9);
   check_positive(options.budget_s, "--budget", 1e9);
   check_positive(options.device_gb, "--device-memory-gb", 1e6);
-  check_positive(options.resident_gb, "--resident-gb", 1e6);
+  check_not_negative(options.resident_gb, "--resident-gb", 1e6);
   if (options.memory_fraction && !(*options.memory_fraction > 0 && *options.memory_fraction <= 1))
     throw UsageError(fmt::format("--gpu-memory-utilization {}: expected a fraction in (0, 1]",
                                  *options.memory_fraction));

@@ -115,7 +115,7 @@ say "kprof $KPROF ($(kp --version 2>&1 | head -1)); ncu $NCU_VERSION; trace $TRA
 # The device's memory and what is in use, for the plan (GB).
 memory_options() {
   nvidia-smi --query-gpu=memory.used,memory.total --format=csv,noheader,nounits 2>/dev/null |
-    head -1 | awk -F', *' '{printf "--resident-gb %.3f --device-memory-gb %.3f", $1/1024, $2/1024}'
+    head -1 | awk -F', *' '{if ($1 > 0) printf "--resident-gb %.3f ", $1/1024; printf "--device-memory-gb %.3f", $2/1024}'
 }
 
 # 1. The plans, before anything runs.
