@@ -141,7 +141,7 @@ GuardProbe LatencyGuard::probe_once(double give_up_after_ms) {
   return probe;
 }
 
-void LatencyGuard::measure_baseline() {
+std::optional<std::string> LatencyGuard::measure_baseline() {
   for (int i = 0; i < spec_.baseline_requests; ++i) {
     GuardProbe probe = probe_once(spec_.probe.request_timeout_s * 1000);
     std::lock_guard<std::mutex> lock(mutex_);
@@ -164,6 +164,13 @@ void LatencyGuard::measure_baseline() {
                   baseline.p99_ms ? fmt::format("{:.0f}", *baseline.p99_ms) : "-",
                   limit_ms_ ? fmt::format("{:.0f} ms ({})", *limit_ms_, limit_from_)
                             : std::string("no limit (no baseline completed)")));
+  if (limit_ms_ && baseline.p99_ms && *baseline.p99_ms > *limit_ms_)
+    return fmt::format(
+        "the service's own p99 before the capture, {:.0f} ms, is already over the guard's limit "
+        "of {:.0f} ms ({}): the guard would fire on the service's normal latency, not on ncu's; "
+        "ncu was not started",
+        *baseline.p99_ms, *limit_ms_, limit_from_);
+  return std::nullopt;
 }
 
 void LatencyGuard::start_watching() {

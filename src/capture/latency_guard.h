@@ -72,8 +72,10 @@ class LatencyGuard {
   LatencyGuard& operator=(const LatencyGuard&) = delete;
 
   // Before the capture: spec.baseline_requests probes, one after the other. load::LoadError
-  // when the server cannot be asked (no model listed, an URL that is not http).
-  void measure_baseline();
+  // when the server cannot be asked (no model listed, an URL that is not http). Returns why the
+  // guard cannot guard, when the baseline's own p99 is already over the limit: it would fire on
+  // the service's normal latency, not on ncu's stall (the caller then does not start ncu).
+  [[nodiscard]] std::optional<std::string> measure_baseline();
   // While ncu runs: probes on a thread of their own, every spec.interval_s.
   void start_watching();
   // Why the capture must stop (the first reason, kept), or nullopt. Any thread.

@@ -519,14 +519,19 @@ class WarmSequence {
       guard_spec.probe.model = model_;
       guard = std::make_unique<LatencyGuard>(guard_spec,
                                              [this](const std::string& text) { note(text); });
+      std::optional<std::string> unguardable;
       try {
-        guard->measure_baseline();
+        unguardable = guard->measure_baseline();
       } catch (const load::LoadError& error) {
         return stop({"guard_not_ready", true,
                      fmt::format("capture {}: the latency guard could not measure its baseline: {}",
                                  i, error.what()),
                      "check --guard-url (or --load-url) and KPROF_API_KEY"});
       }
+      if (unguardable)
+        return stop({"guard_below_baseline", true, fmt::format("capture {}: {}", i, *unguardable),
+                     "set --guard-p99-ms above the service's p99 under this load, or give "
+                     "--guard-factor (a multiple of it)"});
       guard->start_watching();
       options.guard = [&guard] { return guard->check(); };
       options.service_cost = [&guard] { return guard->bill(std::nullopt); };

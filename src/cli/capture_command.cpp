@@ -335,12 +335,17 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
   if (guard) {
     latency_guard = std::make_unique<capture::LatencyGuard>(
         *guard, [](const std::string& text) { note(text); });
+    std::optional<std::string> unguardable;
     try {
-      latency_guard->measure_baseline();
+      unguardable = latency_guard->measure_baseline();
     } catch (const load::LoadError& error) {
       if (tree) tree->release_all();
       throw NotReady(std::string("the latency guard could not measure its baseline: ") +
                      error.what());
+    }
+    if (unguardable) {
+      if (tree) tree->release_all();
+      throw NotReady(*unguardable + " (set --guard-p99-ms above it, or give --guard-factor)");
     }
     latency_guard->start_watching();
     session.guard = [&latency_guard] { return latency_guard->check(); };

@@ -22,7 +22,8 @@ void define_explain(CLI::App& parent, Runner& runner) {
       "report_unreadable,\n"
       "unknown_metric (checked in the report), attach_process_not_found, attached_other_process,\n"
       "and the warm sequence's steps: warm_not_attached, warm_not_ready, warmup_requests_failed,\n"
-      "load_requests_failed (the manifest's diagnoses name them; docs/capture.md).\n\n"
+      "load_requests_failed, and the latency guard's: guard_fired, guard_not_ready,\n"
+      "guard_below_baseline (the manifest's diagnoses name them; docs/capture.md).\n\n"
       "Example:\n"
       "  kprof explain ncu.log --exit-code 0 -- ncu --launch-count 1 -- env FOO=1 ./app");
   command->add_option("LOG", options->log_path, "ncu's console output")->required();

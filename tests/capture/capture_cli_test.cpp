@@ -21,6 +21,7 @@
 #include "common/child_process.h"
 #include "common/error.h"
 #include "common/json_table.h"
+#include "load/request_driver.h"
 #include "support/canned_http_server.h"
 #include "support/run_process.h"
 #include "support/test_data.h"
@@ -572,7 +573,10 @@ TEST_F(Capture, AttachProcessByPid) {
 // sequence's requests go to, with its request log.
 class FakeServer {
  public:
-  FakeServer(const fs::path& dir, std::vector<std::string> args = {})
+  // wait_ready: return once GET /health answers (serve.py's engine is up; before, requests
+  // fail). A warm capture waits itself; a bare --guard-url baseline does not, and under load its
+  // first probes failed before the engine was up.
+  FakeServer(const fs::path& dir, std::vector<std::string> args = {}, bool wait_ready = false)
       : log_(dir / "requests.jsonl") {
     fs::create_directories(dir);
     fs::path out = dir / "serve.out";
@@ -606,6 +610,8 @@ class FakeServer {
       if (std::getline(in, line) && line.rfind("listening on ", 0) == 0) url_ = line.substr(13);
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
+    if (wait_ready && !url_.empty() && !load::wait_ready(url_, "/health", 30, nullptr).ready)
+      url_.clear();
   }
   ~FakeServer() {
     kill(-pid_, SIGTERM);
@@ -1402,7 +1408,7 @@ std::string bundle_schema_violation(const nlohmann::json& manifest) {
 // partial bundle (incomplete, reason "guard", the one kernel profiled, the report), and the
 // server, let go, answers again.
 TEST_F(Capture, TheGuardDetachesOnALatencySpikeAndKeepsThePartialBundle) {
-  FakeServer server(dir_ / "server", {"--fake-ms-per-token", "1"});
+  FakeServer server(dir_ / "server", {"--fake-ms-per-token", "1"}, true);
   ASSERT_FALSE(server.url().empty());
   FakeTarget target;
   pid_t live = start_sleeper();
@@ -1474,7 +1480,7 @@ TEST_F(Capture, TheGuardDetachesOnALatencySpikeAndKeepsThePartialBundle) {
 // The same capture without the stall: the probes stay fast, the guard stays quiet, both kernels
 // are profiled and the bill says what the capture cost.
 TEST_F(Capture, TheGuardStaysQuietWhenTheServiceKeepsUp) {
-  FakeServer server(dir_ / "server", {"--fake-ms-per-token", "1"});
+  FakeServer server(dir_ / "server", {"--fake-ms-per-token", "1"}, true);
   ASSERT_FALSE(server.url().empty());
   FakeTarget target;
   pid_t live = start_sleeper();
@@ -1532,6 +1538,80 @@ TEST_F(Capture, TheGuardNeedsAUrlAndALimit) {
                                                   "--guard-url", "http://127.0.0.1:1"});
   EXPECT_EQ(no_limit.exit_code, 2);
   EXPECT_TRUE(ncu_calls().empty());  // refused before ncu was asked anything
+}
+
+// A limit under the service's own latency guards nothing: it would fire on the service's normal
+// p99 (the first H100 guard check set 1500 ms against a baseline p99 of 2019 ms). kprof measures
+// the baseline, says so, and never starts ncu: here each request takes at least 2 tokens x 40 ms.
+TEST_F(Capture, AGuardLimitUnderTheBaselineIsRefusedBeforeNcuStarts) {
+  FakeServer server(dir_ / "server", {"--fake-ms-per-token", "40"}, true);
+  ASSERT_FALSE(server.url().empty());
+  unsetenv("KPROF_API_KEY");
+  auto result =
+      capture(recording("attach_1"), {"--attach", "127.0.0.1", "-k", "k_alpha", "--guard-url",
+                                      server.url(), "--guard-p99-ms", "30", "--guard-baseline", "2",
+                                      "--prompt-len", "4", "--output-len", "2"});
+  EXPECT_EQ(result.exit_code, 9) << result.err;  // not ready: docs/exit-codes.md
+  EXPECT_NE(result.err.find("is already over the guard's limit of 30 ms (--guard-p99-ms 30)"),
+            std::string::npos)
+      << result.err;
+  for (const nlohmann::json& call : ncu_calls()) {  // ncu asked its version, never to profile
+    std::vector<std::string> argv = call["argv"];
+    EXPECT_EQ(std::find(argv.begin(), argv.end(), "--export"), argv.end()) << call;
+  }
+  EXPECT_FALSE(fs::exists(bundle()));
+}
+
+// The same in the warm sequence (each request at least 2 tokens x 20 ms, the limit 5 ms): the
+// sequence stops with its diagnosis before ncu profiles, and records what it did.
+TEST_F(Capture, TheWarmSequenceStopsWhenTheGuardLimitIsUnderTheBaseline) {
+  fs::path world = dir_ / "world";
+  LaunchedTree tree(world);
+  FakeServer server(dir_, {"--fake-ms-per-token", "20"});
+  ASSERT_FALSE(server.url().empty());
+  setenv("FAKE_NCU_WORLD", world.c_str(), 1);
+  unsetenv("KPROF_API_KEY");
+  auto result = capture(recording("attach_1"), {"--attach",
+                                                "127.0.0.1",
+                                                "--attach-process",
+                                                "serve::engine",
+                                                "--load-url",
+                                                server.url(),
+                                                "--warmup-requests",
+                                                "2",
+                                                "--load-concurrency",
+                                                "1",
+                                                "--prompt-len",
+                                                "4",
+                                                "--output-len",
+                                                "2",
+                                                "-k",
+                                                "k_alpha",
+                                                "--launch-count",
+                                                "2",
+                                                "--attach-timeout",
+                                                "20",
+                                                "--ready-timeout",
+                                                "20",
+                                                "--guard-p99-ms",
+                                                "5",
+                                                "--guard-baseline",
+                                                "3"});
+  unsetenv("FAKE_NCU_WORLD");
+  EXPECT_NE(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.err.find("[guard_below_baseline]"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("ncu was not started"), std::string::npos) << result.err;
+  int bundles = 0;  // the stopped sequence's own bundle
+  for (const std::string& path : {bundle(), bundle() + ".incomplete"}) {
+    if (!fs::exists(fs::path(path) / "manifest.json")) continue;
+    ++bundles;
+    nlohmann::json m = manifest(path);
+    EXPECT_EQ(m["progress"]["kernels_profiled"], 0);
+    std::vector<std::string> ids = diagnosis_ids(m);
+    EXPECT_NE(std::find(ids.begin(), ids.end(), "guard_below_baseline"), ids.end())
+        << m["diagnoses"];
+  }
+  EXPECT_EQ(bundles, 1) << result.err;
 }
 
 // Issue 41: capture --trace plans the capture first and records the plan beside what happened.
