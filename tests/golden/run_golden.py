@@ -45,6 +45,8 @@ DOC_EXAMPLES = [
      ["rank_h100_graph_layerwise_by_module"]),
     ("README.md", "repetition, and the LM head's GEMM is found after them",
      ["rank_h100_graph_compile_by_range"]),
+    ("README.md", "(kernel group, batch bucket), each weighted by that bucket's replays:",
+     ["report_h100_graph_buckets"]),
     # docs/: each verb's examples
     ("docs/analyze.md", "Its real output", ["analyze_readme_example"]),
     ("docs/report.md", "The fix list's real output", ["report_fix_list"]),

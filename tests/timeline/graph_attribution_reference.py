@@ -24,6 +24,9 @@ markers left out), else to the views' "(no …)" bucket. Per bucket the count an
 duration must equal kprof's (durations to 1e-6 us), and so must the replay shares and each
 graph's bucket, node count and layers.
 
+--report CAPTURE without --truth (a real recording): the same rows against the reference's own
+split of the trace's kernels by name, grid, block and their graph's bucket.
+
 --truth FILE: the generator's record (tests/timeline/data/make_graph_node_trace.py) — the
 reference's buckets, shares and graphs must equal it too, and with --report CAPTURE, `kprof
 report --json --trace TRACE CAPTURE`'s rows split per batch bucket must carry each bucket's
@@ -374,6 +377,27 @@ def reference(trace, view, rules):
     return dict(buckets), dict(shares), graph_list
 
 
+def bucket_split(trace, rules):
+    """{"NAME|GRID|BLOCK|BUCKET": [launches, total us]} of every kernel of the trace: a replayed
+    one in its graph's bucket, any other "outside graphs"."""
+    ref = Reference(trace, rules)
+    split = collections.defaultdict(lambda: [0, 0.0])
+    for e in trace["traceEvents"]:
+        if e.get("ph") != "X" or e.get("cat") != "kernel":
+            continue
+        args = e.get("args") or {}
+        bucket = "outside graphs"
+        if "graph node id" in args:
+            _, g = ref.context(args["graph node id"])
+            if g is not None:
+                bucket = g["bucket"]
+        key = "|".join([e["name"], ",".join(map(str, args.get("grid", []))),
+                        ",".join(map(str, args.get("block", []))), bucket])
+        split[key][0] += 1
+        split[key][1] += float(e["dur"])
+    return dict(split)
+
+
 def close(a, b):
     return abs(a - b) <= 1e-6 * max(1.0, abs(a), abs(b))
 
@@ -464,21 +488,27 @@ def main():
             ", ".join("%s %.1f%%" % (k, g[k]["share"] * 100)
                       for k in ("attributed", "inferred", "unattributed"))))
     if a.report:
-        if not truth:
-            sys.exit("--report needs --truth: the split per bucket is checked against it")
-        out = kprof_json(a.kprof, ["report", "--json", "--trace", a.trace, a.report])
+        out = kprof_json(a.kprof, ["report", "--json", "--top", "0", "--trace", a.trace,
+                                   a.report])
         rows = out["fix_list"]["opportunities"]
         bucketed = [r for r in rows if r["bucket"] is not None]
         check(bucketed, "report: no row split per batch bucket")
+        # Without the generator's record (a real recording), the split is the reference's own:
+        # each kernel's launches and time by (name, grid, block, its graph's bucket).
+        split = truth["report_split"] if truth else bucket_split(trace, rules)
         for r in bucketed:
-            key = "|".join([r["canonical_name"], ",".join(map(str, r["grid"])),
-                            ",".join(map(str, r["block"])), r["bucket"]])
-            want = truth["report_split"].get(key)
-            check(want is not None, "report: a row the truth has not: %s" % key)
+            names = [r["canonical_name"]] if truth else [r["kernel"], r["canonical_name"]]
+            keys = ["|".join([name, ",".join(map(str, r["grid"])), ",".join(map(str, r["block"])),
+                              r["bucket"]]) for name in names]
+            key = next((k for k in keys if k in split), keys[0])
+            want = split.get(key)
+            check(want is not None, "report: a row the %s has not: %s" % (
+                "truth" if truth else "reference", key))
             if want:
                 check(r["trace_launches"] == want[0] and close(r["trace_total_us"], want[1]),
-                      "report: %s: %d launches, %r us against the truth's %s" % (
-                          key, r["trace_launches"], r["trace_total_us"], want))
+                      "report: %s: %d launches, %r us against the %s's %s" % (
+                          key, r["trace_launches"], r["trace_total_us"],
+                          "truth" if truth else "reference", want))
         print("report: %d rows split per batch bucket, each its bucket's trace time" %
               len(bucketed))
     if FAILURES:

@@ -5,7 +5,8 @@
 # not), rounds interleaved; prints each run's capture_ms. On a GPU machine:
 #   tools/tracer/experiments/capture_cost.sh NEW_TRACER_SO OLD_TRACER_SO [ROUNDS] [OUT]
 # (OLD: a build of commit bdd15c2, the tracer before the table). Each run takes ~20 s.
-# A first attempt on the H100 (2026-12-07) is void: its KPROF_TRACE_DIR did not exist, so both
+# Measured on the H100 on 2026-12-08 (data/h100/capture_cost.txt, docs/tracer.md). A first attempt
+# (2026-12-07) is void: its KPROF_TRACE_DIR did not exist, so both
 # tracers stayed off ("need a writable folder"); no tool captured in 43.3 and 44.9 ms.
 set -u
 NEW=$(realpath "$1"); OLD=$(realpath "$2"); ROUNDS=${3:-3}; OUT=${4:-${OUT:-/tmp/out}}/capture_cost
