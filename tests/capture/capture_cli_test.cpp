@@ -1401,6 +1401,32 @@ std::string bundle_schema_violation(const nlohmann::json& manifest) {
   }
 }
 
+// The bundles of the H100 guard check (data/h100/guard_check, real warm captures of serve.py):
+// each is a valid kprof.bundle/1, its plan's error is measured / predicted - 1 of its own figures,
+// ncu's held time in the bill is the plan's measured time, and the one the guard stopped says so
+// in both places.
+TEST(RealGuardCheck, TheH100BundlesAreValidAndAgreeWithThemselves) {
+  const fs::path dir = fs::path(KPROF_SOURCE_DIR) / "data/h100/guard_check";
+  int guarded = 0;
+  for (const char* name : {"triage", "full", "guarded.incomplete"}) {
+    SCOPED_TRACE(name);
+    nlohmann::json m = nlohmann::json::parse(read_file((dir / name / "manifest.json").string()));
+    EXPECT_EQ(bundle_schema_violation(m), "");
+    const nlohmann::json& plan = m["plan"];
+    double predicted = plan["predicted_ncu_wall_s"], measured = plan["measured_ncu_wall_s"];
+    EXPECT_NEAR(plan["error"].get<double>(), measured / predicted - 1, 0.0006);
+    EXPECT_DOUBLE_EQ(m["service"]["ncu_held_s"].get<double>(), measured);
+    bool fired = m["service"]["guard"]["fired"];
+    EXPECT_EQ(fired, m["status"] == "incomplete");
+    if (fired) {
+      ++guarded;
+      EXPECT_EQ(m["incomplete_reason"], "guard");
+      EXPECT_EQ(m["ncu"]["detached_by_kprof"], true);
+    }
+  }
+  EXPECT_EQ(guarded, 1);
+}
+
 // Issue 41: the latency guard. An attach capture of two kernels whose target (the stand-in ncu's
 // FAKE_NCU_STALL_PID: serve.py's front, stopped with SIGSTOP) stalls after the first kernel, as an
 // engine does while ncu replays: the guard's probes wait, their p99 passes --guard-p99-ms, and

@@ -14,6 +14,8 @@
 #                afterwards. (On the H100, 2026-12-08: the service's p99 was 1.8-2.4 s at
 #                --load-concurrency 4, a full capture's probes waited 18 s. A first run with
 #                1500 ms fired on the service's normal latency; kprof now refuses such a limit.)
+#   4b. refused --guard-p99-ms under the service's own p99 (GUARD_BASELINE_MS): kprof refuses
+#                before ncu profiles (guard_below_baseline), run after 4
 #   5. plan-vs-measured.txt: predicted against measured ncu wall time per preset
 # Every ncu and every capture gets --clock-control none. LD_LIBRARY_PATH (KPROF_LIBS) is set for
 # kprof alone. Everything is written under OUT; the server's processes are stopped by PID (found
@@ -24,11 +26,11 @@
 # Environment: KPROF [build-dev/kprof]  KPROF_LIBS [LD_LIBRARY_PATH for kprof alone, default
 #   none]  NCU [ncu]  PYTHON [python3]  PORT [8012]  LAUNCH_COUNT [4]
 #   KERNEL_FILTER [regex:nvjet|gemm|gemv|Kernel2]  TRACE [data/h200/serving_torch_window.json.gz]
-#   GUARD_LOW_MS [6000]  GUARD_HIGH_MS [600000]  TOTAL_S [470]
+#   GUARD_LOW_MS [6000]  GUARD_BASELINE_MS [500]  GUARD_HIGH_MS [600000]  TOTAL_S [470]
 set -u -o pipefail
 
 if [ $# -ne 1 ] || [ "$1" = "-h" ] || [ "$1" = "--help" ]; then
-  sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 R=$(cd "$(dirname "$0")/../.." && pwd)
@@ -42,6 +44,7 @@ LAUNCH_COUNT=${LAUNCH_COUNT:-4}
 FILTER=${KERNEL_FILTER:-regex:nvjet|gemm|gemv|Kernel2}
 TRACE=$(realpath -m "${TRACE:-$R/data/h200/serving_torch_window.json.gz}")
 GUARD_LOW_MS=${GUARD_LOW_MS:-6000}
+GUARD_BASELINE_MS=${GUARD_BASELINE_MS:-500}
 GUARD_HIGH_MS=${GUARD_HIGH_MS:-600000}
 if [ -e "$OUT/summary.txt" ]; then
   echo "guard-check.sh: $OUT already holds a check; give a new directory" >&2
@@ -157,7 +160,7 @@ warm() {
     >"$OUT/$name.json" 2>"$OUT/$name.stderr"
   echo $? >"$OUT/$name.rc"
 }
-checks() { # NAME EXPECT(complete|fired)
+checks() { # NAME EXPECT(complete|fired|refused)
   "$PYTHON" - "$OUT/$1" "$2" "$(cat "$OUT/$1.rc")" >"$OUT/$1.checks" <<'EOF'
 import json, os, sys
 path, expect, rc = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -166,6 +169,13 @@ found = [p for p in (path, path + ".incomplete") if os.path.exists(p + "/manifes
 if not found:
     print(f"FAIL {name}: no manifest (exit {rc})"); sys.exit()
 m = json.load(open(found[0] + "/manifest.json"))
+if expect == "refused":  # a limit under the service's own p99: ncu never profiles
+    ids = [d.get("id") for d in m.get("diagnoses", [])]
+    print(("ok" if rc != 0 and "guard_below_baseline" in ids else "FAIL") +
+          f" {name}: exit {rc}, diagnoses {ids}")
+    print(("ok" if m["progress"]["kernels_profiled"] == 0 else "FAIL") +
+          f" {name}: {m['progress']['kernels_profiled']} kernels profiled")
+    sys.exit()
 service, plan = m.get("service") or {}, m.get("plan") or {}
 guard = service.get("guard") or {}
 lat = service.get("latency") or {}
@@ -191,6 +201,8 @@ EOF
 warm triage triage "$GUARD_HIGH_MS"; checks triage complete
 warm full full "$GUARD_HIGH_MS"; checks full complete
 warm guarded full "$GUARD_LOW_MS"; checks guarded fired
+# A limit under the service's own p99 (GUARD_BASELINE_MS): refused before ncu profiles anything.
+warm refused full "$GUARD_BASELINE_MS"; checks refused refused
 
 # The engine is alive after the guard's detach: it answers requests.
 say "the engine after the guard's detach"
