@@ -160,6 +160,13 @@ std::string kernel_filter(const CaptureSpec& spec) {
 // Options the ncu that will run does not list (ncu_versions.h), and the communicator's own rules
 // (NVIDIA's CLI manual, "Mandatory Concurrent Kernels").
 void refuse_what_this_ncu_lacks(const CaptureSpec& spec) {
+  if (spec.attach_process_id && !ncu_has(spec.ncu_version, NcuFeature::kAttachProcessId)) {
+    const NcuFeatureFact& fact = ncu_feature_fact(NcuFeature::kAttachProcessId);
+    refuse(fmt::format(
+        "attaching to process {} by its id: {} does not list --process-id; it came with ncu {} "
+        "({})",
+        *spec.attach_process_id, describe_ncu(spec.ncu_version), fact.since.text(), fact.source));
+  }
   if ((spec.clock_control == "boost" || spec.clock_control == "force-boost") && spec.ncu_version &&
       !ncu_has(spec.ncu_version, NcuFeature::kBoostClockControl)) {
     const NcuFeatureFact& fact = ncu_feature_fact(NcuFeature::kBoostClockControl);
@@ -213,6 +220,9 @@ void refuse_what_this_ncu_lacks(const CaptureSpec& spec) {
 // or two things, a wrapper ncu would profile instead of the program, options that do not
 // combine, and what the safety presets forbid.
 void refuse_what_cannot_run(const CaptureSpec& spec) {
+  if (spec.attach_process_id && (!spec.attach || *spec.attach_process_id < 1)) {
+    refuse("an attach by process id needs this machine's attach and a process id of 1 or more");
+  }
   if (spec.attach && !spec.target.empty()) {
     refuse("give either --attach HOST[:PORT] or a command after --, not both");
   }
@@ -308,7 +318,12 @@ NcuCommand build_ncu_command(const CaptureSpec& spec) {
   argv.push_back(spec.ncu);
   // A config.ncu-cfg in the working directory or $HOME would silently change the capture.
   if (!overridden("--config-file")) argv.insert(argv.end(), {"--config-file", "off"});
-  if (spec.attach) {
+  if (spec.attach_process_id) {
+    // The in-process route: the process named by its id (ncu 2026.2.1's --process-id, as
+    // nsight-python's attach passes it, with no --hostname).
+    argv.insert(argv.end(),
+                {"--mode", "attach", "--process-id", std::to_string(*spec.attach_process_id)});
+  } else if (spec.attach) {
     argv.insert(argv.end(), {"--mode", "attach", "--hostname", spec.attach->host});
     if (spec.attach->port) argv.insert(argv.end(), {"--port", std::to_string(*spec.attach->port)});
   }

@@ -62,6 +62,10 @@ struct CaptureSpec {
   std::string export_path;                  // report path without .ncu-rep
   std::vector<std::string> target;          // the application's argv (launch mode)
   std::optional<AttachEndpoint> attach;
+  // The in-process route (attach_route.h, ncu 2026.2.1+): `--mode attach --process-id PID` in
+  // place of --hostname/--port, to a process of this machine that loaded ncu's injection
+  // library itself. Needs attach (this machine's endpoint: the session's attach behaviour).
+  std::optional<int> attach_process_id;
 };
 
 struct NcuCommand {

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
@@ -203,6 +204,59 @@ TEST(NcuVersions, CommunicatorWhereTheNcuListsIt) {
         std::find(tcp_command.argv.begin(), tcp_command.argv.end(), "--lockstep-kernel-launch"),
         tcp_command.argv.end());
   }
+}
+
+// The in-process route (attach_route.h): `--mode attach --process-id PID`, as NVIDIA's 2026.2.1
+// release notes add it and nsight-python's attach passes it, with no --hostname; refused, naming
+// the version and the page, by an ncu before 2026.2.1 or of unknown version.
+TEST(NcuVersions, AttachByProcessIdWhereTheNcuListsIt) {
+  std::vector<std::pair<std::string, std::optional<NcuVersion>>> all = versions();
+  all.emplace_back("unknown", std::nullopt);
+  for (const auto& [name, version] : all) {
+    SCOPED_TRACE(name);
+    CaptureSpec spec = launch(version);
+    spec.target.clear();
+    spec.attach = AttachEndpoint{"127.0.0.1", std::nullopt};
+    spec.attach_process_id = 4242;
+    spec.kernel_regex = "flash";
+    spec.nvtx_include = {"decode/"};
+    if (!ncu_has(version, NcuFeature::kAttachProcessId)) {
+      try {
+        build_ncu_command(spec);
+        ADD_FAILURE() << "--process-id built for " << name;
+      } catch (const std::invalid_argument& error) {
+        std::string message = error.what();
+        EXPECT_NE(message.find(describe_ncu(version) + " does not list --process-id"),
+                  std::string::npos)
+            << message;
+        EXPECT_NE(message.find("came with ncu 2026.2.1 (https://docs.nvidia.com/nsight-compute/"
+                               "ReleaseNotes/topics/updates-2026-2-1.html)"),
+                  std::string::npos)
+            << message;
+      }
+      continue;
+    }
+    std::vector<std::string> argv = build_ncu_command(spec).argv;
+    expect_only_listed(argv, read_listing(name), name);
+    ASSERT_GE(argv.size(), 7u);
+    EXPECT_EQ(std::vector<std::string>(argv.begin() + 3, argv.begin() + 7),
+              (std::vector<std::string>{"--mode", "attach", "--process-id", "4242"}));
+    for (const char* absent : {"--hostname", "--port", "--target-processes", "--nvtx", "--"}) {
+      EXPECT_EQ(std::count(argv.begin(), argv.end(), absent), 0) << absent;
+    }
+    EXPECT_EQ(std::count(argv.begin(), argv.end(), "--nvtx-include"), 1);
+  }
+  // The listing a 2026.2.1 ncu prints for the library's folder is there for the engine's setup.
+  EXPECT_TRUE(read_listing("2026.2.1").options.count("list-injection-path-64"));
+  EXPECT_FALSE(read_listing("2026.2").options.count("list-injection-path-64"));
+  // An attach by id names this machine's process: not without attach, not pid 0.
+  CaptureSpec alone = launch(NcuVersion{2026, 2, 1});
+  alone.target.clear();
+  alone.attach_process_id = 4242;
+  EXPECT_THROW(build_ncu_command(alone), std::invalid_argument);
+  alone.attach = AttachEndpoint{"127.0.0.1", std::nullopt};
+  alone.attach_process_id = 0;
+  EXPECT_THROW(build_ncu_command(alone), std::invalid_argument);
 }
 
 TEST(NcuVersions, CommunicatorRulesFromTheManual) {
