@@ -61,7 +61,8 @@ bool DoctorReport::ready() const {
 
 DoctorReport check_this_machine(const std::string& ncu_option, const std::string& root) {
   NcuLocation ncu = locate_ncu(ncu_option);
-  return {run_doctor_checks(gather_system_facts(root, ncu.path, ncu.searched))};
+  SystemFacts facts = gather_system_facts(root, ncu.path, ncu.searched);
+  return {run_doctor_checks(facts), facts.ncu_version};
 }
 
 const char* check_status_text(Check::Status status) {

@@ -29,7 +29,8 @@ nlohmann::json explain_json(const ExplainedRun& run, const std::vector<std::stri
 // Gate 0 on this machine (or under `root`): ncu found, then every check.
 struct DoctorReport {
   std::vector<Check> checks;
-  bool ready() const;  // no check failed
+  std::string ncu_version;  // `ncu --version`'s line ("" when ncu was not found)
+  bool ready() const;       // no check failed
 };
 DoctorReport check_this_machine(const std::string& ncu_option, const std::string& root);
 

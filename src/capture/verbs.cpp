@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "capture/attach_route.h"
 #include "capture/capture_render.h"
 #include "capture/tools_render.h"
 #include "common/file_bytes.h"
@@ -24,8 +25,27 @@ pipeline::Answer explain(const ExplainOptions& options, const std::vector<std::s
   return answer;
 }
 
+Check attach_route_check(int pid, const std::string& ncu_version_line,
+                         const std::string& proc_root) {
+  std::optional<RouteTarget> target = inspect_process(pid, proc_root);
+  if (!target) {
+    return {
+        "attach route", Check::Status::kWarning,
+        fmt::format("process {}: not found on this machine (or not readable by this user)", pid),
+        "give the id of a running process (the engine's, not its launcher's)"};
+  }
+  RouteChoice route = choose_attach_route(parse_ncu_version(ncu_version_line), *target);
+  return {"attach route",
+          route.route == AttachRoute::kSisterOnly ? Check::Status::kWarning : Check::Status::kInfo,
+          fmt::format("process {}: {} — {}", pid, route_title(route.route), route.why), route.next};
+}
+
 pipeline::Answer doctor(const DoctorOptions& options, const std::vector<std::string>& argv) {
   DoctorReport report = check_this_machine(options.ncu, options.root);
+  if (options.attach_process) {
+    report.checks.push_back(
+        attach_route_check(*options.attach_process, report.ncu_version, options.root + "/proc"));
+  }
   pipeline::Answer answer;
   answer.out = options.json ? render::json_text(doctor_json(report, argv)) : doctor_text(report);
   answer.code = report.ready() ? ExitCode::kOk : ExitCode::kNotReady;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "capture/capture_plan.h"
+#include "capture/doctor.h"
 #include "capture/ncu_command.h"
 #include "pipeline/answer.h"
 
@@ -28,11 +29,16 @@ pipeline::Answer explain(const ExplainOptions& options, const std::vector<std::s
 struct DoctorOptions {
   std::string ncu;   // ncu to check ("": $KPROF_NCU, PATH, /usr/local/cuda/bin/ncu)
   std::string root;  // read /proc, /sys, /dev and the CUDA install under this folder
+  // A running process: the route ncu can reach it by (attach_route.h), as one more check.
+  std::optional<int> attach_process;
   bool json = false;
 };
 
 // Gate 0 on this machine: runs `ncu --version` and `nvidia-smi --query-gpu` (queries only, no
-// GPU work). code kNotReady (9) when a check failed.
+// GPU work). code kNotReady (9) when a check failed. With attach_process, an "attach route" check
+// says which route that process allows with this ncu (a warning when only the sister does).
+Check attach_route_check(int pid, const std::string& ncu_version_line,
+                         const std::string& proc_root);
 pipeline::Answer doctor(const DoctorOptions& options, const std::vector<std::string>& argv);
 
 struct PlanOptions {

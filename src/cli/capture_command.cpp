@@ -6,6 +6,7 @@
 #include <csignal>
 #include <memory>
 
+#include "capture/attach_route.h"
 #include "capture/attach_targets.h"
 #include "capture/capture_render.h"
 #include "capture/capture_session.h"
@@ -205,7 +206,22 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
                                 ? capture::EvidenceBundle::default_path("kprof-capture-")
                                 : options.output;
   std::optional<capture::ProcessSelector> selector = check_warm_options(options.warm);
-  if (selector && !spec.attach) throw UsageError("--attach-process needs --attach HOST");
+  // --attach-process PID without --attach: a process of this machine, reached by the route it
+  // allows (capture/attach_route.h), told once ncu's version is known; until then an attach by
+  // its id, the in-process route's command line, is what the usage checks see.
+  std::optional<int> route_pid;
+  if (selector && !spec.attach) {
+    if (!selector->pid) {
+      throw UsageError(fmt::format(
+          "--attach-process {} needs --attach HOST (a process tree started under `ncu --mode "
+          "launch`); a process id alone (--attach-process PID) is a process of this machine, "
+          "reached by the route it allows",
+          selector->name));
+    }
+    route_pid = selector->pid;
+    spec.attach = capture::AttachEndpoint{"127.0.0.1", std::nullopt};
+    spec.attach_process_id = route_pid;
+  }
   bool warm = !options.load_url.empty();
   if (!warm && (!options.ready_url.empty() || !options.warm.ready_log_line.empty() ||
                 options.captures != 1)) {
@@ -214,7 +230,8 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
         "give --load-url too");
   }
   if (warm) {
-    if (!spec.attach) throw UsageError("--load-url (the warm sequence) needs --attach HOST");
+    if (!spec.attach || route_pid)
+      throw UsageError("--load-url (the warm sequence) needs --attach HOST");
     if (options.captures < 1) throw UsageError("--captures must be at least 1");
     if (!(options.ready_timeout_s > 0 && options.ready_timeout_s <= 1e6))
       throw UsageError("--ready-timeout is seconds between 0 and 1000000");
@@ -255,6 +272,43 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
   spec.ncu = ncu.path;
   session.ncu_version = capture::ncu_version_line(ncu.path);
   spec.ncu_version = capture::parse_ncu_version(session.ncu_version);
+  std::optional<capture::RouteTarget> route_target;
+  if (route_pid) {
+    route_target = capture::inspect_process(*route_pid);
+    if (!route_target) {
+      throw NotReady(fmt::format(
+          "--attach-process {}: no such process on this machine (or not readable by this user)",
+          *route_pid));
+    }
+    capture::RouteChoice route = capture::choose_attach_route(spec.ncu_version, *route_target);
+    if (route.route == capture::AttachRoute::kSisterOnly) {
+      throw NotReady(fmt::format("no route to process {} with {}: {}; {}", *route_pid,
+                                 capture::describe_ncu(spec.ncu_version), route.why, route.next));
+    }
+    note(fmt::format("route to process {}: {} — {}", *route_pid, capture::route_title(route.route),
+                     route.why));
+    switch (route.route) {
+      case capture::AttachRoute::kSisterOnly:
+        break;
+      case capture::AttachRoute::kLaunchAttachTcp:
+        // Today's route: the launched tree on this machine, the process steered to by its id.
+        spec.attach_process_id.reset();
+        break;
+      case capture::AttachRoute::kInProcessLibrary:
+        // ncu finds the process itself: no tree to steer.
+        selector.reset();
+        session.expected_pid = route_pid;
+        session.attach_details = [pid = *route_pid,
+                                  library = route_target->injection_library_path] {
+          return nlohmann::json{
+              {"route", capture::route_id(capture::AttachRoute::kInProcessLibrary)},
+              {"port", nullptr},
+              {"process",
+               {{"selector", std::to_string(pid)}, {"pid", pid}, {"injection_library", library}}}};
+        };
+        break;
+    }
+  }
   build_or_refuse(spec);  // the options this ncu lists (capture/ncu_versions.h)
   session.timeout_s = options.timeout_s;
   session.export_ncu = ncu.path;
@@ -397,6 +451,11 @@ void define_capture(CLI::App& parent, Runner& runner) {
       "Warm sequence (--attach … --load-url URL): start-up held unprofiled, readiness, warm-up\n"
       "requests, then each capture while --load-concurrency requests are in flight; a server\n"
       "started with --api-key needs KPROF_API_KEY=KEY in the environment.\n\n"
+      "A running process of this machine by its id (--attach-process PID, no --attach): started\n"
+      "under `ncu --mode launch`, it is attached by TCP as above; one that loaded ncu's injection\n"
+      "library itself (README, \"Engine-side setup\") is attached with `ncu --mode attach\n"
+      "--process-id PID` where ncu is 2026.2.1 or newer; otherwise kprof says why not (exit 9).\n"
+      "`kprof doctor --attach-process PID` prints the route without capturing.\n\n"
       "Plan and guard (issue 41): --plan --trace TRACE prints what the capture will cost and runs\n"
       "nothing (kprof plan); --trace alone plans first and refuses a capture over a limit unless\n"
       "--budget chose one that fits. --guard-p99-ms/--guard-factor with --guard-url (or\n"

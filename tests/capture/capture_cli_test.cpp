@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -567,6 +568,184 @@ TEST_F(Capture, AttachProcessByPid) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(manifest(bundle())["attach"]["process"]["pid"], front);
   EXPECT_EQ(manifest(bundle())["ncu"]["exit_code"], 130);
+}
+
+// ncu 2026.2.1's in-process route (capture/attach_route.h) against the stand-in ncu: a process of
+// this machine that mapped a file named libcuda-injection.so, as a process that loaded ncu's
+// injection library itself shows it in /proc/PID/maps. It holds the mapping until killed.
+class LibraryHolder {
+ public:
+  explicit LibraryHolder(const fs::path& dir) {
+    fs::create_directories(dir);
+    fs::path library = dir / "libcuda-injection.so";
+    std::ofstream(library, std::ios::binary) << std::string(4096, '\0');
+    pid_ = fork();
+    if (pid_ == 0) {
+      int fd = open(library.c_str(), O_RDONLY);
+      if (fd < 0 || mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE, fd, 0) == MAP_FAILED) _exit(1);
+      for (;;) pause();
+    }
+    for (int i = 0;
+         i < 200 &&
+         read_file("/proc/" + std::to_string(pid_) + "/maps").find("/libcuda-injection.so\n") ==
+             std::string::npos;
+         ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  ~LibraryHolder() {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = 0;
+};
+
+// A banner of the recorded 2025.3.1 one's shape with 2026.2.1's number (the build number is
+// made up: no 2026.2.1 banner was recorded).
+void write_banner_2026_2_1(const fs::path& file) {
+  std::ofstream(file) << "NVIDIA (R) Nsight Compute Command Line Profiler\n"
+                         "Copyright (c) 2018-2026 NVIDIA Corporation\n"
+                         "Version 2026.2.1.0 (build 1) (public-release)\n";
+}
+
+TEST_F(Capture, AttachProcessByIdTakesTheInProcessRouteWithNcu2026_2_1) {
+  write_banner_2026_2_1(dir_ / "banner");
+  setenv("FAKE_NCU_VERSION", (dir_ / "banner").c_str(), 1);
+  LibraryHolder engine(dir_ / "ncu-target");
+  std::string pid = std::to_string(engine.pid());
+  auto result =
+      capture(recording("attach_1"), {"--attach-process", pid, "-k", "k_alpha", "--launch-count",
+                                      "2", "--preset", "basic", "--timeout", "60"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.err.find("route to process " + pid + ": in-process library — process " + pid +
+                            " loaded ncu's injection library itself"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("kernel 2 of 2: k_alpha (10 passes)"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("the target still runs"), std::string::npos) << result.err;
+  std::vector<nlohmann::json> calls = ncu_calls();
+  ASSERT_GE(calls.size(), 2u);
+  std::vector<std::string> argv = calls[1]["argv"];
+  auto mode = std::find(argv.begin(), argv.end(), "--mode");
+  ASSERT_NE(mode, argv.end());
+  ASSERT_LE(mode + 4, argv.end());
+  EXPECT_EQ(std::vector<std::string>(mode, mode + 4),
+            (std::vector<std::string>{"--mode", "attach", "--process-id", pid}));
+  EXPECT_EQ(std::count(argv.begin(), argv.end(), "--hostname"), 0);
+  nlohmann::json m = manifest(bundle());
+  EXPECT_EQ(m["attach"]["route"], "in-process-library");
+  EXPECT_EQ(m["attach"]["process"]["pid"], engine.pid());
+  EXPECT_NE(m["attach"]["process"]["injection_library"].get<std::string>().find(
+                "ncu-target/libcuda-injection.so"),
+            std::string::npos);
+  EXPECT_TRUE(m["attach"]["port"].is_null());
+  EXPECT_EQ(m["ncu"]["exit_code"], 130);
+  EXPECT_EQ(m["ncu"]["detached_by_kprof"], true);
+  EXPECT_TRUE(diagnosis_ids(m).empty()) << m["diagnoses"];
+}
+
+TEST_F(Capture, AttachProcessByIdWithAnOlderNcuSaysWhyAndRunsNothing) {
+  // FAKE_NCU_VERSION: the recorded 2025.3.1 banner.
+  LibraryHolder engine(dir_ / "ncu-target");
+  std::string pid = std::to_string(engine.pid());
+  auto result = capture(recording("attach_1"), {"--attach-process", pid, "-k", "k_alpha"});
+  EXPECT_EQ(result.exit_code, 9) << result.err;
+  EXPECT_NE(result.err.find("no route to process " + pid + " with ncu 2025.3.1: process " + pid +
+                            " loaded ncu's injection library itself"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("ncu 2025.3.1 has no --process-id"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("start the engine under `ncu --mode launch` and attach with --attach "
+                            "HOST"),
+            std::string::npos)
+      << result.err;
+  std::vector<nlohmann::json> calls = ncu_calls();
+  ASSERT_EQ(calls.size(), 1u);  // `ncu --version` alone
+  EXPECT_EQ(calls[0]["argv"][1], "--version");
+  EXPECT_FALSE(fs::exists(bundle()));
+  EXPECT_FALSE(fs::exists(bundle() + ".incomplete"));
+}
+
+TEST_F(Capture, AttachProcessByIdOfALaunchedProcessKeepsTodaysRoute) {
+  write_banner_2026_2_1(dir_ / "banner");
+  setenv("FAKE_NCU_VERSION", (dir_ / "banner").c_str(), 1);
+  fs::path world = dir_ / "world";
+  LaunchedTree tree(world, {"--no-engine"});
+  setenv("FAKE_NCU_WORLD", world.c_str(), 1);
+  int front = tree.pid_on(49152);
+  auto result =
+      capture(recording("attach_1"), {"--attach-process", std::to_string(front), "-k", "k_alpha",
+                                      "--launch-count", "2", "--attach-timeout", "10"});
+  unsetenv("FAKE_NCU_WORLD");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.err.find("launch/attach by TCP — process " + std::to_string(front) +
+                            " was started under `ncu --mode launch`"),
+            std::string::npos)
+      << result.err;
+  nlohmann::json m = manifest(bundle());
+  EXPECT_EQ(m["attach"]["process"]["pid"], front);
+  EXPECT_EQ(m["attach"]["host"], "127.0.0.1");
+  for (const nlohmann::json& call : ncu_calls()) {
+    std::vector<std::string> argv = call["argv"];
+    EXPECT_EQ(std::count(argv.begin(), argv.end(), "--process-id"), 0);
+  }
+}
+
+TEST_F(Capture, AttachProcessByIdOfAPlainProcessIsSisterOnly) {
+  write_banner_2026_2_1(dir_ / "banner");
+  setenv("FAKE_NCU_VERSION", (dir_ / "banner").c_str(), 1);
+  pid_t plain = start_sleeper();
+  std::string pid = std::to_string(plain);
+  auto result = capture(recording("attach_1"), {"--attach-process", pid});
+  auto name = capture(recording("attach_1"), {"--attach-process", "serve::engine"});
+  auto doctor = testing::run_process({KPROF_BINARY, "doctor", "--attach-process", pid});
+  kill(plain, SIGKILL);
+  waitpid(plain, nullptr, 0);
+  EXPECT_EQ(result.exit_code, 9) << result.err;
+  EXPECT_NE(result.err.find("no route to process " + pid + " with ncu 2026.2.1: process " + pid +
+                            " was not started under `ncu --mode launch` and has not loaded ncu's "
+                            "injection library"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("Engine-side setup"), std::string::npos) << result.err;
+  // A name needs the tree's endpoint.
+  EXPECT_EQ(name.exit_code, 2) << name.err;
+  EXPECT_NE(name.err.find("--attach-process serve::engine needs --attach HOST"), std::string::npos)
+      << name.err;
+  // doctor says the same of it, as a warning.
+  EXPECT_NE(doctor.out.find("warning  attach route           process " + pid + ": sister only"),
+            std::string::npos)
+      << doctor.out;
+}
+
+TEST_F(Capture, DoctorSaysTheRouteOfAProcessPerNcuVersion) {
+  LibraryHolder engine(dir_ / "ncu-target");
+  std::string pid = std::to_string(engine.pid());
+  auto old = testing::run_process({KPROF_BINARY, "doctor", "--attach-process", pid, "--json"});
+  write_banner_2026_2_1(dir_ / "banner");
+  setenv("FAKE_NCU_VERSION", (dir_ / "banner").c_str(), 1);
+  auto current = testing::run_process({KPROF_BINARY, "doctor", "--attach-process", pid});
+  auto route_of = [](const std::string& json) {
+    nlohmann::json report = nlohmann::json::parse(json);
+    for (const nlohmann::json& check : report["checks"])
+      if (check["check"] == "attach route") return check;
+    return nlohmann::json();
+  };
+  nlohmann::json old_route = route_of(old.out);
+  EXPECT_EQ(old_route["status"], "warning") << old.out;
+  EXPECT_NE(old_route.dump().find("sister only"), std::string::npos) << old_route;
+  EXPECT_NE(old_route.dump().find("ncu 2025.3.1 has no --process-id"), std::string::npos)
+      << old_route;
+  EXPECT_NE(current.out.find("info     attach route           process " + pid +
+                             ": in-process library — process " + pid +
+                             " loaded ncu's injection library itself"),
+            std::string::npos)
+      << current.out;
+  auto gone = testing::run_process(
+      {KPROF_BINARY, "doctor", "--attach-process", std::to_string(gone_pid())});
+  EXPECT_NE(gone.out.find("not found on this machine"), std::string::npos) << gone.out;
 }
 
 // tools/serving/serve.py --backend fake (no torch): the OpenAI-compatible server the warm

@@ -26,7 +26,15 @@ line, the process FAKE_NCU_STALL_PID is stopped (SIGSTOP: held, as ncu holds its
 replays a kernel) for FAKE_NCU_STALL_S seconds or until SIGINT, then continued (SIGCONT); on
 SIGINT the kernels after the first are not printed, as a detach cuts them off.
 FAKE_NCU_HANG=1: after the output, start a child (the "target") in the same process
-group, write its pid to FAKE_NCU_HANG_PIDFILE, and wait forever."""
+group, write its pid to FAKE_NCU_HANG_PIDFILE, and wait forever.
+ncu 2026.2.1's in-process route, taken only when FAKE_NCU_VERSION's banner says 2026.2.1 or newer
+(older: "==ERROR== unrecognised option '--process-id'", as 2025.3.1 answers an option it lacks):
+  ncu --list-injection-path-64        → FAKE_NCU_INJECTION_DIR (a folder), as nsight-python reads it
+  ncu --mode attach --process-id PID  → the process must have libcuda-injection.so in its
+                                        /proc/PID/maps (it loaded the library); then the recording
+                                        is replayed in attach mode as that process. Otherwise
+                                        "No attachable process found" (kprof's stand-in wording:
+                                        what ncu 2026.2.1 prints there was not recorded)."""
 import json
 import os
 import signal
@@ -44,6 +52,33 @@ if log:
 if "--version" in argv:
     sys.stdout.write(open(os.environ["FAKE_NCU_VERSION"]).read())
     sys.exit(0)
+
+def version():
+    import re
+    found = re.search(r"Version (\d+)\.(\d+)\.(\d+)", open(os.environ["FAKE_NCU_VERSION"]).read())
+    return tuple(int(x) for x in found.groups()) if found else (0, 0, 0)
+
+
+for new_option in ("--process-id", "--list-injection-path-64", "--list-injection-path-32"):
+    if new_option in argv and version() < (2026, 2, 1):
+        sys.stdout.write(f"==ERROR== unrecognised option '{new_option}'\n")
+        sys.exit(1)
+
+if "--list-injection-path-64" in argv:
+    sys.stdout.write(os.environ.get("FAKE_NCU_INJECTION_DIR", "/nonexistent") + "\n")
+    sys.exit(0)
+
+if "--process-id" in argv:
+    attach_pid = argv[argv.index("--process-id") + 1]
+    try:
+        loaded = "/libcuda-injection.so\n" in open(f"/proc/{attach_pid}/maps").read()
+    except OSError:
+        loaded = False
+    if not loaded:
+        sys.stdout.write("==ERROR== No attachable process found.\n"
+                         "==ERROR== An error occurred while trying to profile.\n")
+        sys.exit(1)
+    os.environ["FAKE_NCU_TARGET_PID"] = attach_pid
 
 rec = os.environ.get("FAKE_NCU_RECORDING", "")
 
