@@ -258,6 +258,9 @@ void define_k8s(CLI::App& parent, Runner& runner) {
   add_cluster_options(c, *preflight);
   c->add_option("DEPLOYMENT", preflight->deployment, "Deployment name")->required();
   c->add_option("--container", preflight->container, "Server container (default: the first)");
+  c->add_option("--ncu-version", preflight->ncu_version,
+                "The version of the ncu that would profile (e.g. 2026.2.1): the route line says "
+                "what it allows (the in-process library needs 2026.2.1+)");
   c->add_flag("--json", preflight->json_output, "Print JSON (kprof.k8s-preflight/1)");
   c->callback([&runner, preflight] {
     runner = [preflight](Output& o) { return run_preflight(*preflight, o); };

@@ -117,6 +117,10 @@ json preflight_json(const PreflightView& view, const std::vector<std::string>& a
                                         : json(nullptr)},
          {"under_ncu_launch", container.under_ncu_launch}}},
        {"gpu_capacity", gpu_capacity_json(view.gpu_capacity)},
+       {"route",
+        {{"id", capture::route_id(view.route.route)},
+         {"why", view.route.why},
+         {"next", view.route.next}}},
        {"recommendation",
         {{"method", view.assessment.method},
          {"safety", view.assessment.safety},
@@ -153,6 +157,8 @@ std::string preflight_text(const PreflightView& view) {
                           node.name, node.allocatable, node.requested, node.free());
     }
   }
+  text += fmt::format("route: {} — {}\n", capture::route_title(view.route.route), view.route.why);
+  if (!view.route.next.empty()) text += "  → " + view.route.next + "\n";
   text += fmt::format("recommended: kprof k8s {} with --safety {}\n", view.assessment.method,
                       view.assessment.safety);
   for (const auto& r : view.assessment.reasons) text += "  because " + r + "\n";

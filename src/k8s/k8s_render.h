@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "capture/attach_route.h"
 #include "k8s/cleanup.h"
 #include "k8s/kubectl.h"
 #include "k8s/operation.h"
@@ -20,6 +21,8 @@ struct PreflightView {
   const k8s::ContainerInfo& container;
   const k8s::Assessment& assessment;
   const k8s::GpuCapacity& gpu_capacity;
+  // The route ncu can reach the server by (capture/attach_route.h), for the ncu version given.
+  const capture::RouteChoice& route;
 };
 
 // Why a sister pod could not start, with what to do.

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "capture/attach_route.h"
 #include "capture/capture_render.h"
 #include "capture/ncu_command.h"
 #include "capture/ncu_locator.h"
@@ -414,7 +415,17 @@ pipeline::Answer run_preflight(const OperationRequest& request) {
   GpuCapacity capacity = read_gpu_capacity(cluster.kubectl);
   Assessment assessment =
       assess(cluster.target, container, cluster.versions.client_minor, capacity);
-  PreflightView view{cluster.versions, cluster.target, container, assessment, capacity};
+  // The route ncu can reach the server by, for the ncu named with --ncu-version: the pod's maps
+  // are not read, so the in-process setup is what the container declares.
+  capture::RouteTarget where;
+  where.where = capture::RouteTarget::Where::kKubernetes;
+  where.under_ncu_launch = container.under_ncu_launch;
+  where.loaded_injection_library =
+      std::any_of(container.env.begin(), container.env.end(), [](const auto& entry) {
+        return entry.first == "NV_COMPUTE_PROFILER_IN_PROCESS" && entry.second == "1";
+      });
+  capture::RouteChoice route = capture::choose_attach_route(request.capture.ncu_version, where);
+  PreflightView view{cluster.versions, cluster.target, container, assessment, capacity, route};
   pipeline::Answer answer;
   answer.out = request.json_output ? preflight_json(view, request.argv).dump(1) + "\n"
                                    : preflight_text(view);

@@ -220,6 +220,38 @@ class K8sTest(unittest.TestCase):
         self.assertIn("warning: could not check whether a node has 8 nvidia.com/gpu free", r.stdout)
         self.assertIn("cannot list resource \"nodes\"", r.stdout)
 
+    def test_preflight_says_the_route_to_the_server_per_ncu_version(self):
+        """The route ncu can reach the server by (capture/attach_route.h): the vLLM container is
+        neither under ncu's launch mode nor set up for the in-process library (sister only), the
+        SGLang one runs under `ncu --mode launch` (attach by TCP, any version); a container that
+        declares NV_COMPUTE_PROFILER_IN_PROCESS=1 allows the in-process library from ncu 2026.2.1
+        (NVIDIA's release notes), not with 2026.1.1."""
+        c = self.cluster("vllm_single_replica.json")
+        r = c.kprof("k8s", "preflight", "-n", "serving", "llama-70b")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("route: sister only — the container does not run under `ncu --mode launch` "
+                      "and does not declare the in-process setup", r.stdout)
+        j = json.loads(c.kprof("k8s", "preflight", "-n", "serving", "llama-70b", "--json").stdout)
+        self.assertEqual(j["route"]["id"], "sister-only")
+        j = json.loads(self.cluster("sglang_under_ncu_launch.json").kprof(
+            "k8s", "preflight", "-n", "serving", "sglang-dsv3", "--json").stdout)
+        self.assertEqual(j["route"]["id"], "launch-attach-tcp")
+        objects = json.load(open(os.path.join(HERE, "data", "vllm_single_replica.json")))
+        for item in objects["deployments"][0]["spec"]["template"]["spec"]["containers"]:
+            item.setdefault("env", []).append({"name": "NV_COMPUTE_PROFILER_IN_PROCESS", "value": "1"})
+        path = os.path.join(tempfile.mkdtemp(prefix="kprof-k8s-objects-"), "in_process.json")
+        self.addCleanup(shutil.rmtree, os.path.dirname(path), True)
+        json.dump(objects, open(path, "w"))
+        c = self.cluster(path)
+        current = json.loads(c.kprof("k8s", "preflight", "-n", "serving", "llama-70b", "--json",
+                                     "--ncu-version", "2026.2.1").stdout)
+        self.assertEqual(current["route"]["id"], "in-process-library", current["route"])
+        self.assertIn("ncu 2026.2.1 has `--mode attach --process-id`", current["route"]["why"])
+        self.assertIn("kprof k8s does not drive this route", current["route"]["next"])
+        older = c.kprof("k8s", "preflight", "-n", "serving", "llama-70b", "--ncu-version", "2026.1.1")
+        self.assertIn("route: sister only — the container declares NV_COMPUTE_PROFILER_IN_PROCESS=1 "
+                      "(the in-process setup), but ncu 2026.1.1 has no --process-id", older.stdout)
+
     def test_sister_that_cannot_be_scheduled_or_pulled_is_diagnosed_and_deleted(self):
         """A Pending sister says why (the scheduler's message, an image that cannot be pulled)
         instead of waiting out --ready-timeout, and is deleted."""
