@@ -527,21 +527,28 @@ void InputBytes::release(std::string_view part) const {
   if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
+InputBytes map_input_descriptor(const std::string& path, int fd, size_t size) {
+  InputBytes result;
+  void* mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (mapped == MAP_FAILED) {
+    throw_unreadable(path,
+                     fmt::format("cannot map {}: {}", describe_input(path), std::strerror(errno)));
+  }
+  result.mapping_ = static_cast<const char*>(mapped);
+  result.size_ = size;
+  track_mapping(result.mapping_, result.size_, path);
+  // Read front to back (an ncu report by its container walk, then result by result; a trace
+  // event by event).
+  ::madvise(mapped, size, MADV_SEQUENTIAL);
+  return result;
+}
+
 InputBytes open_input_file(const std::string& path, const ContentCheck& check) {
   InputFd input(path);
   InputBytes result;
   std::string_view bytes;
   if (input.mappable()) {
-    void* mapped = ::mmap(nullptr, input.size(), PROT_READ, MAP_PRIVATE, input.fd(), 0);
-    if (mapped == MAP_FAILED) {
-      throw_unreadable(
-          path, fmt::format("cannot map {}: {}", describe_input(path), std::strerror(errno)));
-    }
-    result.mapping_ = static_cast<const char*>(mapped);
-    result.size_ = input.size();
-    track_mapping(result.mapping_, result.size_, path);
-    // Read front to back by the container walk, then result by result.
-    ::madvise(mapped, input.size(), MADV_SEQUENTIAL);
+    result = map_input_descriptor(path, input.fd(), input.size());
     bytes = result.view();
   } else {
     result.owned_ = input.read_to_end(check);

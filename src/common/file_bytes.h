@@ -78,6 +78,7 @@ class InputBytes {
 
  private:
   friend InputBytes open_input_file(const std::string& path, const ContentCheck& check);
+  friend InputBytes map_input_descriptor(const std::string& path, int fd, size_t size);
   void unmap();
   const char* mapping_ = nullptr;
   size_t size_ = 0;
@@ -87,6 +88,13 @@ class InputBytes {
 
 // Same errors as read_input_file.
 InputBytes open_input_file(const std::string& path, const ContentCheck& check = {});
+
+// A regular file of `size` bytes (more than 0) that the caller opened as `fd`, mapped as
+// open_input_file maps one (a SIGBUS names path), its bytes as they are: no zstd is looked for.
+// For a reader that streams a file it has told apart itself (the trace reader, whose gzip input
+// is not mapped). The caller may close fd afterwards. Throws InputError (kInputUnreadable) when
+// the file cannot be mapped.
+InputBytes map_input_descriptor(const std::string& path, int fd, size_t size);
 
 // Decompresses a zstd frame sequence held in memory under the same limit and check; path is used
 // in error messages only.

@@ -5,12 +5,15 @@
 // threads (a trace of a few hundred kilobytes is parsed inline and would test nothing of them);
 // the expected order is the events' index, written into each event's name and time.
 #include <gtest/gtest.h>
+#include <zlib.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
 #include "importers/chrome_trace/chrome_trace_reader.h"
+#include "support/scratch_dir.h"
 
 namespace kprof::importers {
 namespace {
@@ -52,6 +55,14 @@ std::vector<std::string> expected(std::size_t count) {
   return seen;
 }
 
+// An error's message and byte, without the file's name (the two files' names differ).
+std::string fmt_error(const InputError& error, const std::string& path) {
+  std::string message = error.what();
+  for (std::size_t at = message.find(path); at != std::string::npos; at = message.find(path))
+    message.erase(at, path.size());
+  return message + " @" + std::to_string(error.position().value);
+}
+
 constexpr std::size_t kEvents = 40000;  // about 16 MB: eight read buffers of 2 MiB
 
 // The trace's text up to (not including) event `count`, and where each event starts.
@@ -69,7 +80,10 @@ TEST(ChromeTraceThreads, EventsReachTheSinkInFileOrder) {
   const std::string trace = events_text(kEvents) + "]}";
   ASSERT_GT(trace.size(), 8u << 20);
   // Reads of the buffer's size, and reads that put every boundary elsewhere.
-  for (ReadChunks chunks : {ReadChunks{}, ReadChunks{12345, 0}, ReadChunks{0, (1u << 20) + 333}}) {
+  // Copied into the read buffer and scanned in place (a plain file, mapped).
+  for (ReadChunks chunks : {ReadChunks{0, 0, false}, ReadChunks{12345, 0, false},
+                            ReadChunks{0, (1u << 20) + 333, false}, ReadChunks{0, 0, true},
+                            ReadChunks{12345, 0, true}, ReadChunks{0, (1u << 20) + 333, true}}) {
     OrderSink sink;
     TraceReadStats stats = read_chrome_trace_bytes("t.json", trace, sink, chunks);
     EXPECT_EQ(sink.seen, expected(kEvents));
@@ -112,6 +126,48 @@ TEST(ChromeTraceThreads, AScanningErrorComesAfterEveryEventBeforeIt) {
   OrderSink sink;
   EXPECT_THROW(read_chrome_trace_bytes("t.json", trace, sink), InputError);
   EXPECT_EQ(sink.seen, expected(stop));
+}
+
+// A plain file is mapped and scanned in place, a gzip one read through zlib into the buffer: the
+// same events in the same order either way, and the same error, at the same byte, for a broken
+// one (the gzip file is the reference: the mapping is what changed).
+TEST(ChromeTraceThreads, AMappedFileReadsAsItsGzipCopy) {
+  const std::string good = events_text(kEvents) + "]}";
+  std::string broken = events_text(kEvents);
+  broken.replace(broken.rfind(R"("cat")"), 5, R"("cat" 1)");  // not JSON: no ':'
+  for (const std::string& trace : {good, broken}) {
+    const std::string plain = testing::scratch_dir() + "/trace.json";
+    const std::string gzipped = testing::scratch_dir() + "/trace.json.gz";
+    std::ofstream(plain, std::ios::binary) << trace;
+    gzFile out = gzopen(gzipped.c_str(), "wb1");
+    ASSERT_NE(out, nullptr);
+    ASSERT_EQ(gzwrite(out, trace.data(), static_cast<unsigned>(trace.size())),
+              static_cast<int>(trace.size()));
+    ASSERT_EQ(gzclose(out), Z_OK);
+    OrderSink mapped_sink, gzip_sink;
+    std::string mapped_error, gzip_error;
+    TraceReadStats mapped{}, gzip{};
+    try {
+      mapped = read_chrome_trace(plain, mapped_sink);
+    } catch (const InputError& error) {
+      mapped_error = fmt_error(error, plain);
+    }
+    try {
+      gzip = read_chrome_trace(gzipped, gzip_sink);
+    } catch (const InputError& error) {
+      gzip_error = fmt_error(error, gzipped);
+    }
+    EXPECT_EQ(mapped_sink.seen, gzip_sink.seen);
+    EXPECT_EQ(mapped_error, gzip_error);
+    EXPECT_EQ(mapped.events, gzip.events);
+    EXPECT_EQ(mapped.bytes, gzip.bytes);
+    if (&trace == &good) {
+      EXPECT_EQ(mapped_sink.seen, expected(kEvents));
+      EXPECT_EQ(mapped.bytes, trace.size());
+    } else {
+      EXPECT_NE(mapped_error.find("expected ':'"), std::string::npos) << mapped_error;
+    }
+  }
 }
 
 }  // namespace

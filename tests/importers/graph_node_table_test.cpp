@@ -173,7 +173,7 @@ TEST(GraphNodeTable, TheReaderHandsItOverOnceAfterEveryEvent) {
     SCOPED_TRACE(before ? "summary before the events" : "summary last, as the tracer writes it");
     TableSink sink;
     TraceReadStats stats =
-        read_chrome_trace_bytes("t.json", trace_with(table_json(), before), sink, {16, 16});
+        read_chrome_trace_bytes("t.json", trace_with(table_json(), before), sink, {16, 16, false});
     EXPECT_EQ(sink.events, 2);
     EXPECT_EQ(sink.calls, 1);
     ASSERT_TRUE(sink.table);

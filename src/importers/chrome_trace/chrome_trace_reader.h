@@ -18,11 +18,13 @@ namespace kprof::importers {
 TraceReadStats read_chrome_trace(const std::string& path, TraceEventSink& sink);
 
 // How bytes in memory reach the reader: at most first_read bytes in its first read, then at most
-// max_read bytes in each (0: as many as it asks for, 4 MiB), so that tests can put the end of
-// a read — where a file's chunks end — at any offset of a trace.
+// max_read bytes in each (0: as many as it asks for, 2 MiB), so that tests can put the end of
+// a read — where a file's chunks end — at any offset of a trace; copied into the reader's buffer
+// as a compressed file's are, or scanned where they lie (in_place) as a plain file's are.
 struct ReadChunks {
   size_t first_read = 0;
   size_t max_read = 0;
+  bool in_place = false;
 };
 
 // How events are parsed: the plain-event fast path first (plain_event.h), simdjson for what it
