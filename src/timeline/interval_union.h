@@ -22,6 +22,8 @@ class IntervalUnion {
   std::uint64_t late_intervals() const { return late_; }
 
  private:
+  void close_earliest();  // past `window` pieces, the earliest closed
+
   std::size_t window_;
   std::map<double, double> open_;  // start -> end, disjoint, not touching
   double open_length_ = 0;
