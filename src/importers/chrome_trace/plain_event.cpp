@@ -293,6 +293,14 @@ class PlainParser {
   // 1.5e0000000000000000000001). Profilers write neither.
   bool number(double& value, std::string_view& token) {
     const char* begin = p_;
+    // Most numbers take Clinger's fast path, which checks JSON's grammar on its way (where it
+    // gives a value, json_number_end gives the same end): one pass instead of three.
+    if (const char* fast = fast_json_number(begin, end_, value);
+        fast != nullptr && simdjson_rounds_as_from_chars(begin, fast)) {
+      token = std::string_view(begin, static_cast<std::size_t>(fast - begin));
+      p_ = fast;
+      return true;
+    }
     const char* stop = json_number_end(begin, end_);
     if (stop == nullptr || !simdjson_rounds_as_from_chars(begin, stop)) return false;
     if (fast_json_number(begin, stop, value) != stop) {
