@@ -314,6 +314,27 @@ std::string replace_lone_surrogate_escapes(std::string_view text) {
   return out;
 }
 
+// A category's length and first and last eight bytes: what tells the handful of a trace's
+// categories apart without comparing texts (count_category runs for every event on the thread
+// that hands them over, and the categories alternate, so comparing with each known one — a call
+// to memcmp each — was 4-6 % of the time). Equal keys are equal texts up to 16 bytes. Made by
+// the parsing threads, which read the text anyway.
+struct CategoryKey {
+  std::uint64_t size = 0, head = 0, tail = 0;
+  bool operator==(const CategoryKey&) const = default;
+};
+CategoryKey category_key(std::string_view text) {
+  CategoryKey key;
+  key.size = text.size();
+  if (text.size() >= 8) {
+    std::memcpy(&key.head, text.data(), 8);
+    std::memcpy(&key.tail, text.data() + text.size() - 8, 8);
+  } else {
+    for (char c : text) key.head = key.head << 8 | static_cast<unsigned char>(c);
+  }
+  return key;
+}
+
 // What the sink is handed for one event, worked out by EventParser (on the parsing thread) from
 // the event's text alone; Scanner::apply() then counts it and calls the sink, in file order.
 struct ParsedEvent {
@@ -321,6 +342,7 @@ struct ParsedEvent {
   bool quick = false;       // quick_fields() read it
   bool span = false;        // quick, of a category the sink does not parse: a bare span
   std::string_view phase, quick_category;
+  CategoryKey quick_key;       // category_key(quick_category)
   double ts = 0, dur = 0;      // a span's, as quick_fields() read them
   std::string_view skip_name;  // a span's name, looked up only when its time is impossible
   std::uint32_t full = 0;      // not a span: its FullEvent in the batch
@@ -346,6 +368,7 @@ class EventParser {
     out.start = start;
     std::string_view ts, dur;
     out.quick = quick_fields(text, out.phase, out.quick_category, ts, dur, out.ts, out.dur);
+    if (out.quick) out.quick_key = category_key(out.quick_category);
     if (out.quick && !wanted(out.quick_category)) {
       out.span = true;
       if (out.phase != "X") return;  // counted, never handed over
@@ -814,30 +837,12 @@ class Scanner {
  private:
   std::uint64_t offset() const { return consumed_ + position_; }
 
-  // A category's length and first and last eight bytes: what tells the handful of a trace's
-  // categories apart without comparing texts (count_category runs for every event on the thread
-  // that hands them over, and the categories alternate, so comparing with each known one — a call
-  // to memcmp each — was 4-6 % of the time). Equal keys are equal texts up to 16 bytes.
-  struct CategoryKey {
-    std::uint64_t size = 0, head = 0, tail = 0;
-    bool operator==(const CategoryKey&) const = default;
-  };
-  static CategoryKey category_key(std::string_view text) {
-    CategoryKey key;
-    key.size = text.size();
-    if (text.size() >= 8) {
-      std::memcpy(&key.head, text.data(), 8);
-      std::memcpy(&key.tail, text.data() + text.size() - 8, 8);
-    } else {
-      for (char c : text) key.head = key.head << 8 | static_cast<unsigned char>(c);
-    }
-    return key;
-  }
-
   // Categories are counted (a handful of distinct ones per trace; a hostile file's thousands of
   // made-up ones stop being counted at kMaxCategories) to tell what a file without GPU work is.
   void count_category(std::string_view category) {
-    const CategoryKey key = category_key(category);
+    count_category(category, category_key(category));
+  }
+  void count_category(std::string_view category, const CategoryKey& key) {
     for (std::size_t i = 0; i < categories_.size(); ++i) {
       if (category_keys_[i] == key && (key.size <= 16 || categories_[i].first == category)) {
         ++categories_[i].second;
@@ -1273,7 +1278,7 @@ class Scanner {
     } else {
       time_problem_.clear();
     }
-    if (p.quick) count_category(p.quick_category);
+    if (p.quick) count_category(p.quick_category, p.quick_key);
     if (p.span) {
       if (p.phase != "X") {
         ++stats_.other_events;

@@ -66,15 +66,19 @@ const char* digits(const char* p, const char* end, std::uint64_t& mantissa, int&
 
 // A strict JSON number at [p, end) read exactly (Clinger's fast path: a mantissa up to 2^53 and a
 // power of ten a double holds make one correctly rounded operation); nullptr when the text is not
-// one or the fast path does not apply.
-const char* fast_json_number(const char* p, const char* end, double& value) {
+// one or the fast path does not apply. With `simdjson_bounds`, also nullptr for a number that
+// simdjson_rounds_as_from_chars (below) declines: more than 19 digits before the exponent
+// (leading zeros included) or more than three in it.
+const char* fast_json_number(const char* p, const char* end, double& value,
+                             bool simdjson_bounds = false) {
   const bool negative = p < end && *p == '-';
   p += negative;
   if (!is_digit_at(p, end)) return nullptr;
   std::uint64_t mantissa = 0;
   int count = 0;  // digits summed into mantissa, leading zeros included (harmless: they add 0)
   int exponent = 0;
-  if (*p == '0') {
+  const bool leading_zero = *p == '0';
+  if (leading_zero) {
     ++p;  // JSON: a leading zero stands alone
   } else {
     p = digits(p, end, mantissa, count);
@@ -87,17 +91,19 @@ const char* fast_json_number(const char* p, const char* end, double& value) {
     exponent = -static_cast<int>(p - fraction);
   }
   // Up to 19 digits a uint64 holds; more (rare: timestamps have 16 or 17) go to from_chars.
-  if (count > 19) return nullptr;
+  if (count > 19 || (simdjson_bounds && count + leading_zero > 19)) return nullptr;
   if (p < end && (*p == 'e' || *p == 'E')) {
     ++p;
     bool negative_exponent = false;
     if (p < end && (*p == '+' || *p == '-')) negative_exponent = *p++ == '-';
     if (!is_digit_at(p, end)) return nullptr;
     int explicit_exponent = 0;
+    const char* exponent_digits = p;
     for (; is_digit_at(p, end); ++p) {
       if (explicit_exponent > 1000) return nullptr;
       explicit_exponent = explicit_exponent * 10 + (*p - '0');
     }
+    if (simdjson_bounds && p - exponent_digits > 3) return nullptr;
     exponent += negative_exponent ? -explicit_exponent : explicit_exponent;
   }
   if (p < end && extends_number(*p)) return nullptr;
@@ -294,9 +300,9 @@ class PlainParser {
   bool number(double& value, std::string_view& token) {
     const char* begin = p_;
     // Most numbers take Clinger's fast path, which checks JSON's grammar on its way (where it
-    // gives a value, json_number_end gives the same end): one pass instead of three.
-    if (const char* fast = fast_json_number(begin, end_, value);
-        fast != nullptr && simdjson_rounds_as_from_chars(begin, fast)) {
+    // gives a value, json_number_end gives the same end) and simdjson's bounds: one pass instead
+    // of four.
+    if (const char* fast = fast_json_number(begin, end_, value, true)) {
       token = std::string_view(begin, static_cast<std::size_t>(fast - begin));
       p_ = fast;
       return true;
