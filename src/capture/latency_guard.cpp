@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
+
+#include "common/text.h"
 
 namespace kprof::capture {
 namespace {
@@ -25,6 +28,17 @@ double nearest_rank(std::vector<double> values, double p) {
 
 nlohmann::json optional_ms(const std::optional<double>& value) {
   return value ? nlohmann::json(round_ms(*value)) : nlohmann::json(nullptr);
+}
+
+template <typename T>
+nlohmann::json optional_json(const std::optional<T>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
+// Sleeps until `seconds` have passed since `began` or `stop` is set, in steps of 20 ms.
+void sleep_until(ProbeClock::time_point began, double seconds, const std::atomic<bool>& stop) {
+  while (!stop.load() && ms_since(began) < seconds * 1000)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
 
 }  // namespace
@@ -91,8 +105,75 @@ std::optional<std::string> guard_verdict(const std::vector<GuardProbe>& latest,
   return std::nullopt;
 }
 
+std::optional<std::string> PodWatch::take(const PodStatus& status, const std::string& at) {
+  ++reads_;
+  if (!status.read) {
+    ++failures_;
+    last_problem_ = status.problem;
+    return std::nullopt;
+  }
+  if (!have_baseline_) {
+    have_baseline_ = true;
+    ready_at_start_ = last_ready_ = status.ready;
+    count_at_start_ = last_count_ = status.restart_count;
+    return std::nullopt;
+  }
+  std::optional<std::string> why;
+  if (status.restart_count) {
+    if (last_count_ && *status.restart_count > *last_count_) {
+      restarts_seen_.push_back({{"at", at},
+                                {"restart_count_from", *last_count_},
+                                {"restart_count_to", *status.restart_count}});
+      why = fmt::format("container {} of pod {} restarted (restartCount {} -> {}) at {}",
+                        container_, pod_, *last_count_, *status.restart_count, at);
+    }
+    if (!count_at_start_) count_at_start_ = status.restart_count;  // the first read did not say
+    last_count_ = status.restart_count;
+  }
+  if (status.ready) {
+    if (!*status.ready && last_ready_ == true) {
+      drops_.push_back({at, ""});
+      if (!why)
+        why = fmt::format("pod {} readiness dropped at {} (its Ready condition turned False)", pod_,
+                          at);
+    } else if (*status.ready && last_ready_ == false && !drops_.empty() &&
+               drops_.back().ready_again_at.empty()) {
+      drops_.back().ready_again_at = at;
+    }
+    last_ready_ = status.ready;
+  }
+  return why;
+}
+
+std::optional<std::int64_t> PodWatch::restarts() const {
+  if (!count_at_start_ || !last_count_) return std::nullopt;
+  return std::max<std::int64_t>(*last_count_ - *count_at_start_, 0);
+}
+
+nlohmann::json PodWatch::bill() const {
+  nlohmann::json drops = nlohmann::json::array();
+  for (const Drop& drop : drops_) {
+    drops.push_back(
+        {{"at", drop.at},
+         {"ready_again_at", drop.ready_again_at.empty() ? nlohmann::json(nullptr)
+                                                        : nlohmann::json(drop.ready_again_at)}});
+  }
+  return {{"name", pod_},
+          {"container", container_},
+          {"reads", reads_},
+          {"read_failures", failures_},
+          {"last_problem",
+           last_problem_.empty() ? nlohmann::json(nullptr) : nlohmann::json(last_problem_)},
+          {"ready_at_start", optional_json(ready_at_start_)},
+          {"restart_count_at_start", optional_json(count_at_start_)},
+          {"restart_count_at_end", optional_json(last_count_)},
+          {"readiness_drops", drops},
+          {"restarts_seen", restarts_seen_}};
+}
+
 LatencyGuard::LatencyGuard(GuardSpec spec, std::function<void(const std::string&)> note)
     : spec_(std::move(spec)), note_(std::move(note)) {
+  if (spec_.read_pod) pod_watch_.emplace(spec_.pod_name, spec_.pod_container);
   spec_.probe.concurrency = 1;
   spec_.probe.max_requests = 1;
   spec_.probe.duration_s.reset();
@@ -147,7 +228,34 @@ std::optional<std::string> LatencyGuard::measure_baseline() {
     std::lock_guard<std::mutex> lock(mutex_);
     before_.push_back(probe);
   }
+  std::string pod_now;
+  if (pod_watch_) {
+    read_pod_now(false);
+    std::lock_guard<std::mutex> lock(mutex_);
+    nlohmann::json pod = pod_watch_->bill();
+    pod_now = fmt::format("; pod {} {}, container {} restartCount {}", spec_.pod_name,
+                          pod["ready_at_start"].is_null()     ? std::string("readiness unknown")
+                          : pod["ready_at_start"].get<bool>() ? std::string("Ready")
+                                                              : std::string("not Ready"),
+                          spec_.pod_container,
+                          pod["restart_count_at_start"].is_null()
+                              ? std::string("unknown")
+                              : std::to_string(pod["restart_count_at_start"].get<std::int64_t>()));
+    if (pod["reads"] == pod["read_failures"])
+      pod_now = fmt::format("; pod {} could not be read ({})", spec_.pod_name,
+                            pod["last_problem"].is_string() ? pod["last_problem"].get<std::string>()
+                                                            : std::string("no reason given"));
+  }
   GuardPhase baseline = summarize(before_);
+  if (!spec_.armed()) {
+    note_(fmt::format(
+        "bill: baseline {} of {} requests completed, p50 {} ms, p99 {} ms{}; no guard limit "
+        "(--guard-p99-ms, --guard-factor): the capture is measured, never stopped",
+        baseline.completed, baseline.requests,
+        baseline.p50_ms ? fmt::format("{:.0f}", *baseline.p50_ms) : "-",
+        baseline.p99_ms ? fmt::format("{:.0f}", *baseline.p99_ms) : "-", pod_now));
+    return std::nullopt;  // no limit: nothing the baseline can be over
+  }
   if (spec_.factor && baseline.p99_ms) {
     double from_baseline = *baseline.p99_ms * *spec_.factor;
     if (!limit_ms_ || from_baseline < *limit_ms_) {
@@ -156,14 +264,17 @@ std::optional<std::string> LatencyGuard::measure_baseline() {
                                 *baseline.p99_ms, *spec_.factor);
     }
   }
-  note_(
-      fmt::format("guard: baseline {} of {} requests completed, p50 {} ms, p99 {} ms; the "
-                  "capture stops when p99 passes {}",
-                  baseline.completed, baseline.requests,
-                  baseline.p50_ms ? fmt::format("{:.0f}", *baseline.p50_ms) : "-",
-                  baseline.p99_ms ? fmt::format("{:.0f}", *baseline.p99_ms) : "-",
-                  limit_ms_ ? fmt::format("{:.0f} ms ({})", *limit_ms_, limit_from_)
-                            : std::string("no limit (no baseline completed)")));
+  note_(fmt::format(
+      "guard: baseline {} of {} requests completed, p50 {} ms, p99 {} ms{}; the "
+      "capture stops when p99 passes {}{}",
+      baseline.completed, baseline.requests,
+      baseline.p50_ms ? fmt::format("{:.0f}", *baseline.p50_ms) : "-",
+      baseline.p99_ms ? fmt::format("{:.0f}", *baseline.p99_ms) : "-", pod_now,
+      limit_ms_ ? fmt::format("{:.0f} ms ({})", *limit_ms_, limit_from_)
+                : std::string("no limit (no baseline completed)"),
+      pod_watch_ ? fmt::format(", or the pod's readiness drops, or container {} restarts",
+                               spec_.pod_container)
+                 : std::string()));
   if (limit_ms_ && baseline.p99_ms && *baseline.p99_ms > *limit_ms_)
     return fmt::format(
         "the service's own p99 before the capture, {:.0f} ms, is already over the guard's limit "
@@ -173,9 +284,33 @@ std::optional<std::string> LatencyGuard::measure_baseline() {
   return std::nullopt;
 }
 
+void LatencyGuard::read_pod_now(bool may_fire) {
+  PodStatus status;
+  try {
+    status = spec_.read_pod();
+  } catch (const std::exception& error) {
+    status = PodStatus();
+    status.problem = error.what();
+  }
+  std::string at = utc_time();
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::optional<std::string> why = pod_watch_->take(status, at);
+  if (why && may_fire && spec_.armed() && !pod_why_) pod_why_ = why;
+}
+
 void LatencyGuard::start_watching() {
   stop_.store(false);
   thread_ = std::thread([this] { watch(); });
+  if (pod_watch_) pod_thread_ = std::thread([this] { watch_pod(); });
+}
+
+void LatencyGuard::watch_pod() {
+  double interval_s = std::max(spec_.pod_interval_s, 0.1);
+  while (!stop_.load()) {
+    sleep_until(ProbeClock::now(), interval_s, stop_);
+    if (stop_.load()) break;
+    read_pod_now(true);
+  }
 }
 
 void LatencyGuard::watch() {
@@ -193,20 +328,18 @@ void LatencyGuard::watch() {
       during_.push_back(probe);
       longest_in_flight_ms_ = 0;
     }
-    if (spec_.pod_check) {
-      if (std::optional<std::string> why = spec_.pod_check()) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (!why_) why_ = *why;
-      }
-    }
-    while (!stop_.load() && ms_since(began) < spec_.interval_s * 1000)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    sleep_until(began, spec_.interval_s, stop_);
   }
 }
 
 std::optional<std::string> LatencyGuard::check() {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (!spec_.armed()) return std::nullopt;  // the bill alone
   if (why_) return why_;
+  if (pod_why_) {
+    why_ = pod_why_;
+    return why_;
+  }
   std::size_t window = static_cast<std::size_t>(std::max(spec_.window, 1));
   std::vector<GuardProbe> latest(
       during_.end() - static_cast<std::ptrdiff_t>(std::min(window, during_.size())), during_.end());
@@ -223,6 +356,7 @@ std::optional<std::string> LatencyGuard::check() {
 void LatencyGuard::stop_watching() {
   stop_.store(true);
   if (thread_.joinable()) thread_.join();
+  if (pod_thread_.joinable()) pod_thread_.join();
 }
 
 void LatencyGuard::measure_after() {
@@ -232,6 +366,16 @@ void LatencyGuard::measure_after() {
     std::lock_guard<std::mutex> lock(mutex_);
     after_.push_back(probe);
   }
+  if (!pod_watch_) return;
+  read_pod_now(false);  // a restart ncu caused may show only now; it is billed, not acted on
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::optional<std::int64_t> restarts = pod_watch_->restarts();
+  note_(fmt::format("bill: pod {}: {} readiness drop{}, {} restart{} of container {} ({} read{})",
+                    spec_.pod_name, pod_watch_->readiness_drops(),
+                    pod_watch_->readiness_drops() == 1 ? "" : "s",
+                    restarts ? std::to_string(*restarts) : std::string("unknown"),
+                    restarts == std::optional<std::int64_t>(1) ? "" : "s", spec_.pod_container,
+                    pod_watch_->reads(), pod_watch_->reads() == 1 ? "" : "s"));
 }
 
 std::optional<double> LatencyGuard::limit_ms() const {
@@ -248,7 +392,16 @@ nlohmann::json LatencyGuard::bill(std::optional<double> ncu_held_s) const {
   std::lock_guard<std::mutex> lock(mutex_);
   double longest = 0;
   for (const GuardProbe& probe : during_) longest = std::max(longest, probe.latency_ms);
-  std::optional<std::int64_t> restarts = spec_.restarts ? spec_.restarts() : std::nullopt;
+  std::optional<std::int64_t> restarts = pod_watch_ ? pod_watch_->restarts() : std::nullopt;
+  nlohmann::json guard = nullptr;  // no limit set: the bill alone
+  if (spec_.armed()) {
+    guard = {{"limit_ms", optional_ms(limit_ms_)},
+             {"limit_from", limit_from_},
+             {"max_error_rate", spec_.max_error_rate},
+             {"interval_s", spec_.interval_s},
+             {"fired", why_.has_value()},
+             {"why", why_ ? nlohmann::json(*why_) : nlohmann::json(nullptr)}};
+  }
   return {
       {"url", spec_.probe.base_url},
       {"latency",
@@ -257,16 +410,10 @@ nlohmann::json LatencyGuard::bill(std::optional<double> ncu_held_s) const {
         {"after", phase_json(summarize(after_))}}},
       {"longest_stall_ms", round_ms(longest)},
       {"ncu_held_s", ncu_held_s ? nlohmann::json(round_ms(*ncu_held_s)) : nlohmann::json(nullptr)},
-      {"restarts", restarts ? nlohmann::json(*restarts) : nlohmann::json(nullptr)},
-      {"guard",
-       {{"limit_ms", optional_ms(limit_ms_)},
-        {"limit_from", limit_from_},
-        {"max_error_rate", spec_.max_error_rate},
-        {"interval_s", spec_.interval_s},
-        {"fired", why_.has_value()},
-        {"why", why_ ? nlohmann::json(*why_) : nlohmann::json(nullptr)},
-        {"requests_sent",
-         static_cast<std::int64_t>(before_.size() + during_.size() + after_.size())}}}};
+      {"restarts", optional_json(restarts)},
+      {"pod", pod_watch_ ? pod_watch_->bill() : nlohmann::json(nullptr)},
+      {"requests_sent", static_cast<std::int64_t>(before_.size() + during_.size() + after_.size())},
+      {"guard", guard}};
 }
 
 }  // namespace kprof::capture

@@ -510,8 +510,9 @@ class WarmSequence {
           {"capture", i}, {"captures", spec.captures}, {"sequence", sequence_so_far}};
       return details;
     };
-    // The guard: its baseline now that the load flows, its probes while ncu runs, its
-    // after-probes before the load stops (the service as it was during the capture, without ncu).
+    // The guard (or, without a limit, the bill alone): its baseline now that the load flows, its
+    // probes while ncu runs, its after-probes before the load stops (the service as it was
+    // during the capture, without ncu).
     std::unique_ptr<LatencyGuard> guard;
     if (spec.guard) {
       GuardSpec guard_spec = *spec.guard;
@@ -523,17 +524,27 @@ class WarmSequence {
       try {
         unguardable = guard->measure_baseline();
       } catch (const load::LoadError& error) {
-        return stop({"guard_not_ready", true,
-                     fmt::format("capture {}: the latency guard could not measure its baseline: {}",
-                                 i, error.what()),
-                     "check --guard-url (or --load-url) and KPROF_API_KEY"});
+        if (guard_spec.armed()) {
+          return stop(
+              {"guard_not_ready", true,
+               fmt::format("capture {}: the latency guard could not measure its baseline: {}", i,
+                           error.what()),
+               "check --guard-url (or --load-url) and KPROF_API_KEY"});
+        }
+        // The bill alone is no reason to give up a capture: this one goes without it.
+        note(fmt::format("capture {}: no bill: its baseline could not be measured: {}", i,
+                         error.what()));
+        guard.reset();
       }
       if (unguardable)
         return stop({"guard_below_baseline", true, fmt::format("capture {}: {}", i, *unguardable),
                      "set --guard-p99-ms above the service's p99 under this load, or give "
                      "--guard-factor (a multiple of it)"});
+    }
+    if (guard) {
       guard->start_watching();
-      options.guard = [&guard] { return guard->check(); };
+      // Without a limit the bill alone: nothing stops the capture.
+      if (spec.guard->armed()) options.guard = [&guard] { return guard->check(); };
       options.service_cost = [&guard] { return guard->bill(std::nullopt); };
     }
     options.load = [&](std::vector<Diagnosis>& diagnoses) {

@@ -384,7 +384,8 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
       return capture::attach_details(*tree, selector);
     };
   }
-  // The guard of a capture without the warm sequence: its baseline now, before ncu starts.
+  // The guard (or the bill alone, without a limit) of a capture without the warm sequence: its
+  // baseline now, before ncu starts.
   std::unique_ptr<capture::LatencyGuard> latency_guard;
   if (guard) {
     latency_guard = std::make_unique<capture::LatencyGuard>(
@@ -393,16 +394,23 @@ ExitCode run_capture(const CaptureOptions& options, Output& output) {
     try {
       unguardable = latency_guard->measure_baseline();
     } catch (const load::LoadError& error) {
-      if (tree) tree->release_all();
-      throw NotReady(std::string("the latency guard could not measure its baseline: ") +
-                     error.what());
+      if (guard->armed()) {
+        if (tree) tree->release_all();
+        throw NotReady(std::string("the latency guard could not measure its baseline: ") +
+                       error.what());
+      }
+      // The bill alone is no reason to give up the capture: it goes without one.
+      note(std::string("no bill: its baseline could not be measured: ") + error.what());
+      latency_guard.reset();
     }
     if (unguardable) {
       if (tree) tree->release_all();
       throw NotReady(*unguardable + " (set --guard-p99-ms above it, or give --guard-factor)");
     }
+  }
+  if (latency_guard) {
     latency_guard->start_watching();
-    session.guard = [&latency_guard] { return latency_guard->check(); };
+    if (guard->armed()) session.guard = [&latency_guard] { return latency_guard->check(); };
     session.service_cost = [&latency_guard] {
       latency_guard->stop_watching();
       latency_guard->measure_after();
@@ -460,7 +468,8 @@ void define_capture(CLI::App& parent, Runner& runner) {
       "nothing (kprof plan); --trace alone plans first and refuses a capture over a limit unless\n"
       "--budget chose one that fits. --guard-p99-ms/--guard-factor with --guard-url (or\n"
       "--load-url) probe the service before, during and after; ncu is stopped (detached) when it\n"
-      "suffers, and the bundle's service block says what the capture cost.\n\n"
+      "suffers, and the bundle's service block says what the capture cost. A serving URL\n"
+      "without a limit gets the same bill, and nothing stops the capture.\n\n"
       "Exit codes: 0 captured; 7 the capture failed or profiled nothing (diagnoses say why and\n"
       "what to do); 8 timed out, interrupted or stopped by the latency guard (bundle\n"
       "NAME.incomplete); 9 ncu not found; 14 (--trace) over a limit, nothing run.\n\n"

@@ -275,15 +275,12 @@ void add_guard_options(CLI::App* command, GuardCliOptions& options,
 std::optional<capture::GuardSpec> guard_spec(const GuardCliOptions& options, bool has_load_url,
                                              const load::LoadSpec& load) {
   bool asked = options.p99_ms || options.factor;
-  if (!asked) {
-    if (!options.url.empty())
-      throw UsageError("--guard-url needs a limit: --guard-p99-ms MS and/or --guard-factor F");
-    return std::nullopt;
-  }
-  if (options.url.empty() && !has_load_url)
+  if (options.url.empty() && !has_load_url) {
+    if (!asked) return std::nullopt;  // no URL to measure: no bill either
     throw UsageError(
         "the latency guard needs a serving URL to probe: --guard-url URL (or the "
         "warm sequence's --load-url); it sends no request to any other");
+  }
   if (options.p99_ms && !(*options.p99_ms > 0)) throw UsageError("--guard-p99-ms must be above 0");
   if (options.factor && !(*options.factor > 1))
     throw UsageError("--guard-factor must be above 1 (a multiple of the baseline's p99)");

@@ -73,8 +73,8 @@ void add_plan_options(CLI::App* command, PlanCliOptions& options, bool probes);
 // errors for values CLI11 does not check.
 capture::PlanOptions to_plan_options(const PlanCliOptions& options, capture::CaptureSpec spec,
                                      bool json);
-// The latency guard's options (issue 41), shared by `capture` and `k8s sister`: on when
-// --guard-p99-ms or --guard-factor is given.
+// The latency guard's options (issue 41), shared by `capture` and `k8s sister`: armed when
+// --guard-p99-ms or --guard-factor is given; with a serving URL but no limit, the bill alone.
 struct GuardCliOptions {
   std::string url;
   std::optional<double> p99_ms, factor;
@@ -85,7 +85,8 @@ struct GuardCliOptions {
 // --guard-baseline; load_url_option names the option whose URL the guard probes by default.
 void add_guard_options(CLI::App* command, GuardCliOptions& options,
                        const std::string& load_url_option);
-// The options into the guard's spec; nullopt when no limit is given. Usage errors for a guard
+// The options into the guard's spec: unarmed (the bill alone) when a URL is known but no limit is
+// given; nullopt when no URL is known (no --guard-url, no load URL). Usage errors for a limit
 // without a URL to probe (--guard-url, or the warm sequence's load URL when has_load_url) and for
 // values out of range. `load` is the shape of the operator's requests; the spec's URL is
 // --guard-url, or empty for the load's.

@@ -145,7 +145,8 @@ ExitCode run_sister(const K8sOptions& options, Output& output) {
     check_warm_options(options.warm);
     apply_warm_options(options.warm, request.warm);
     // The guard probes the sister's port-forward (the load's URL) unless --guard-url names
-    // another (a production Service beside the profiled copy).
+    // another (a production Service beside the profiled copy), and reads the sister's pod; without
+    // a limit it is the bill alone, which every warm capture carries.
     request.warm.guard = guard_spec(options.guard, true, request.warm.load);
   } else if (options.guard.p99_ms || options.guard.factor || !options.guard.url.empty()) {
     throw UsageError(

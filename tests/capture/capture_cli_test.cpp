@@ -886,7 +886,12 @@ TEST_F(Capture, WarmSequenceRunsItsStepsInOrderWhileRequestsFlow) {
   }
   EXPECT_GE(before, 12);
   EXPECT_GT(during, 0);
-  EXPECT_EQ(static_cast<int>(requests.size()), 12 + m["load"]["sent"].get<int>());
+  // Every request the server saw is counted: the warm-up, the load, and the bill's (a load URL
+  // without a guard limit: the bill alone, "guard" null).
+  EXPECT_TRUE(m["service"]["guard"].is_null());
+  EXPECT_EQ(m["service"]["latency"]["before"]["completed"], 5);
+  EXPECT_EQ(static_cast<int>(requests.size()),
+            12 + m["load"]["sent"].get<int>() + m["service"]["requests_sent"].get<int>());
 }
 
 TEST_F(Capture, EachWarmStepThatDoesNotHappenIsDiagnosed) {
@@ -1675,7 +1680,7 @@ TEST_F(Capture, TheGuardDetachesOnALatencySpikeAndKeepsThePartialBundle) {
   std::int64_t counted = service["latency"]["before"]["requests"].get<std::int64_t>() +
                          service["latency"]["during"]["requests"].get<std::int64_t>() +
                          service["latency"]["after"]["requests"].get<std::int64_t>();
-  EXPECT_EQ(service["guard"]["requests_sent"], counted);
+  EXPECT_EQ(service["requests_sent"], counted);
   EXPECT_LE(static_cast<std::int64_t>(server.requests().size()), counted);
   EXPECT_GE(static_cast<std::int64_t>(server.requests().size()), 6);
   EXPECT_GT(service["ncu_held_s"].get<double>(), 1.5);
@@ -1730,18 +1735,16 @@ TEST_F(Capture, TheGuardStaysQuietWhenTheServiceKeepsUp) {
   EXPECT_GE(service["latency"]["during"]["requests"].get<std::int64_t>(), 1);
   EXPECT_EQ(service["latency"]["during"]["errors"], 0);
   EXPECT_TRUE(service["restarts"].is_null());  // not Kubernetes: not known here
+  EXPECT_TRUE(service["pod"].is_null());
   EXPECT_EQ(bundle_schema_violation(m), "");
 }
 
-// A guard needs a URL the operator gave; a URL alone is no limit.
-TEST_F(Capture, TheGuardNeedsAUrlAndALimit) {
+// A guard needs a URL the operator gave.
+TEST_F(Capture, TheGuardNeedsAUrl) {
   auto no_url = capture(recording("attach_1"),
                         {"--attach", "127.0.0.1", "-k", "k_alpha", "--guard-p99-ms", "100"});
   EXPECT_EQ(no_url.exit_code, 2);
   EXPECT_NE(no_url.err.find("--guard-url"), std::string::npos) << no_url.err;
-  auto no_limit = capture(recording("attach_1"), {"--attach", "127.0.0.1", "-k", "k_alpha",
-                                                  "--guard-url", "http://127.0.0.1:1"});
-  EXPECT_EQ(no_limit.exit_code, 2);
   EXPECT_TRUE(ncu_calls().empty());  // refused before ncu was asked anything
 }
 
@@ -1817,6 +1820,67 @@ TEST_F(Capture, TheWarmSequenceStopsWhenTheGuardLimitIsUnderTheBaseline) {
         << m["diagnoses"];
   }
   EXPECT_EQ(bundles, 1) << result.err;
+}
+
+// A serving URL without a limit: the bill alone. The same stall that makes the guard fire above
+// stops nothing here: both kernels are profiled once the server is let go, and the bill says what
+// the capture cost — latency before, during (the stall among it) and after — with "guard" null.
+TEST_F(Capture, AUrlWithoutALimitBillsTheCaptureAndNeverStopsIt) {
+  FakeServer server(dir_ / "server", {"--fake-ms-per-token", "1"}, true);
+  ASSERT_FALSE(server.url().empty());
+  FakeTarget target;
+  pid_t live = start_sleeper();
+  setenv("FAKE_NCU_TARGET_PID", std::to_string(live).c_str(), 1);
+  setenv("FAKE_NCU_STALL_PID", std::to_string(server.pid()).c_str(), 1);
+  setenv("FAKE_NCU_STALL_S", "2", 1);
+  unsetenv("KPROF_API_KEY");
+  auto result = capture(recording("attach_1"), {"--attach",
+                                                "127.0.0.1:" + std::to_string(target.port()),
+                                                "-k",
+                                                "k_alpha",
+                                                "--launch-count",
+                                                "2",
+                                                "--preset",
+                                                "basic",
+                                                "--timeout",
+                                                "60",
+                                                "--guard-url",
+                                                server.url(),
+                                                "--guard-interval",
+                                                "0.2",
+                                                "--guard-baseline",
+                                                "3",
+                                                "--prompt-len",
+                                                "4",
+                                                "--output-len",
+                                                "2"});
+  unsetenv("FAKE_NCU_STALL_PID");
+  unsetenv("FAKE_NCU_STALL_S");
+  unsetenv("FAKE_NCU_TARGET_PID");
+  kill(live, SIGKILL);
+  waitpid(live, nullptr, 0);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.err.find("bill: baseline 3 of 3 requests completed"), std::string::npos)
+      << result.err;
+  EXPECT_EQ(result.err.find("stopping ncu"), std::string::npos) << result.err;
+  nlohmann::json m = manifest(bundle());
+  EXPECT_EQ(m["status"], "ok");
+  EXPECT_EQ(m["progress"]["kernels_profiled"], 2);
+  const nlohmann::json& service = m["service"];
+  EXPECT_TRUE(service["guard"].is_null());
+  EXPECT_EQ(service["url"], server.url());
+  EXPECT_EQ(service["latency"]["before"]["completed"], 3);
+  EXPECT_GE(service["latency"]["during"]["requests"].get<std::int64_t>(), 1);
+  EXPECT_EQ(service["latency"]["after"]["completed"], 3);
+  EXPECT_GE(service["longest_stall_ms"].get<double>(), 1000);  // the stall was seen, not acted on
+  std::int64_t counted = service["latency"]["before"]["requests"].get<std::int64_t>() +
+                         service["latency"]["during"]["requests"].get<std::int64_t>() +
+                         service["latency"]["after"]["requests"].get<std::int64_t>();
+  EXPECT_EQ(service["requests_sent"], counted);
+  EXPECT_LE(static_cast<std::int64_t>(server.requests().size()), counted);
+  EXPECT_TRUE(service["restarts"].is_null());
+  EXPECT_TRUE(service["pod"].is_null());
+  EXPECT_EQ(bundle_schema_violation(m), "");
 }
 
 // Issue 41: capture --trace plans the capture first and records the plan beside what happened.
