@@ -1,7 +1,8 @@
 // libFuzzer target for reading kubectl's JSON (Deployment, pods, Services) and everything kprof
-// derives from it: the assessment, the sister Deployment and kprof's checks of it. Input: one
-// JSON document {"deployment": …, "pods": …, "services": …}. Every input is also read as what
-// the pod's /proc reader printed and as kubectl port-forward's output lines.
+// derives from it: the assessment, the sister Deployment and kprof's checks of it, the latency
+// guard's read of a pod. Input: one JSON document {"deployment": …, "pods": …, "services": …}.
+// Every input is also read as what the pod's /proc reader printed and as kubectl port-forward's
+// output lines.
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -30,6 +31,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (const kprof::k8s::ContainerInfo& container : target.containers) {
     kprof::k8s::assess(target, container, 31);
   }
+  // What the latency guard reads of a pod: the document itself and each listed pod.
+  kprof::k8s::pod_readiness(doc, "server");
+  const nlohmann::json& pods = kprof::k8s::value_at(doc, {"pods", "items"});
+  for (const auto& pod : pods.is_array() ? pods : nlohmann::json::array())
+    kprof::k8s::pod_readiness(pod, "server");
   try {
     nlohmann::json sister = kprof::k8s::sister_deployment(target, {"", "img", "/opt/ncu", "ab12c"});
     kprof::k8s::check_sister(sister, target);

@@ -14,6 +14,7 @@
 #include "common/text.h"
 #include "common/utf8.h"
 #include "k8s/port_forward.h"
+#include "k8s/workload.h"
 #include "render/envelope.h"
 
 namespace kprof::k8s {
@@ -67,6 +68,29 @@ capture::ManifestKubernetes placement_block(const PodPlacement& where) {
   k.image_digest = where.image_id;
   k.cleanup_receipt = where.cleanup_receipt;
   return k;
+}
+
+// The profiled pod's Ready condition and the container's restartCount (k8s/workload.h's
+// pod_readiness) through `kubectl get pod`, for the latency guard: a read that fails says why.
+capture::PodStatus read_pod_status(const Kubectl& kubectl, const PodPlacement& where) {
+  capture::PodStatus status;
+  KubectlResult got =
+      kubectl.run({"get", "pod", "-n", where.namespace_name, "-o", "json", "--", where.pod},
+                  std::chrono::seconds(20));
+  if (!got.started || got.exit_code != 0) {
+    status.problem = got.started ? condense_message(got.err) : "kubectl could not be started";
+    return status;
+  }
+  nlohmann::json pod = nlohmann::json::parse(got.out, nullptr, /*allow_exceptions=*/false);
+  if (pod.is_discarded() || !pod.is_object()) {
+    status.problem = "kubectl get pod printed no JSON object";
+    return status;
+  }
+  PodReadiness readiness = pod_readiness(pod, where.container);
+  status.read = true;
+  status.ready = readiness.ready;
+  status.restart_count = readiness.restart_count;
+  return status;
 }
 
 }  // namespace
@@ -309,6 +333,14 @@ capture::WarmCaptureResult warm_capture_in_pod(const Kubectl& kubectl, const Pod
         [&observer](const std::string& text) { observer.note(text); });
   };
   warm.route = [&forward] { return forward.describe(); };
+  // The guard (or the bill alone) watches the pod too: its readiness and the server container's
+  // restarts, read through kubectl every 2 s at least (never faster than the probes).
+  if (warm.guard) {
+    warm.guard->pod_name = where.namespace_name + "/" + where.pod;
+    warm.guard->pod_container = where.container;
+    warm.guard->pod_interval_s = std::max(2.0, warm.guard->interval_s);
+    warm.guard->read_pod = [&kubectl, where] { return read_pod_status(kubectl, where); };
+  }
   capture::WarmCaptureResult result =
       capture::run_warm_capture(warm, session, observer, bundle_paths);
   forward.stop();

@@ -469,6 +469,25 @@ std::optional<PodStuck> pod_stuck(const nlohmann::json& pod) {
   return std::nullopt;
 }
 
+PodReadiness pod_readiness(const nlohmann::json& pod, const std::string& container) {
+  PodReadiness found;
+  const nlohmann::json& conditions = value_at(pod, {"status", "conditions"});
+  for (const auto& c : conditions.is_array() ? conditions : nlohmann::json::array()) {
+    if (string_at(c, {"type"}) != "Ready") continue;
+    std::string status = string_at(c, {"status"});
+    if (status == "True") found.ready = true;
+    if (status == "False") found.ready = false;
+  }
+  const nlohmann::json& statuses = value_at(pod, {"status", "containerStatuses"});
+  for (const auto& st : statuses.is_array() ? statuses : nlohmann::json::array()) {
+    if (string_at(st, {"name"}) != container) continue;
+    const nlohmann::json& count = value_at(st, {"restartCount"});
+    if (count.is_number_integer() && count.get<std::int64_t>() >= 0)
+      found.restart_count = count.get<std::int64_t>();
+  }
+  return found;
+}
+
 Assessment assess(const TargetInfo& target, const ContainerInfo& container, int client_minor,
                   const GpuCapacity& capacity) {
   Assessment a;

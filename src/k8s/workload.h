@@ -111,6 +111,15 @@ struct PodStuck {
 };
 std::optional<PodStuck> pod_stuck(const nlohmann::json& pod);
 
+// What the latency guard watches of the profiled pod (issue 41), from kubectl's JSON of it: its
+// Ready condition (nullopt unless the condition says True or False) and CONTAINER's restartCount
+// (nullopt when no status of that container gives one).
+struct PodReadiness {
+  std::optional<bool> ready;
+  std::optional<std::int64_t> restart_count;
+};
+PodReadiness pod_readiness(const nlohmann::json& pod, const std::string& container);
+
 struct Assessment {
   std::string method;  // "sidecar" or "sister"
   std::string safety;  // "single-replica" or "multi-replica"

@@ -483,6 +483,37 @@ TEST(Workload, WhyAPodCannotStart) {
   EXPECT_FALSE(pod_stuck(creating).has_value());  // on its way
 }
 
+// What the latency guard reads of a pod (issue 41): the Ready condition, not the phase, and the
+// restartCount of the profiled container, not of its sidecar; nothing where the status is silent
+// or malformed.
+TEST(Workload, APodsReadinessAndTheProfiledContainersRestarts) {
+  nlohmann::json pod = nlohmann::json::parse(R"({"status": {"phase": "Running",
+    "conditions": [{"type": "Initialized", "status": "True"},
+                   {"type": "Ready", "status": "False", "reason": "ContainersNotReady"},
+                   {"type": "ContainersReady", "status": "False"}],
+    "containerStatuses": [{"name": "kprof-ncu", "ready": true, "restartCount": 7},
+                          {"name": "server", "ready": false, "restartCount": 2,
+                           "lastState": {"terminated": {"exitCode": 137}}}]}})");
+  PodReadiness read = pod_readiness(pod, "server");
+  EXPECT_EQ(read.ready, false);
+  EXPECT_EQ(read.restart_count, 2);
+  EXPECT_EQ(pod_readiness(pod, "kprof-ncu").restart_count, 7);
+  EXPECT_FALSE(pod_readiness(pod, "other").restart_count);
+  pod["status"]["conditions"][1]["status"] = "True";
+  EXPECT_EQ(pod_readiness(pod, "server").ready, true);
+  pod["status"]["conditions"][1]["status"] = "Unknown";  // the node stopped reporting
+  EXPECT_FALSE(pod_readiness(pod, "server").ready);
+  pod["status"]["containerStatuses"][1]["restartCount"] = "2";  // not a number
+  EXPECT_FALSE(pod_readiness(pod, "server").restart_count);
+  pod["status"]["containerStatuses"][1]["restartCount"] = -1;
+  EXPECT_FALSE(pod_readiness(pod, "server").restart_count);
+  for (const char* odd : {"null", "[]", R"({"status": []})", R"({"status": {"conditions": 3}})"}) {
+    PodReadiness none = pod_readiness(nlohmann::json::parse(odd), "server");
+    EXPECT_FALSE(none.ready) << odd;
+    EXPECT_FALSE(none.restart_count) << odd;
+  }
+}
+
 // --memory-fraction rewrites the engine's flag in the copy, in either spelling, and refuses an
 // engine whose command has none.
 TEST(Workload, SisterMemoryFractionRewritesTheEnginesFlag) {
