@@ -438,6 +438,120 @@ class K8sTest(unittest.TestCase):
         self.assertEqual((receipt["status"], receipt["leftovers"]), ("ok", []))
         self.assertEqual(len([q for q in c.requests() if q.get("method") == "DELETE"]), 1)
 
+    # Issue 41: the pod as a guard signal. The guard reads the sister's pod (kubectl get pod) with
+    # its baseline, every 2 s while ncu runs and once after; a readiness drop or a restart of the
+    # server container detaches ncu through the stop file, and the bill names it.
+    GUARD_ARGS = ("--guard-p99-ms", "60000", "--guard-interval", "0.5", "--guard-baseline", "2")
+
+    def guarded_capture(self, c, *extra):
+        """A sister's warm capture under the guard (a latency limit it never reaches), with its
+        stand-in events, manifest, bill, pod reads and receipt."""
+        began = time.time()
+        r = c.kprof(*self.WARM_ARGS, *extra)
+        took = time.time() - began
+        captures = [e for e in c.requests() if e.get("capture") == "attached"]
+        self.assertEqual(len(captures), 1, r.stderr + c.attach_events())
+        name = json.loads(next(q for q in c.requests() if q.get("method") == "POST")["body"])["metadata"]["name"]
+        pod = name + "-7d9f8c6b5-x2x4q"
+        folder = next(f for f in glob.glob(os.path.join(c.dir, "run", "capture-1*")))
+        m = json.load(open(os.path.join(folder, "manifest.json")))
+        reads = [call for call in c.kubectl_calls() if call == ["get", "pod", "-n", "serving", "-o", "json", "--", pod]]
+        try:  # the manifest, pod block included, against kprof.bundle/1 (where jsonschema is)
+            import jsonschema
+            with open(os.path.join(REPO, "docs", "kprof.bundle.schema.json")) as f:
+                validator = jsonschema.Draft7Validator(json.load(f))
+            self.assertEqual([e.message for e in validator.iter_errors(m)], [])
+        except ImportError:
+            pass
+        return r, took, captures[0], pod, folder, m, reads, self.receipt_of(c)
+
+    @unittest.skipUnless(os.path.exists(SPDY_DICTIONARY), "no SPDY dictionary (golang-github-docker-spdystream-dev)")
+    def test_sister_guard_detaches_when_the_pods_readiness_drops(self):
+        # ncu would stay attached 60 s; the pod's readiness drops 3 s into the capture.
+        c = self.cluster("vllm_single_replica.json", "unready-during-capture:3", server_env={"FAKE_ATTACH_SECONDS": "60"})
+        r, took, capture, pod, folder, m, reads, receipt = self.guarded_capture(c, *self.GUARD_ARGS)
+        self.assertEqual(r.returncode, 8, r.stderr)
+        self.assertEqual(capture["ended_by"], "stop_file", r.stderr)  # detached by kprof, in the pod
+        self.assertLess(capture["to"] - capture["from"], 20, r.stderr)
+        self.assertTrue(any(e.get("pod_status") == "readiness_dropped" for e in c.requests()))
+        self.assertIn("guard: baseline 2 of 2 requests completed", r.stderr)
+        self.assertIn(f"pod serving/{pod} Ready, container server restartCount 0", r.stderr)
+        self.assertRegex(r.stderr, rf"guard: pod serving/{pod} readiness dropped at 20\d\d-[0-9T:-]+Z \(its Ready "
+                                   r"condition turned False\); stopping ncu")
+        # The partial bundle is kept: incomplete, reason guard, its report copied out.
+        self.assertTrue(folder.endswith("capture-1.incomplete"), folder)
+        self.assertEqual((m["status"], m["incomplete_reason"]), ("incomplete", "guard"))
+        self.assertIn("guard_fired", [d["id"] for d in m["diagnoses"]])
+        self.assertTrue(os.path.exists(os.path.join(folder, "report.ncu-rep")))
+        bill = m["service"]
+        self.assertTrue(bill["guard"]["fired"])
+        self.assertIn(f"pod serving/{pod} readiness dropped at", bill["guard"]["why"])
+        self.assertEqual(bill["restarts"], 0)
+        self.assertEqual((bill["pod"]["name"], bill["pod"]["container"]), (f"serving/{pod}", "server"))
+        self.assertEqual(bill["pod"]["ready_at_start"], True)
+        self.assertEqual(len(bill["pod"]["readiness_drops"]), 1)
+        self.assertIsNone(bill["pod"]["readiness_drops"][0]["ready_again_at"])
+        # Every pod read kprof made is in the bill: baseline, during, after.
+        self.assertGreaterEqual(bill["pod"]["reads"], 3)
+        self.assertEqual(bill["pod"]["reads"], len(reads), reads)
+        self.assertEqual(bill["pod"]["read_failures"], 0)
+        self.assertEqual(receipt["service"], [bill])
+        self.assertEqual((receipt["status"], receipt["leftovers"]), ("ok", []))
+
+    @unittest.skipUnless(os.path.exists(SPDY_DICTIONARY), "no SPDY dictionary (golang-github-docker-spdystream-dev)")
+    def test_sister_guard_detaches_when_the_server_container_restarts(self):
+        c = self.cluster("vllm_single_replica.json", "restart-during-capture:3", server_env={"FAKE_ATTACH_SECONDS": "60"})
+        r, took, capture, pod, folder, m, reads, receipt = self.guarded_capture(c, *self.GUARD_ARGS)
+        self.assertEqual(r.returncode, 8, r.stderr)
+        self.assertEqual(capture["ended_by"], "stop_file", r.stderr)
+        self.assertLess(capture["to"] - capture["from"], 20, r.stderr)
+        self.assertIn(f"guard: container server of pod serving/{pod} restarted (restartCount 0 -> 1) at ", r.stderr)
+        self.assertEqual((m["status"], m["incomplete_reason"]), ("incomplete", "guard"))
+        bill = m["service"]
+        self.assertIn("restarted (restartCount 0 -> 1)", bill["guard"]["why"])
+        self.assertEqual(bill["restarts"], 1)
+        self.assertEqual([(s["restart_count_from"], s["restart_count_to"]) for s in bill["pod"]["restarts_seen"]], [(0, 1)])
+        self.assertEqual((bill["pod"]["restart_count_at_start"], bill["pod"]["restart_count_at_end"]), (0, 1))
+        self.assertEqual(bill["pod"]["readiness_drops"], [])
+        self.assertEqual(bill["pod"]["reads"], len(reads))
+        self.assertEqual(receipt["service"], [bill])
+
+    @unittest.skipUnless(os.path.exists(SPDY_DICTIONARY), "no SPDY dictionary (golang-github-docker-spdystream-dev)")
+    def test_sister_guard_stays_quiet_while_the_pod_stays_ready(self):
+        c = self.cluster("vllm_single_replica.json", server_env={"FAKE_ATTACH_SECONDS": "5"})
+        r, took, capture, pod, folder, m, reads, receipt = self.guarded_capture(c, *self.GUARD_ARGS)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(capture["ended_by"], "done")
+        self.assertNotIn("stopping ncu", r.stderr)
+        self.assertEqual(m["status"], "ok", m["diagnoses"])
+        bill = m["service"]
+        self.assertEqual((bill["guard"]["fired"], bill["guard"]["why"]), (False, None))
+        self.assertEqual((bill["restarts"], bill["pod"]["readiness_drops"], bill["pod"]["restarts_seen"]), (0, [], []))
+        # Read during the capture too, not only before and after (5 s of ncu: at least one read).
+        self.assertGreaterEqual(bill["pod"]["reads"], 3)
+        self.assertEqual(bill["pod"]["reads"], len(reads))
+        self.assertIn(f"bill: pod serving/{pod}: 0 readiness drops, 0 restarts of container server", r.stderr)
+
+    @unittest.skipUnless(os.path.exists(SPDY_DICTIONARY), "no SPDY dictionary (golang-github-docker-spdystream-dev)")
+    def test_sister_without_a_guard_limit_bills_the_readiness_drop_and_lets_the_capture_finish(self):
+        # No --guard-p99-ms, no --guard-factor: the bill alone. The drop is recorded, ncu is not stopped.
+        c = self.cluster("vllm_single_replica.json", "unready-during-capture:1", server_env={"FAKE_ATTACH_SECONDS": "6"})
+        r, took, capture, pod, folder, m, reads, receipt = self.guarded_capture(c, "--guard-baseline", "2")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(capture["ended_by"], "done")
+        self.assertIn("no guard limit (--guard-p99-ms, --guard-factor): the capture is measured, never stopped", r.stderr)
+        self.assertEqual(m["status"], "ok", m["diagnoses"])
+        bill = m["service"]
+        self.assertIsNone(bill["guard"])
+        self.assertEqual(bill["latency"]["before"]["completed"], 2)
+        self.assertGreaterEqual(bill["latency"]["during"]["requests"], 1)
+        self.assertEqual(bill["latency"]["after"]["requests"], 3)
+        self.assertEqual(bill["requests_sent"], sum(bill["latency"][p]["requests"] for p in ("before", "during", "after")))
+        self.assertEqual(len(bill["pod"]["readiness_drops"]), 1)
+        self.assertEqual(bill["pod"]["reads"], len(reads))
+        self.assertIn(f"bill: pod serving/{pod}: 1 readiness drop, 0 restarts of container server", r.stderr)
+        self.assertEqual(receipt["service"], [bill])
+
     @unittest.skipIf(OLD is None, "no kubectl 1.29 or 1.30 on this machine")
     @unittest.skipUnless(os.path.exists(SPDY_DICTIONARY), "no SPDY dictionary (golang-github-docker-spdystream-dev)")
     def test_sister_warm_capture_with_an_older_kubectl_over_spdy(self):

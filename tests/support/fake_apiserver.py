@@ -41,7 +41,14 @@ RULE: forbid:VERB:RESOURCE (403), no-ephemeral (404 on pods/ephemeralcontainers)
       starts waiting 2 s after the engine first ran, and the server waits for it), server-late:SECONDS (the pod's server starts that long after
       the last first attach), no-portforward (403 on pods/portforward), digest-lost (sha256sum
       exits 0 printing nothing, as an exec whose output was cut), digest-lost-once (the first
-      time only), cp-empty (kubectl cp's tar stream comes back empty and exits 0: no file).
+      time only), cp-empty (kubectl cp's tar stream comes back empty and exits 0: no file),
+      unready-during-capture:SECONDS (that long after a capture attaches, the pod's Ready and
+      ContainersReady conditions turn False and its container is not ready, as when its readiness
+      probe fails), restart-during-capture:SECONDS (that long after, the profiled container's
+      restartCount goes up by one, its last state terminated).
+A capture's attach (not a hold) takes FAKE_ATTACH_SECONDS (0) unless the stop file REPORT.stop
+appears first, as kprof's attach wrapper detaches a real ncu; its "capture" event says which
+ended it (ended_by: done, stop_file).
 Nodes come from the objects file's "nodes" (GET /api/v1/nodes); GET /api/v1/pods lists every
 namespace's pods (fieldSelector status.phase!=… honoured).
 Environment: FAKE_ATTACH_RECORDING (a capture-recordings folder: ncu-stdout.txt, report.ncu-rep.zst),
@@ -180,8 +187,11 @@ def make_pod_for(deployment):
                         "uid": "uid-" + name},
            "spec": json.loads(json.dumps(template["spec"])) | {"nodeName": "gpu-node-7"},
            "status": {"phase": "Running",
+                      "conditions": [{"type": t, "status": "True", "lastTransitionTime": "2026-11-29T00:00:00Z"}
+                                     for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")],
                       "containerStatuses": [{"name": c["name"], "ready": True, "image": c["image"],
                                              "imageID": c["image"].split(":")[0] + "@sha256:" + "ab" * 32,
+                                             "restartCount": 0, "lastState": {},
                                              "state": {"running": {"startedAt": "2026-11-29T00:00:00Z"}}}
                                             for c in containers]}}
     if "unschedulable" in rules:
@@ -262,6 +272,45 @@ def play_tracer(ns, pod_name, container, control, word):
                 os.rename(final + ".partial", final)
                 path = env.get("KPROF_TRACE_DIR", ".").rstrip("/") + "/" + name
                 log.write(f"kprof-tracer: pid {pid} window 1 (stopped by control file): {path}: {events} events; nothing dropped\n")
+
+
+def change_pod_later(ns, pod_name, container, delay, change):
+    """CHANGE(container status, pod) applied to the pod's status DELAY seconds from now: values
+    replaced in place (a reader serialising the pod meanwhile sees no dict change size)."""
+    def run():
+        time.sleep(delay)
+        with lock:
+            pod = find("pods", ns, pod_name)
+            st = next((s for s in (pod or {}).get("status", {}).get("containerStatuses", [])
+                       if s["name"] == container), None)
+            if st is not None:
+                change(st, pod)
+        if st is not None:
+            record({"pod_status": change.__name__, "pod": pod_name, "container": container, "t": time.time()})
+    threading.Thread(target=run, daemon=True).start()
+
+
+def readiness_dropped(st, pod):
+    st["ready"] = False
+    for c in pod["status"].get("conditions", []):
+        if c["type"] in ("Ready", "ContainersReady"):
+            c["status"] = "False"
+            c["lastTransitionTime"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def container_restarted(st, pod):
+    st["restartCount"] = st.get("restartCount", 0) + 1
+    st["lastState"] = {"terminated": {"exitCode": 137, "reason": "Error"}}
+
+
+def pod_status_rules(ns, pod, container):
+    """The rules that change the pod's status once a capture attaches."""
+    for rule in rules:
+        name, _, seconds = rule.partition(":")
+        if name == "unready-during-capture":
+            change_pod_later(ns, pod, container, float(seconds), readiness_dropped)
+        elif name == "restart-during-capture":
+            change_pod_later(ns, pod, container, float(seconds), container_restarted)
 
 
 RELEASE_FILTER = "regex:^kprof_release_nothing$"
@@ -767,10 +816,18 @@ def run_in_pod(ns, pod, container, command):
         if tree and proc is None:
             return NO_PROCESS, b"", 1
         started = time.time()
+        ended_by = "done"
         if proc:
             # The recording as the process this client took.
             out = re.sub(rb"(Connected to process |\()\d+(\)| \()", lambda m: m.group(1) + str(proc["pid"]).encode() + m.group(2), out)
-            time.sleep(float(os.environ.get("FAKE_ATTACH_SECONDS", "0")))
+            pod_status_rules(ns, pod, container)
+            # Attached this long, unless kprof's stop file detaches it first (the wrapper's SIGINT).
+            stop = local(report + ".stop")
+            while time.time() < started + float(os.environ.get("FAKE_ATTACH_SECONDS", "0")):
+                if os.path.exists(stop):
+                    ended_by = "stop_file"
+                    break
+                time.sleep(0.1)
             tree.let_go(proc)
         data = subprocess.run(["zstd", "-dc", os.path.join(rec, "report.ncu-rep.zst")], check=True, capture_output=True).stdout
         os.makedirs(os.path.dirname(local(report + ".ncu-rep")), exist_ok=True)
@@ -779,7 +836,7 @@ def run_in_pod(ns, pod, container, command):
         with lock, open(os.path.join(state, "attach-argv.jsonl"), "a") as f:
             f.write(json.dumps(ncu_argv) + "\n")
         record({"capture": "attached", "pod": pod, "pid": proc["pid"] if proc else None,
-                "from": started, "to": time.time()})
+                "from": started, "to": time.time(), "ended_by": ended_by})
         return out, b"", 130
     if prog == "ls" and command[1:2] == ["-1"] and len(command) == 3:
         path = local(command[2])
