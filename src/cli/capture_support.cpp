@@ -154,12 +154,6 @@ void check_positive(const std::optional<double>& value, const char* option, doub
         fmt::format("{} {}: expected a number above 0 and at most {}", option, *value, most));
 }
 
-// Resident memory may be zero: an idle GPU (nvidia-smi's memory.used 0 before the engine loads).
-void check_not_negative(const std::optional<double>& value, const char* option, double most) {
-  if (value && !(*value >= 0 && *value <= most))
-    throw UsageError(fmt::format("{} {}: expected a number from 0 to {}", option, *value, most));
-}
-
 }  // namespace
 
 const char* const kPlanModelHelp =
@@ -226,7 +220,7 @@ capture::PlanOptions to_plan_options(const PlanCliOptions& options, capture::Cap
   check_positive(options.slo_p99_ms, "--slo-p99-ms", 1e9);
   check_positive(options.budget_s, "--budget", 1e9);
   check_positive(options.device_gb, "--device-memory-gb", 1e6);
-  check_not_negative(options.resident_gb, "--resident-gb", 1e6);
+  // --resident-gb may be 0 (an idle GPU: nvidia-smi's memory.used); its CLI::Range checks it.
   if (options.memory_fraction && !(*options.memory_fraction > 0 && *options.memory_fraction <= 1))
     throw UsageError(fmt::format("--gpu-memory-utilization {}: expected a fraction in (0, 1]",
                                  *options.memory_fraction));

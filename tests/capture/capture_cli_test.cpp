@@ -1611,6 +1611,35 @@ TEST(RealGuardCheck, TheH100BundlesAreValidAndAgreeWithThemselves) {
   EXPECT_EQ(guarded, 1);
 }
 
+// The attach capture the guard tests share: k_alpha's 2 launches at basic from the stand-in target
+// on PORT, the guard (or the bill alone, without LIMIT) probing URL every 0.2 s with 4-token
+// prompts and 2 tokens out after a baseline of 3; LIMIT: --guard-p99-ms/--guard-factor.
+std::vector<std::string> guarded_attach(int port, const std::string& url,
+                                        const std::vector<std::string>& limit) {
+  std::vector<std::string> args = {"--attach",
+                                   "127.0.0.1:" + std::to_string(port),
+                                   "-k",
+                                   "k_alpha",
+                                   "--launch-count",
+                                   "2",
+                                   "--preset",
+                                   "basic",
+                                   "--timeout",
+                                   "60",
+                                   "--guard-url",
+                                   url,
+                                   "--guard-interval",
+                                   "0.2",
+                                   "--guard-baseline",
+                                   "3",
+                                   "--prompt-len",
+                                   "4",
+                                   "--output-len",
+                                   "2"};
+  args.insert(args.end(), limit.begin(), limit.end());
+  return args;
+}
+
 // Issue 41: the latency guard. An attach capture of two kernels whose target (the stand-in ncu's
 // FAKE_NCU_STALL_PID: serve.py's front, stopped with SIGSTOP) stalls after the first kernel, as an
 // engine does while ncu replays: the guard's probes wait, their p99 passes --guard-p99-ms, and
@@ -1627,28 +1656,8 @@ TEST_F(Capture, TheGuardDetachesOnALatencySpikeAndKeepsThePartialBundle) {
   setenv("FAKE_NCU_STALL_S", "30", 1);
   unsetenv("KPROF_API_KEY");
   auto began = std::chrono::steady_clock::now();
-  auto result = capture(recording("attach_1"), {"--attach",
-                                                "127.0.0.1:" + std::to_string(target.port()),
-                                                "-k",
-                                                "k_alpha",
-                                                "--launch-count",
-                                                "2",
-                                                "--preset",
-                                                "basic",
-                                                "--timeout",
-                                                "60",
-                                                "--guard-url",
-                                                server.url(),
-                                                "--guard-p99-ms",
-                                                "1500",
-                                                "--guard-interval",
-                                                "0.2",
-                                                "--guard-baseline",
-                                                "3",
-                                                "--prompt-len",
-                                                "4",
-                                                "--output-len",
-                                                "2"});
+  auto result = capture(recording("attach_1"),
+                        guarded_attach(target.port(), server.url(), {"--guard-p99-ms", "1500"}));
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   unsetenv("FAKE_NCU_STALL_PID");
   unsetenv("FAKE_NCU_STALL_S");
@@ -1697,28 +1706,8 @@ TEST_F(Capture, TheGuardStaysQuietWhenTheServiceKeepsUp) {
   setenv("FAKE_NCU_TARGET_PID", std::to_string(live).c_str(), 1);
   setenv("FAKE_NCU_LINE_DELAY", "0.3", 1);  // long enough for a few probes
   unsetenv("KPROF_API_KEY");
-  auto result = capture(recording("attach_1"), {"--attach",
-                                                "127.0.0.1:" + std::to_string(target.port()),
-                                                "-k",
-                                                "k_alpha",
-                                                "--launch-count",
-                                                "2",
-                                                "--preset",
-                                                "basic",
-                                                "--timeout",
-                                                "60",
-                                                "--guard-url",
-                                                server.url(),
-                                                "--guard-factor",
-                                                "20",
-                                                "--guard-interval",
-                                                "0.2",
-                                                "--guard-baseline",
-                                                "3",
-                                                "--prompt-len",
-                                                "4",
-                                                "--output-len",
-                                                "2"});
+  auto result = capture(recording("attach_1"),
+                        guarded_attach(target.port(), server.url(), {"--guard-factor", "20"}));
   unsetenv("FAKE_NCU_LINE_DELAY");
   unsetenv("FAKE_NCU_TARGET_PID");
   kill(live, SIGKILL);
@@ -1834,26 +1823,7 @@ TEST_F(Capture, AUrlWithoutALimitBillsTheCaptureAndNeverStopsIt) {
   setenv("FAKE_NCU_STALL_PID", std::to_string(server.pid()).c_str(), 1);
   setenv("FAKE_NCU_STALL_S", "2", 1);
   unsetenv("KPROF_API_KEY");
-  auto result = capture(recording("attach_1"), {"--attach",
-                                                "127.0.0.1:" + std::to_string(target.port()),
-                                                "-k",
-                                                "k_alpha",
-                                                "--launch-count",
-                                                "2",
-                                                "--preset",
-                                                "basic",
-                                                "--timeout",
-                                                "60",
-                                                "--guard-url",
-                                                server.url(),
-                                                "--guard-interval",
-                                                "0.2",
-                                                "--guard-baseline",
-                                                "3",
-                                                "--prompt-len",
-                                                "4",
-                                                "--output-len",
-                                                "2"});
+  auto result = capture(recording("attach_1"), guarded_attach(target.port(), server.url(), {}));
   unsetenv("FAKE_NCU_STALL_PID");
   unsetenv("FAKE_NCU_STALL_S");
   unsetenv("FAKE_NCU_TARGET_PID");
